@@ -1,0 +1,2 @@
+//! Criterion benches of the network side (being written).
+fn main() {}

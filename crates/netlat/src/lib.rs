@@ -1,0 +1,8 @@
+//! Network side of nnb: a versioned wire header, the `serve` reflector and sinks,
+//! the ping-pong and open-loop latency probes, and the rate-paced UDP load generator.
+//!
+//! Measuring paths use plain threads with blocking or busy-polled sockets; no async
+//! runtime runs inside a timed loop.
+
+pub mod seq;
+pub mod wire;
