@@ -5,4 +5,5 @@
 //! runtime runs inside a timed loop.
 
 pub mod seq;
+pub mod units;
 pub mod wire;

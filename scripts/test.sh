@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every nnb test, installing what the tests need first (iproute2 for the network
+# namespace tests). The root-only tests (namespaces, tc) run when this is run as root;
+# with CI set they fail instead of skipping when they cannot run.
+#
+# One build profile (release) for tests and binaries, so CI compiles everything once and
+# the measuring loops run optimised, as a user's `cargo run --release` would.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+command -v tc >/dev/null 2>&1 || need_pkgs+=(iproute2)
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq iproute2 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq iproute2; }
+  else
+    echo "note: iproute2 is missing and this is not root: the namespace tests will skip (or fail under CI)" >&2
+  fi
+fi
+
+cargo test --release --workspace --locked "$@"
