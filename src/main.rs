@@ -36,6 +36,12 @@ enum Command {
     Latency(cmd::latency::LatencyArgs),
     /// Rate-paced UDP (or TCP) load generator.
     Load(cmd::load::LoadArgs),
+    /// Serve typed jobs to a controller over HTTP/JSON behind a bearer token.
+    Agent(cmd::agent::AgentArgs),
+    /// Run an experiment file (neighbor staircase, thread sweep, load steps, isolation matrix).
+    Run(cmd::run::RunArgs),
+    /// Print the JSON Schema of experiment files, for editors.
+    Schema(cmd::schema::SchemaArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,9 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Latency(args) => cmd::latency::run(args),
         Command::Load(args) => cmd::load::run(args),
+        Command::Agent(args) => cmd::agent::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Schema(args) => cmd::schema::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,10 +1,656 @@
-//! TODO: `nnb cpu` (being written).
+//! `nnb cpu`: the pinned, TSC-timed CPU burner.
+//!
+//! Plans where the threads go (`--pin`, `--cpus`), runs warm-ups and repetitions of a
+//! fixed-work (`--ops`, runtime is the result) or fixed-time (`--duration`, ops/s is
+//! the result) burn, verifies every thread ran where it was put, and reports the
+//! repetitions' statistics; `--sweep` repeats this for a range of thread counts and
+//! marks the knees. Output: a human table, `--json` or `--csv`, the latter two with the
+//! environment, the clock and the verified placement.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use comfy_table::{presets, Cell, CellAlignment, Table, TableComponent};
+use indicatif::{ProgressBar, ProgressStyle};
+use nnb_burn::burner::{burn, BurnResult, Work};
+use nnb_burn::clock::{parse_duration, Clock, ClockChoice, ClockInfo};
+use nnb_burn::env::Environment;
+use nnb_burn::placement::{
+    allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
+};
+use nnb_burn::stats::Summary;
+use nnb_burn::sweep::{analyze, expected_smt_knee, SweepAnalysis, SweepSpec};
+use nnb_burn::topology::{Topology, TopologySummary};
+use nnb_burn::workload::Workload;
+use serde::Serialize;
+
+use crate::usage::usage;
+
+/// A coefficient of variation above this gets a warning, as hyperfine warns on outliers.
+const HIGH_CV: f64 = 0.05;
 
 /// Arguments of `nnb cpu`.
 #[derive(Debug, clap::Args)]
-pub struct CpuArgs {}
+pub struct CpuArgs {
+    /// Number of threads [default: one per allowed CPU, or per CPU of --cpus].
+    #[arg(short, long, conflicts_with = "sweep")]
+    pub threads: Option<usize>,
+    /// Placement: none, cores (one per physical core first), smt-sibling (fill a core's
+    /// SMT threads first) or compact (logical CPU order).
+    #[arg(long, default_value = "cores", conflicts_with = "cpus")]
+    pub pin: String,
+    /// Explicit CPUs, in thread order, e.g. 0,2,4-7.
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Allow more threads than CPUs (they wrap around and share CPUs).
+    #[arg(long)]
+    pub oversubscribe: bool,
+    /// Workload: fpadd (cpu_burn's FP add chain), primes (sysbench's cpu event), fma,
+    /// int, mem.
+    #[arg(short, long, default_value = "fpadd")]
+    pub workload: String,
+    /// Fixed work: ops per thread (the runtime is the result) [default: about 1 s of
+    /// work on a 3 GHz core: fpadd 750M, primes 1000 events, fma 300M, int 100M, mem 150M].
+    #[arg(long, conflicts_with = "duration")]
+    pub ops: Option<u64>,
+    /// Fixed time, e.g. 10s or 500ms (ops/s is the result).
+    #[arg(short, long)]
+    pub duration: Option<String>,
+    /// primes: count primes below this (sysbench's --cpu-max-prime).
+    #[arg(long, default_value_t = nnb_burn::workload::DEFAULT_MAX_PRIME)]
+    pub max_prime: u64,
+    /// Measured repetitions per thread count.
+    #[arg(short, long, default_value_t = 5)]
+    pub reps: usize,
+    /// Warm-up runs per thread count, discarded.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+    /// Thread sweep START..END[:STEP], e.g. 1..96:4.
+    #[arg(long)]
+    pub sweep: Option<String>,
+    /// Print the placement plan and exit without running.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Read the topology under this root instead of / (with --dry-run: plan for a
+    /// fixture machine).
+    #[arg(long)]
+    pub sysfs_root: Option<PathBuf>,
+    /// Machine-readable JSON on stdout.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// CSV on stdout: one row per thread per repetition, environment in # comments.
+    #[arg(long)]
+    pub csv: bool,
+    /// Clock: auto (TSC when invariant, else clock_gettime), tsc, monotonic.
+    #[arg(long, default_value = "auto")]
+    pub clock: String,
+}
+
+/// The validated command line.
+struct Config {
+    workload: Workload,
+    work: Work,
+    strategy: PinStrategy,
+    counts: Vec<usize>,
+    sweep: bool,
+    clock: ClockChoice,
+}
+
+/// One thread count's measurements.
+#[derive(Debug, Serialize)]
+struct Step {
+    threads: usize,
+    placement: Placement,
+    /// Repetitions (warm-ups excluded).
+    runs: Vec<BurnResult>,
+    /// Wall time per repetition, seconds.
+    runtime_s: Summary,
+    /// Total ops/s per repetition.
+    ops_per_sec: Summary,
+    /// Largest estimated timing overhead share among the repetitions.
+    timing_overhead_share_max: f64,
+}
+
+/// The sweep part of the report.
+#[derive(Debug, Serialize)]
+struct SweepReport {
+    /// What the sweep's values are: "runtime_s" or "s_per_op_per_thread".
+    metric: &'static str,
+    analysis: SweepAnalysis,
+    expected_smt_knee: Option<usize>,
+}
+
+/// Everything `--json` prints.
+#[derive(Debug, Serialize)]
+struct Report {
+    environment: Environment,
+    clock: ClockInfo,
+    workload: Workload,
+    work: Work,
+    pin: String,
+    warmup: usize,
+    reps: usize,
+    steps: Vec<Step>,
+    sweep: Option<SweepReport>,
+}
+
+/// `--dry-run --json` output.
+#[derive(Debug, Serialize)]
+struct DryRun {
+    sysfs_root: PathBuf,
+    topology: TopologySummary,
+    placements: Vec<Placement>,
+}
 
 /// Runs `nnb cpu`.
-pub fn run(_args: CpuArgs) -> anyhow::Result<()> {
-    anyhow::bail!("nnb cpu is not built yet")
+pub fn run(args: CpuArgs) -> anyhow::Result<()> {
+    let topo = match &args.sysfs_root {
+        Some(root) => {
+            if !args.dry_run {
+                return Err(usage(
+                    "--sysfs-root describes another machine: it only works with --dry-run",
+                ));
+            }
+            Topology::read(root).map_err(|e| usage(format!("--sysfs-root: {e}")))?
+        }
+        None => Topology::host().context("reading this machine's CPU topology")?,
+    };
+    let online: Vec<usize> = topo.online().map(|c| c.id).collect();
+    let allowed: Vec<usize> = if args.sysfs_root.is_some() {
+        online
+    } else {
+        let mine = allowed_cpus();
+        online.into_iter().filter(|c| mine.contains(c)).collect()
+    };
+    let cfg = validate(&args, allowed.len())?;
+    let placements = cfg
+        .counts
+        .iter()
+        .map(|&t| plan(&topo, &cfg.strategy, t, &allowed, args.oversubscribe))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| usage(e.to_string()))?;
+
+    if args.dry_run {
+        return print_dry_run(&args, &topo, placements);
+    }
+
+    let clock = Clock::with_choice(cfg.clock).map_err(|e| usage(e.to_string()))?;
+    if let Some(w) = &clock.info().warning {
+        eprintln!("warning: {w}");
+    }
+    let mut env = Environment::capture(&topo, env!("CARGO_PKG_VERSION"));
+    let steps = measure(&args, &cfg, &clock, placements)?;
+    env.record_steal_after();
+
+    let sweep = cfg.sweep.then(|| sweep_report(&cfg, &steps, &topo));
+    let report = Report {
+        environment: env,
+        clock: clock.info(),
+        workload: cfg.workload,
+        work: cfg.work,
+        pin: cfg.strategy.to_string(),
+        warmup: args.warmup,
+        reps: args.reps,
+        steps,
+        sweep,
+    };
+    warn_about_noise(&report);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else if args.csv {
+        print_csv(&report)?;
+    } else {
+        print_human(&report);
+    }
+    Ok(())
+}
+
+/// Checks the flags that the library does not check (placement errors come later).
+fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
+    if args.ops == Some(0) {
+        return Err(usage("--ops must be at least 1"));
+    }
+    if args.reps == 0 {
+        return Err(usage("--reps must be at least 1"));
+    }
+    if args.threads == Some(0) {
+        return Err(usage("--threads must be at least 1"));
+    }
+    if args.max_prime < 3 {
+        return Err(usage(
+            "--max-prime must be at least 3 (primes are counted from 3)",
+        ));
+    }
+    let mut workload: Workload = args.workload.parse().map_err(|e| usage(format!("{e}")))?;
+    if let Workload::Primes { max_prime } = &mut workload {
+        *max_prime = args.max_prime;
+    }
+    let work = match (&args.duration, args.ops) {
+        (Some(d), _) => Work::Duration(parse_duration(d).map_err(|e| usage(e.to_string()))?),
+        (None, Some(n)) => Work::Ops(n),
+        (None, None) => Work::Ops(workload.default_ops()),
+    };
+    let strategy = match &args.cpus {
+        Some(list) => PinStrategy::List(parse_cpu_list(list).map_err(|e| usage(e.to_string()))?),
+        None => args
+            .pin
+            .parse::<PinStrategy>()
+            .map_err(|e| usage(e.to_string()))?,
+    };
+    let (counts, sweep) = match &args.sweep {
+        Some(s) => {
+            let spec: SweepSpec = s.parse().map_err(|e| usage(format!("--sweep: {e}")))?;
+            (spec.counts(), true)
+        }
+        None => {
+            let default = match &strategy {
+                PinStrategy::List(cpus) => cpus.len(),
+                _ => allowed,
+            };
+            (vec![args.threads.unwrap_or(default)], false)
+        }
+    };
+    let clock = args
+        .clock
+        .parse::<ClockChoice>()
+        .map_err(|e| usage(e.to_string()))?;
+    Ok(Config {
+        workload,
+        work,
+        strategy,
+        counts,
+        sweep,
+        clock,
+    })
+}
+
+fn print_dry_run(
+    args: &CpuArgs,
+    topo: &Topology,
+    placements: Vec<Placement>,
+) -> anyhow::Result<()> {
+    if args.json {
+        let out = DryRun {
+            sysfs_root: topo.sysfs_root.clone(),
+            topology: topo.summary(),
+            placements,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for p in &placements {
+            println!("{}", render_placement(p, topo));
+        }
+    }
+    Ok(())
+}
+
+/// Warm-ups and repetitions for every thread count, with a progress bar on a terminal.
+fn measure(
+    args: &CpuArgs,
+    cfg: &Config,
+    clock: &Clock,
+    placements: Vec<Placement>,
+) -> anyhow::Result<Vec<Step>> {
+    let per_step = (args.warmup + args.reps) as u64;
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(per_step * placements.len() as u64);
+        if let Ok(style) = ProgressStyle::with_template("{bar:30.cyan/blue} {pos}/{len} {msg}") {
+            bar.set_style(style);
+        }
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut steps = Vec::with_capacity(placements.len());
+    for placement in placements {
+        let threads = placement.slots.len();
+        let mut runs = Vec::with_capacity(args.reps);
+        for i in 0..args.warmup + args.reps {
+            let what = if i < args.warmup { "warm-up" } else { "rep" };
+            bar.set_message(format!("{threads} threads, {what} {}", i + 1));
+            let r = burn(clock, &cfg.workload, cfg.work, &placement.slots)
+                .with_context(|| format!("burn with {threads} threads"))?;
+            tracing::debug!(threads, rep = i, wall_ns = r.wall_ns, "burn done");
+            if i >= args.warmup {
+                runs.push(r);
+            }
+            bar.inc(1);
+        }
+        let runtimes: Vec<f64> = runs.iter().map(|r| r.wall_ns / 1e9).collect();
+        let rates: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
+        steps.push(Step {
+            threads,
+            placement,
+            runtime_s: Summary::of(&runtimes).context("no repetitions")?,
+            ops_per_sec: Summary::of(&rates).context("no repetitions")?,
+            timing_overhead_share_max: runs
+                .iter()
+                .map(|r| r.timing_overhead_share)
+                .fold(0.0, f64::max),
+            runs,
+        });
+    }
+    bar.finish_and_clear();
+    Ok(steps)
+}
+
+/// The sweep analysis: runtime for fixed work; seconds per op per thread for fixed time
+/// (the inverse of per-thread throughput, so larger is slower in both).
+fn sweep_report(cfg: &Config, steps: &[Step], topo: &Topology) -> SweepReport {
+    let (metric, points): (&'static str, Vec<(usize, f64)>) = match cfg.work {
+        Work::Ops(_) => (
+            "runtime_s",
+            steps
+                .iter()
+                .map(|s| (s.threads, s.runtime_s.mean))
+                .collect(),
+        ),
+        Work::Duration(_) => (
+            "s_per_op_per_thread",
+            steps
+                .iter()
+                .map(|s| (s.threads, s.threads as f64 / s.ops_per_sec.mean))
+                .collect(),
+        ),
+    };
+    let summary = topo.summary();
+    SweepReport {
+        metric,
+        analysis: analyze(&points),
+        expected_smt_knee: expected_smt_knee(summary.online, summary.smt_ways),
+    }
+}
+
+/// Warnings on stderr: high variation between repetitions, steal during the run.
+fn warn_about_noise(report: &Report) {
+    for step in &report.steps {
+        let s = match report.work {
+            Work::Ops(_) => &step.runtime_s,
+            Work::Duration(_) => &step.ops_per_sec,
+        };
+        if s.n > 1 && s.cv > HIGH_CV {
+            eprintln!(
+                "warning: {} threads: repetitions vary by {:.1}% (CV; min {:.4}, max {:.4}). \
+                 Something else may be running on this machine or its host; try more \
+                 --warmup or --reps, or look at `nnb steal`.",
+                step.threads,
+                s.cv * 100.0,
+                s.min,
+                s.max
+            );
+        }
+    }
+    if let Some(d) = report.environment.steal_delta().filter(|&d| d > 0) {
+        eprintln!(
+            "warning: the hypervisor reported {d} ticks ({:.2} s) of steal time during the run",
+            d as f64 / report.environment.user_hz as f64
+        );
+    }
+}
+
+/// A table with lines above and below the header only (shared by `nnb steal`).
+pub(crate) fn table(header: &[&str]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
+    for c in [
+        TableComponent::HorizontalLines,
+        TableComponent::MiddleIntersections,
+        TableComponent::LeftBorderIntersections,
+        TableComponent::RightBorderIntersections,
+    ] {
+        t.remove_style(c);
+    }
+    t.set_header(header.to_vec());
+    t
+}
+
+/// A right-aligned cell, for numbers.
+pub(crate) fn right(s: impl ToString) -> Cell {
+    Cell::new(s).set_alignment(CellAlignment::Right)
+}
+
+/// Seconds with a readable unit (s, ms, us, ns).
+pub(crate) fn fmt_secs(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.4} s")
+    } else if s >= 1e-3 {
+        format!("{:.3} ms", s * 1e3)
+    } else if s >= 1e-6 {
+        format!("{:.3} us", s * 1e6)
+    } else {
+        format!("{:.0} ns", s * 1e9)
+    }
+}
+
+/// Rates with a readable SI prefix.
+fn fmt_rate(r: f64) -> String {
+    if r >= 1e9 {
+        format!("{:.3} G/s", r / 1e9)
+    } else if r >= 1e6 {
+        format!("{:.3} M/s", r / 1e6)
+    } else if r >= 1e3 {
+        format!("{:.3} k/s", r / 1e3)
+    } else {
+        format!("{r:.2} /s")
+    }
+}
+
+fn print_human(report: &Report) {
+    let env = &report.environment;
+    let clock = &report.clock;
+    let work = match report.work {
+        Work::Ops(n) => format!("{n} ops ({}) per thread", report.workload.op_unit()),
+        Work::Duration(d) => format!("{d:?} per run"),
+    };
+    println!(
+        "workload {} | {work} | pin {} | {} warm-up + {} reps",
+        report.workload, report.pin, report.warmup, report.reps
+    );
+    println!(
+        "cpu {} | kernel {} | clocksource {} | hypervisor {} | governor {}",
+        env.cpu_model,
+        env.kernel,
+        env.clocksource,
+        env.hypervisor.as_deref().unwrap_or("unknown"),
+        env.governor.as_deref().unwrap_or("none"),
+    );
+    println!(
+        "clock {} at {:.3} MHz (calibration error {:.3} ppm, read {:.1} ns){}",
+        clock.source,
+        clock.freq_hz / 1e6,
+        clock.calibration_error_ppm,
+        clock.read_cost_ns,
+        clock
+            .warning
+            .as_ref()
+            .map_or(String::new(), |w| format!(" - {w}"))
+    );
+    println!();
+
+    if let Some(last) = report.steps.last() {
+        print_verified_placement(last);
+    }
+    match &report.sweep {
+        None => {
+            for step in &report.steps {
+                print_reps(report.work, step);
+            }
+        }
+        Some(sweep) => print_sweep(report, sweep),
+    }
+    let overhead = report
+        .steps
+        .iter()
+        .map(|s| s.timing_overhead_share_max)
+        .fold(0.0, f64::max);
+    let steal = env
+        .steal_delta()
+        .map_or("unknown".to_string(), |d| format!("{d} ticks"));
+    println!(
+        "\ntiming overhead <= {:.4}% of the wall time | steal during the run: {steal}",
+        overhead * 100.0
+    );
+}
+
+/// The placement as observed by the threads of the step's first repetition.
+fn print_verified_placement(step: &Step) {
+    let Some(run) = step.runs.first() else { return };
+    let mut t = table(&[
+        "thread",
+        "cpu",
+        "seen at start",
+        "seen at end",
+        "core",
+        "package",
+    ]);
+    let opt = |v: Option<usize>| v.map_or("-".to_string(), |v| v.to_string());
+    for th in &run.threads {
+        t.add_row(vec![
+            right(th.thread),
+            right(opt(th.planned_cpu)),
+            right(opt(th.cpu_start)),
+            right(opt(th.cpu_end)),
+            right(opt(th.core)),
+            right(opt(th.package)),
+        ]);
+    }
+    println!(
+        "placement ({}, {} threads, verified by sched_getaffinity/sched_getcpu)\n{t}\n",
+        step.placement.strategy, step.threads
+    );
+}
+
+fn print_reps(work: Work, step: &Step) {
+    let mut t = table(&["rep", "wall", "ops/s", "start skew", "overhead"]);
+    for (i, r) in step.runs.iter().enumerate() {
+        t.add_row(vec![
+            right(i + 1),
+            right(fmt_secs(r.wall_ns / 1e9)),
+            right(fmt_rate(r.ops_per_sec)),
+            right(fmt_secs(r.start_skew_ns / 1e9)),
+            right(format!("{:.5}%", r.timing_overhead_share * 100.0)),
+        ]);
+    }
+    println!("{} threads\n{t}\n", step.threads);
+    let (label, s, fmt): (&str, &Summary, fn(f64) -> String) = match work {
+        Work::Ops(_) => ("runtime", &step.runtime_s, fmt_secs),
+        Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_rate),
+    };
+    let mut st = table(&["", "mean", "median", "min", "max", "stddev", "CV", "95% CI"]);
+    st.add_row(vec![
+        Cell::new(label),
+        right(fmt(s.mean)),
+        right(fmt(s.median)),
+        right(fmt(s.min)),
+        right(fmt(s.max)),
+        right(fmt(s.stddev)),
+        right(format!("{:.2}%", s.cv * 100.0)),
+        right(format!("{} .. {}", fmt(s.ci95_low), fmt(s.ci95_high))),
+    ]);
+    println!("{st}");
+}
+
+fn print_sweep(report: &Report, sweep: &SweepReport) {
+    let value_label = match sweep.metric {
+        "runtime_s" => "runtime",
+        _ => "time/op/thread",
+    };
+    let mut t = table(&[
+        "threads",
+        value_label,
+        "95% CI +-",
+        "CV",
+        "ops/s",
+        "degradation",
+        "step",
+        "",
+    ]);
+    for (step, a) in report.steps.iter().zip(&sweep.analysis.steps) {
+        let s = match report.work {
+            Work::Ops(_) => &step.runtime_s,
+            Work::Duration(_) => &step.ops_per_sec,
+        };
+        let ci_rel = if s.mean != 0.0 {
+            (s.ci95_high - s.mean) / s.mean
+        } else {
+            0.0
+        };
+        let mark = match (a.knee, sweep.expected_smt_knee == Some(a.threads)) {
+            (true, true) => "<- knee (expected SMT knee)",
+            (true, false) => "<- knee",
+            (false, true) => "(expected SMT knee)",
+            (false, false) => "",
+        };
+        t.add_row(vec![
+            right(a.threads),
+            right(fmt_secs(a.value)),
+            right(format!("{:.2}%", ci_rel * 100.0)),
+            right(format!("{:.2}%", s.cv * 100.0)),
+            right(fmt_rate(step.ops_per_sec.mean)),
+            right(format!("{:+.2}%", a.degradation_pct)),
+            right(format!("{:+.2}", a.increment_pct)),
+            Cell::new(mark),
+        ]);
+    }
+    println!(
+        "sweep ({value_label}; degradation vs {} threads)\n{t}",
+        report.steps[0].threads
+    );
+    if let Some(k) = sweep.expected_smt_knee {
+        println!("expected SMT knee on this 2-way SMT host: {k} threads (n/2 + 1)");
+    }
+}
+
+/// CSV: `#` comment lines with the environment, clock and placement as JSON, then one
+/// row per thread per repetition.
+fn print_csv(report: &Report) -> anyhow::Result<()> {
+    println!(
+        "# environment: {}",
+        serde_json::to_string(&report.environment)?
+    );
+    println!("# clock: {}", serde_json::to_string(&report.clock)?);
+    println!(
+        "# workload: {} work: {}",
+        serde_json::to_string(&report.workload)?,
+        serde_json::to_string(&report.work)?
+    );
+    for step in &report.steps {
+        println!(
+            "# placement {} threads: {}",
+            step.threads,
+            serde_json::to_string(&step.placement)?
+        );
+    }
+    println!(
+        "threads,rep,thread,planned_cpu,cpu_start,cpu_end,core,package,ops,elapsed_ns,\
+         ops_per_sec,cycles,checksum,wall_ns,run_ops_per_sec,start_skew_ns"
+    );
+    let opt = |v: Option<usize>| v.map_or(String::new(), |v| v.to_string());
+    for step in &report.steps {
+        for (rep, r) in step.runs.iter().enumerate() {
+            for t in &r.threads {
+                println!(
+                    "{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{},{:.1},{:.3},{:.1}",
+                    step.threads,
+                    rep + 1,
+                    t.thread,
+                    opt(t.planned_cpu),
+                    opt(t.cpu_start),
+                    opt(t.cpu_end),
+                    opt(t.core),
+                    opt(t.package),
+                    t.ops,
+                    t.elapsed_ns,
+                    t.ops_per_sec,
+                    t.cycles,
+                    t.checksum,
+                    r.wall_ns,
+                    r.ops_per_sec,
+                    r.start_skew_ns
+                );
+            }
+        }
+    }
+    Ok(())
 }

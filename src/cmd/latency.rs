@@ -1,10 +1,427 @@
-//! TODO: `nnb latency` (being written).
+//! `nnb latency`: the UDP latency probe. Closed-loop ping-pong by default,
+//! open-loop with `--rate`, and stepped neighbor load with `--neighbor-load`.
+//! Without `--target` it starts its own reflector on 127.0.0.1 (and, for neighbor
+//! load without `--load-target`, its own sink) so it works alone.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+use comfy_table::{presets, Cell, CellAlignment, Table};
+use nnb_netlat::hist::{format_ns, HistLog, LatencySummary};
+use nnb_netlat::neighbor::{self, LevelResult, NeighborConfig};
+use nnb_netlat::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
+use nnb_netlat::units::{
+    format_bits_per_sec, parse_duration, parse_packet_rate, parse_rate_steps, RateSteps,
+};
+use serde::Serialize;
+
+use super::load::{embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape};
+use crate::usage::usage;
 
 /// Arguments of `nnb latency`.
 #[derive(Debug, clap::Args)]
-pub struct LatencyArgs {}
+pub struct LatencyArgs {
+    /// Reflector to probe, HOST:PORT (an `nnb serve` reflector).
+    /// Default: a reflector started inside this command on 127.0.0.1.
+    #[arg(long, value_name = "HOST:PORT")]
+    target: Option<String>,
+    /// Measure for this long after the warm-up (e.g. 10s, 500ms). Default: 5s.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "count", value_name = "DURATION")]
+    duration: Option<Duration>,
+    /// Measure this many pings after the warm-up instead of a duration.
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// UDP payload bytes per ping, nnb's 32-byte header included.
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    msg_size: usize,
+    /// Ping for this long first and discard the results (sockperf discards 400 ms).
+    #[arg(long, default_value = "400ms", value_parser = parse_duration, value_name = "DURATION")]
+    warmup: Duration,
+    /// Spin on a non-blocking socket instead of blocking in recv (lower latency,
+    /// one CPU busy). The embedded reflector busy-polls too.
+    #[arg(long)]
+    busy_poll: bool,
+    /// Pin the probe thread (the sender, with --rate) to this CPU.
+    #[arg(long, value_name = "CPU")]
+    pin: Option<usize>,
+    /// With --rate: pin the receiver thread to this CPU.
+    #[arg(long, value_name = "CPU", requires = "rate")]
+    recv_pin: Option<usize>,
+    /// Count a ping as lost when its pong has not come back after this long.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "DURATION")]
+    timeout: Duration,
+    /// Print a line of statistics every INTERVAL (e.g. 1s).
+    #[arg(long, value_parser = parse_duration, value_name = "INTERVAL")]
+    interval: Option<Duration>,
+    /// Open-loop probe: send this many pings per second (e.g. 10000, 50k, 50kpps)
+    /// on a fixed schedule, and report latency from the intended send times too.
+    #[arg(long, value_parser = parse_packet_rate, value_name = "PPS")]
+    rate: Option<f64>,
+    /// Write every interval's histogram (1 s intervals unless --interval) as a
+    /// standard HdrHistogram interval log.
+    #[arg(long, value_name = "FILE")]
+    hist_out: Option<PathBuf>,
+    /// Neighbor load while probing: one rate (10G) or steps FROM:TO:STEP (0:10G:1G);
+    /// each level is probed in turn.
+    #[arg(long, value_parser = parse_rate_steps, value_name = "RATE|FROM:TO:STEP")]
+    neighbor_load: Option<RateSteps>,
+    /// Sink for the neighbor load, HOST:PORT. Default: the embedded sink.
+    #[arg(long, value_name = "HOST:PORT", requires = "neighbor_load")]
+    load_target: Option<String>,
+    /// Parallel streams of the neighbor load.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "P",
+        requires = "neighbor_load"
+    )]
+    load_streams: usize,
+    /// Datagram size of the neighbor load.
+    #[arg(long, default_value_t = nnb_netlat::load::DEFAULT_MSG_SIZE, value_name = "BYTES", requires = "neighbor_load")]
+    load_msg_size: usize,
+    /// CPUs for the neighbor load threads, comma-separated. Default: all allowed.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "CPU,...",
+        requires = "neighbor_load"
+    )]
+    load_cpus: Vec<usize>,
+    /// One JSON object on stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+}
 
 /// Runs `nnb latency`.
-pub fn run(_args: LatencyArgs) -> anyhow::Result<()> {
-    anyhow::bail!("nnb latency is not built yet")
+pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
+    let needs_sink = args.neighbor_load.is_some() && args.load_target.is_none();
+    let server = if args.target.is_none() || needs_sink {
+        Some(embedded_server(args.target.is_none(), args.busy_poll)?)
+    } else {
+        None
+    };
+    let target = match (&args.target, &server) {
+        (Some(t), _) => resolve("--target", t)?,
+        (None, Some(s)) => s
+            .reflector_addr()
+            .context("the embedded reflector has no address")?,
+        (None, None) => return Err(usage("--target is needed")),
+    };
+    let interval = args
+        .interval
+        .or(args.hist_out.as_ref().map(|_| Duration::from_secs(1)));
+    let cfg = ProbeConfig {
+        target,
+        msg_size: args.msg_size,
+        length: match (args.count, args.duration) {
+            (Some(n), _) => ProbeLength::Count(n),
+            (None, d) => ProbeLength::Duration(d.unwrap_or(Duration::from_secs(5))),
+        },
+        warmup: args.warmup,
+        busy_poll: args.busy_poll,
+        pin: args.pin,
+        recv_pin: args.recv_pin,
+        timeout: args.timeout,
+        interval,
+        rate_pps: args.rate,
+    };
+    cfg.validate().map_err(|e| usage(e.to_string()))?;
+    let mut hist_log = args
+        .hist_out
+        .as_ref()
+        .map(|p| {
+            HistLog::create(p, &format!("nnb latency -> {target}, values in ns"))
+                .with_context(|| format!("cannot write {}", p.display()))
+        })
+        .transpose()?;
+    let stop = stop_on_signal()?;
+    let mut lines = IntervalPrinter {
+        print: !args.json && args.interval.is_some(),
+        log: hist_log.as_mut(),
+        neighbor: args.neighbor_load.is_some(),
+        level: 0,
+        seen: false,
+        errors: 0,
+        header_done: false,
+    };
+    let result = match args.neighbor_load {
+        None => {
+            let report =
+                probe::run(&cfg, &stop, &mut |iv| lines.interval(iv)).map_err(probe_error)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print_probe(&report, server.is_some() && args.target.is_none());
+            }
+            Ok(())
+        }
+        Some(steps) => {
+            let load_target = match (&args.load_target, &server) {
+                (Some(t), _) => resolve("--load-target", t)?,
+                (None, Some(s)) => s.sink_addr().context("the embedded sink has no address")?,
+                (None, None) => return Err(usage("--load-target is needed")),
+            };
+            let load = load_config(
+                load_target,
+                None,
+                Duration::from_secs(1),
+                LoadShape {
+                    streams: args.load_streams,
+                    msg_size: args.load_msg_size,
+                    cpus: stream_cpus("--load-cpus", &args.load_cpus, false)?,
+                    tcp: false,
+                    gso: true,
+                    batch: nnb_netlat::load::DEFAULT_BATCH,
+                    catch_up: false,
+                    flag: "--neighbor-load",
+                },
+            )?;
+            let ncfg = NeighborConfig {
+                probe: cfg,
+                load,
+                levels: steps.levels(),
+            };
+            run_neighbor(&ncfg, &stop, args.json, &mut lines)
+        }
+    };
+    if lines.errors > 0 {
+        tracing::warn!(
+            "{} histogram log intervals could not be written",
+            lines.errors
+        );
+    }
+    if let Some(log) = hist_log {
+        log.finish().context("cannot finish the histogram log")?;
+    }
+    result
+}
+
+/// Bad settings are the user's to fix (exit 2); anything else is a failed run.
+fn probe_error(e: ProbeError) -> anyhow::Error {
+    match e {
+        ProbeError::Invalid(m) => usage(m),
+        other => anyhow::Error::new(other).context("the probe failed"),
+    }
+}
+
+/// Prints interval lines and writes them to the histogram log.
+struct IntervalPrinter<'a> {
+    print: bool,
+    log: Option<&'a mut HistLog>,
+    /// Neighbor-load runs tag each level's intervals apart in the log.
+    neighbor: bool,
+    /// Index of the current neighbor-load level.
+    level: usize,
+    /// Whether any interval was seen (a later one starting at 0 opens a new level).
+    seen: bool,
+    errors: u64,
+    header_done: bool,
+}
+
+impl IntervalPrinter<'_> {
+    fn interval(&mut self, iv: &Interval<'_>) {
+        if self.seen && iv.start.is_zero() {
+            self.level += 1;
+        }
+        self.seen = true;
+        if let Some(log) = self.log.as_deref_mut() {
+            let tag = if self.neighbor {
+                format!("rtt_level{}", self.level)
+            } else {
+                "rtt".to_string()
+            };
+            let written =
+                log.write(iv.rtt, iv.start, iv.length, Some(&tag))
+                    .and_then(|()| match iv.rtt_intended {
+                        Some(h) => {
+                            log.write(h, iv.start, iv.length, Some(&format!("intended_{tag}")))
+                        }
+                        None => Ok(()),
+                    });
+            if let Err(e) = written {
+                tracing::debug!("{e}");
+                self.errors += 1;
+            }
+        }
+        if !self.print {
+            return;
+        }
+        if !self.header_done {
+            println!(
+                "{:>15}  {:>7}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}",
+                "interval", "sent", "answered", "p50", "p99", "max", "p99 (int.)"
+            );
+            self.header_done = true;
+        }
+        let s = iv.rtt.summary();
+        let intended = iv
+            .rtt_intended
+            .map_or_else(|| "-".to_string(), |h| format_ns(h.summary().p99_ns as f64));
+        println!(
+            "{:>15}  {:>7}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}",
+            format!(
+                "{:.2}-{:.2}s",
+                iv.start.as_secs_f64(),
+                (iv.start + iv.length).as_secs_f64()
+            ),
+            iv.sent,
+            iv.answered,
+            format_ns(s.p50_ns as f64),
+            format_ns(s.p99_ns as f64),
+            format_ns(s.max_ns as f64),
+            intended,
+        );
+    }
+}
+
+fn print_probe(r: &ProbeReport, embedded: bool) {
+    println!(
+        "nnb latency -> {}{}: {}{}, {}-byte pings, {} receive, {:.2} s measured after {} warm-up pings",
+        r.target,
+        if embedded { " (embedded reflector)" } else { "" },
+        r.mode,
+        r.rate_pps.map_or_else(String::new, |p| format!(" at {p:.0} pings/s")),
+        r.msg_size,
+        if r.busy_poll { "busy-poll" } else { "blocking" },
+        r.elapsed_s,
+        r.warmup_pings,
+    );
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    let mut columns: Vec<(&str, &LatencySummary)> = Vec::new();
+    if let Some(intended) = &r.rtt_intended {
+        columns.push(("RTT from intended send (CO-corrected)", intended));
+        columns.push(("RTT from actual send", &r.rtt));
+    } else {
+        columns.push(("RTT", &r.rtt));
+    }
+    columns.push(("RTT/2 (one-way estimate)", &r.rtt_half));
+    let mut header = vec![""];
+    header.extend(columns.iter().map(|c| c.0));
+    t.set_header(header);
+    for (i, (name, _)) in r.rtt.rows().iter().enumerate() {
+        let mut row = vec![Cell::new(name)];
+        row.extend(
+            columns.iter().map(|(_, s)| {
+                Cell::new(format_ns(s.rows()[i].1)).set_alignment(CellAlignment::Right)
+            }),
+        );
+        t.add_row(row);
+    }
+    println!("{t}");
+    let c = r.counts;
+    println!(
+        "sent {}  answered {}  lost {} ({:.3}%)  late {}  duplicates {}  reordered {}  garbage {}{}",
+        c.sent,
+        c.answered,
+        c.lost,
+        c.loss_ratio() * 100.0,
+        c.late,
+        c.duplicates,
+        c.reordered,
+        c.garbage,
+        if r.clamped > 0 {
+            format!("  ({} samples above 10 s clamped)", r.clamped)
+        } else {
+            String::new()
+        }
+    );
+}
+
+#[derive(Serialize)]
+struct NeighborJson<'a> {
+    levels: &'a [LevelResult],
+}
+
+fn run_neighbor(
+    cfg: &NeighborConfig,
+    stop: &AtomicBool,
+    json: bool,
+    lines: &mut IntervalPrinter<'_>,
+) -> anyhow::Result<()> {
+    let mut table = Table::new();
+    table.load_preset(presets::UTF8_FULL_CONDENSED).set_header([
+        "load target",
+        "sent",
+        "received",
+        "mean",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "p50-mean",
+        "p90-mean",
+        "p99-mean",
+        "p99.9-mean",
+        "loss",
+    ]);
+    if !json {
+        println!(
+            "nnb latency -> {} under neighbor load -> {} ({} levels)",
+            cfg.probe.target,
+            cfg.load.target,
+            cfg.levels.len()
+        );
+    }
+    let mut level_no = 0;
+    let levels = {
+        let mut on_level = |l: &LevelResult| {
+            level_no += 1;
+            if !json {
+                println!(
+                    "level {level_no}/{}: load {} -> RTT mean {}, p90 {}, p99.9 {}",
+                    cfg.levels.len(),
+                    format_bits_per_sec(l.sent_bps),
+                    format_ns(l.probe.rtt.mean_ns),
+                    format_ns(l.probe.rtt.p90_ns as f64),
+                    format_ns(l.probe.rtt.p999_ns as f64),
+                );
+            }
+        };
+        let printer = &mut *lines;
+        neighbor::run(cfg, stop, &mut on_level, &mut |iv| printer.interval(iv))
+    }
+    .map_err(|e| match e {
+        neighbor::NeighborError::Probe(p) => probe_error(p),
+        other => anyhow::Error::new(other),
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&NeighborJson { levels: &levels })?
+        );
+        return Ok(());
+    }
+    for l in &levels {
+        let s = l.probe.rtt;
+        let a = l.above_mean;
+        let right = |v: String| Cell::new(v).set_alignment(CellAlignment::Right);
+        let signed = |v: f64| {
+            if v < 0.0 {
+                format!("-{}", format_ns(-v))
+            } else {
+                format!("+{}", format_ns(v))
+            }
+        };
+        table.add_row([
+            right(format_bits_per_sec(l.target_bps)),
+            right(format_bits_per_sec(l.sent_bps)),
+            right(l.received_bps.map_or("-".into(), format_bits_per_sec)),
+            right(format_ns(s.mean_ns)),
+            right(format_ns(s.p50_ns as f64)),
+            right(format_ns(s.p90_ns as f64)),
+            right(format_ns(s.p99_ns as f64)),
+            right(format_ns(s.p999_ns as f64)),
+            right(signed(a.p50_ns)),
+            right(signed(a.p90_ns)),
+            right(signed(a.p99_ns)),
+            right(signed(a.p999_ns)),
+            right(format!("{:.3}%", l.probe.counts.loss_ratio() * 100.0)),
+        ]);
+    }
+    println!("{table}");
+    println!("RTT figures; sent = achieved aggregate neighbor payload rate, received = as the sink saw it");
+    Ok(())
 }

@@ -1,10 +1,362 @@
-//! TODO: `nnb load` (being written).
+//! `nnb load`: the rate-paced UDP (or TCP) load generator. Prints a line per
+//! interval with the achieved payload and wire rates, then the sender's view beside
+//! the sink's (received rate, loss, bursts) when the target is an `nnb serve` sink.
+//! Without `--target` it starts its own sink on 127.0.0.1 so it works alone.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use comfy_table::{presets, Cell, CellAlignment, Table};
+use nnb_netlat::affinity::allowed_cpus;
+use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
+use nnb_netlat::sendbatch::GsoUse;
+use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_netlat::units::{format_bits_per_sec, format_si, parse_duration, parse_rate, Rate};
+use serde::Serialize;
+
+use crate::usage::usage;
 
 /// Arguments of `nnb load`.
 #[derive(Debug, clap::Args)]
-pub struct LoadArgs {}
+pub struct LoadArgs {
+    /// Sink to load, HOST:PORT (an `nnb serve` UDP sink, or its TCP sink with --tcp).
+    /// Default: a sink started inside this command on 127.0.0.1.
+    #[arg(long, value_name = "HOST:PORT")]
+    target: Option<String>,
+    /// Aggregate payload rate: bit/s with K/M/G suffixes (200M, 1.5G, 10Gbps), a
+    /// packet rate (100kpps), or `max` for as fast as possible.
+    #[arg(long, default_value = "1G", value_parser = rate_or_max, value_name = "RATE")]
+    rate: RateArg,
+    /// Parallel streams, each one pinned thread and one socket; the rate is split evenly.
+    #[arg(long, default_value_t = 1, value_name = "P")]
+    streams: usize,
+    /// UDP payload bytes per datagram, nnb's 32-byte header included. 1400 fits a
+    /// 1500-byte MTU with room for cloud tunnel headers.
+    #[arg(long, default_value_t = load::DEFAULT_MSG_SIZE, value_name = "BYTES")]
+    msg_size: usize,
+    /// How long to send (e.g. 10s, 500ms, 2m).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    duration: Duration,
+    /// CPUs for the stream threads, comma-separated (stream i on the i-th, round
+    /// robin). Default: the CPUs this process may use, round robin.
+    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
+    cpus: Vec<usize>,
+    /// Leave the stream threads unpinned.
+    #[arg(long, conflicts_with = "cpus")]
+    no_pin: bool,
+    /// Send one TCP stream per --streams to a TCP sink instead of UDP datagrams.
+    #[arg(long)]
+    tcp: bool,
+    /// Do not use UDP GSO (UDP_SEGMENT) even where the kernel has it.
+    #[arg(long)]
+    no_gso: bool,
+    /// Messages per sendmmsg system call.
+    #[arg(long, default_value_t = DEFAULT_BATCH, value_name = "N")]
+    batch: usize,
+    /// After a stall, send what fell due at once (default: drop it and count it).
+    #[arg(long)]
+    catch_up: bool,
+    /// Print the achieved rates every INTERVAL (0 for none).
+    #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "INTERVAL")]
+    interval: Duration,
+    /// One JSON object on stdout instead of tables.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A rate, or as fast as possible.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RateArg(pub Option<Rate>);
+
+fn rate_or_max(s: &str) -> Result<RateArg, String> {
+    if s.trim().eq_ignore_ascii_case("max") {
+        return Ok(RateArg(None));
+    }
+    let r = parse_rate(s).map_err(|e| e.to_string())?;
+    if r.is_zero() {
+        return Err("a zero rate sends nothing; use a positive rate or `max`".into());
+    }
+    Ok(RateArg(Some(r)))
+}
+
+/// Resolves HOST:PORT, saying which part is wrong when it fails.
+pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
+    s.to_socket_addrs()
+        .map_err(|e| usage(format!("{flag} {s}: not a HOST:PORT address ({e})")))?
+        .next()
+        .ok_or_else(|| usage(format!("{flag} {s}: the name resolves to no address")))
+}
+
+/// The CPUs stream threads go to: the given list, checked, or all allowed ones.
+pub(crate) fn stream_cpus(flag: &str, given: &[usize], no_pin: bool) -> anyhow::Result<Vec<usize>> {
+    if no_pin {
+        return Ok(Vec::new());
+    }
+    let allowed = allowed_cpus();
+    if given.is_empty() {
+        return Ok(allowed);
+    }
+    if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
+        return Err(usage(format!(
+            "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
+        )));
+    }
+    Ok(given.to_vec())
+}
+
+/// Starts the embedded `serve` (sinks and, when asked, the reflector) on 127.0.0.1.
+pub(crate) fn embedded_server(reflector: bool, busy_poll: bool) -> anyhow::Result<Server> {
+    let cfg = ServeConfig {
+        reflector_port: reflector.then_some(0),
+        busy_poll,
+        ..ServeConfig::default()
+    };
+    let server = Server::start(&cfg).context("cannot start the embedded nnb serve")?;
+    tracing::info!(
+        "embedded serve: reflector {:?}, sink {:?}, tcp {:?}",
+        server.reflector_addr(),
+        server.sink_addr(),
+        server.tcp_addr()
+    );
+    Ok(server)
+}
+
+/// A stop flag set by Ctrl-C or SIGTERM, so a run ends cleanly with its results.
+pub(crate) fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C/SIGTERM handler")?;
+    Ok(stop)
+}
+
+/// The settings shared by `nnb load` and `nnb latency --neighbor-load`.
+pub(crate) struct LoadShape<'a> {
+    pub streams: usize,
+    pub msg_size: usize,
+    pub cpus: Vec<usize>,
+    pub tcp: bool,
+    pub gso: bool,
+    pub batch: usize,
+    pub catch_up: bool,
+    pub flag: &'a str,
+}
+
+/// Builds and checks a load configuration, reporting bad input as usage errors.
+pub(crate) fn load_config(
+    target: SocketAddr,
+    rate: Option<Rate>,
+    duration: Duration,
+    shape: LoadShape<'_>,
+) -> anyhow::Result<LoadConfig> {
+    let cfg = LoadConfig {
+        streams: shape.streams,
+        msg_size: shape.msg_size,
+        duration,
+        cpus: shape.cpus,
+        tcp: shape.tcp,
+        gso: shape.gso,
+        batch: shape.batch,
+        catch_up: shape.catch_up,
+        ..LoadConfig::new(target, rate)
+    };
+    cfg.validate()
+        .map_err(|e| usage(format!("{}: {e}", shape.flag)))?;
+    Ok(cfg)
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    #[serde(flatten)]
+    report: &'a LoadReport,
+    intervals: &'a [LoadInterval],
+}
 
 /// Runs `nnb load`.
-pub fn run(_args: LoadArgs) -> anyhow::Result<()> {
-    anyhow::bail!("nnb load is not built yet")
+pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+    let cpus = stream_cpus("--cpus", &args.cpus, args.no_pin)?;
+    if args.batch == 0 {
+        return Err(usage("--batch must be at least 1"));
+    }
+    let (server, target) = match &args.target {
+        Some(t) => (None, resolve("--target", t)?),
+        None => {
+            let s = embedded_server(false, false)?;
+            let addr = if args.tcp {
+                s.tcp_addr()
+            } else {
+                s.sink_addr()
+            }
+            .context("the embedded sink has no address")?;
+            (Some(s), addr)
+        }
+    };
+    let cfg = load_config(
+        target,
+        args.rate.0,
+        args.duration,
+        LoadShape {
+            streams: args.streams,
+            msg_size: args.msg_size,
+            cpus,
+            tcp: args.tcp,
+            gso: !args.no_gso,
+            batch: args.batch,
+            catch_up: args.catch_up,
+            flag: "nnb load",
+        },
+    )?;
+    let stop = stop_on_signal()?;
+    if !args.json {
+        print_header(&cfg, server.is_some());
+    }
+    let mut intervals = Vec::new();
+    let interval = (!args.interval.is_zero()).then_some(args.interval);
+    let json = args.json;
+    let report = load::run_with_intervals(&cfg, &stop, interval, &mut |iv| {
+        if !json {
+            print_interval(iv);
+        }
+        intervals.push(*iv);
+    })
+    .context("the load run failed")?;
+    drop(server);
+    if args.json {
+        let out = JsonOut {
+            report: &report,
+            intervals: &intervals,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_report(&report);
+    }
+    Ok(())
+}
+
+fn print_header(cfg: &LoadConfig, embedded: bool) {
+    let rate = cfg
+        .rate
+        .map_or_else(|| "as fast as possible".to_string(), |r| r.to_string());
+    println!(
+        "nnb load -> {}{} ({}, {} stream{}, {}-byte {}, {rate} for {:?})",
+        cfg.target,
+        if embedded { " (embedded sink)" } else { "" },
+        if cfg.tcp { "tcp" } else { "udp" },
+        cfg.streams,
+        if cfg.streams == 1 { "" } else { "s" },
+        cfg.msg_size,
+        if cfg.tcp { "units" } else { "datagrams" },
+        cfg.duration,
+    );
+    println!(
+        "{:>15}  {:>16}  {:>16}  {:>10}",
+        "interval", "payload", "wire", "datagrams/s"
+    );
+}
+
+fn print_interval(iv: &LoadInterval) {
+    println!(
+        "{:>15}  {:>16}  {:>16}  {:>10}",
+        format!("{:.2}-{:.2}s", iv.start_s, iv.start_s + iv.length_s),
+        format_bits_per_sec(iv.payload_bps),
+        format_bits_per_sec(iv.wire_bps),
+        format_si(iv.datagrams as f64 / iv.length_s.max(1e-9)),
+    );
+}
+
+fn print_report(r: &LoadReport) {
+    let mut t = Table::new();
+    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    t.set_header(["", "sender", "sink (received)"]);
+    let sink = r.sink.as_ref();
+    let na = || "-".to_string();
+    let rows: Vec<(&str, String, String)> = vec![
+        (
+            "payload rate",
+            format_bits_per_sec(r.sent.payload_bps),
+            sink.map_or_else(na, |s| format_bits_per_sec(s.rate_bps)),
+        ),
+        ("wire rate", format_bits_per_sec(r.sent.wire_bps), na()),
+        (
+            "bytes",
+            format_si(r.sent.bytes as f64) + "B",
+            sink.map_or_else(na, |s| format_si(s.bytes as f64) + "B"),
+        ),
+        (
+            if r.protocol == "tcp" {
+                "writes"
+            } else {
+                "datagrams"
+            },
+            r.sent.datagrams.to_string(),
+            sink.filter(|_| r.protocol == "udp")
+                .map_or_else(na, |s| (s.expected - s.lost).to_string()),
+        ),
+        (
+            "lost",
+            na(),
+            sink.filter(|_| r.protocol == "udp").map_or_else(na, |s| {
+                format!("{} ({:.3}%)", s.lost, s.loss_ratio() * 100.0)
+            }),
+        ),
+        (
+            "duplicates / reordered",
+            na(),
+            sink.filter(|_| r.protocol == "udp")
+                .map_or_else(na, |s| format!("{} / {}", s.duplicates, s.reordered)),
+        ),
+        (
+            "buffer bursts",
+            na(),
+            sink.filter(|_| r.protocol == "udp")
+                .map_or_else(na, |s| s.bursts.to_string()),
+        ),
+        ("skipped after stalls", r.sent.skipped.to_string(), na()),
+        ("send errors", r.sent.send_errors.to_string(), na()),
+    ];
+    for (name, sender, sink) in rows {
+        t.add_row([
+            Cell::new(name),
+            Cell::new(sender).set_alignment(CellAlignment::Right),
+            Cell::new(sink).set_alignment(CellAlignment::Right),
+        ]);
+    }
+    println!("{t}");
+    if let Some(target) = r.target_bps {
+        println!(
+            "target {} payload: sender achieved {:.2}%",
+            format_bits_per_sec(target),
+            r.sent.payload_bps / target * 100.0
+        );
+    }
+    match r.streams.first().and_then(|s| s.gso.as_ref()) {
+        Some(GsoUse::On { segments }) => {
+            println!("UDP GSO: on, up to {segments} datagrams per send")
+        }
+        Some(GsoUse::Fallback { reason }) => {
+            println!("UDP GSO: refused, plain datagrams ({reason})")
+        }
+        Some(GsoUse::Off) => println!("UDP GSO: off"),
+        None => {}
+    }
+    match &r.sink {
+        Some(s) if s.streams_reported < r.streams.len() => println!(
+            "sink view: {} of {} streams answered",
+            s.streams_reported,
+            r.streams.len()
+        ),
+        Some(_) => {}
+        None => println!(
+            "sink view unavailable: {} did not answer the report request (not an nnb serve sink?)",
+            r.target
+        ),
+    }
+    if r.protocol == "tcp" {
+        println!("wire rate = payload + TCP 32 + IP 20 + Ethernet 38 bytes per 1448-byte segment");
+    } else {
+        println!("wire rate = payload + UDP 8 + IP 20 + Ethernet 38 (header, FCS, preamble, gap) bytes per datagram");
+    }
 }

@@ -1,1 +1,485 @@
-//! TODO
+//! The pinned burner: T threads, each pinned to its slot's CPU, verified, released
+//! together, running a fixed amount of work (the runtime is the result, like the
+//! thesis' `cpu_burn`) or running for a fixed time (ops/s is the result).
+//!
+//! Truthfulness rules implemented here:
+//! - a thread pins itself, then reads back its affinity and the CPU it runs on; a
+//!   mismatch is an error, not a footnote;
+//! - setup (pinning, allocating the workload's memory) happens before the start gate,
+//!   and all threads leave the gate together (a spinning gate: a futex barrier's
+//!   wake-ups are staggered by tens of microseconds);
+//! - wall time is last end - first start; every thread's own ticks, ops and checksum
+//!   are kept, with the CPU it was seen on at start and end;
+//! - the timing overhead (start skew plus the cost of the clock reads inside the
+//!   measured span) is estimated and reported with the result.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::Clock;
+use crate::placement::{allowed_cpus, Slot};
+use crate::workload::Workload;
+
+/// How much work each thread does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Work {
+    /// Fixed work: this many ops per thread; the runtime is the result.
+    Ops(u64),
+    /// Fixed time: run this long; ops/s is the result.
+    Duration(Duration),
+}
+
+/// Pinning a thread failed, or the thread is not where it was put.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// `sched_setaffinity` refused.
+    #[error("cannot pin to CPU {cpu}: {source}")]
+    SetAffinity {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The affinity read back is not exactly the one CPU asked for.
+    #[error("pinned to CPU {cpu} but the affinity read back is {actual:?}")]
+    AffinityMismatch {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The mask read back.
+        actual: Vec<usize>,
+    },
+    /// `sched_getcpu` reports another CPU than the pinned one.
+    #[error("pinned to CPU {cpu} but running on CPU {observed:?} ({when})")]
+    WrongCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The CPU seen (None if sched_getcpu failed).
+        observed: Option<usize>,
+        /// When it was seen: "after pinning", "at start", "at end".
+        when: &'static str,
+    },
+}
+
+/// A burn that could not be run or whose placement did not hold.
+#[derive(Debug, thiserror::Error)]
+pub enum BurnError {
+    /// No slots given.
+    #[error("a burn needs at least one thread")]
+    NoThreads,
+    /// A thread could not be pinned or ran elsewhere.
+    #[error("thread {thread}: {source}")]
+    Pin {
+        /// Thread index.
+        thread: usize,
+        /// What went wrong.
+        source: PinError,
+    },
+    /// A thread could not be started.
+    #[error("cannot start a burner thread: {0}")]
+    Spawn(io::Error),
+    /// A burner thread panicked.
+    #[error("burner thread {0} panicked")]
+    Panicked(usize),
+}
+
+/// What one thread did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadRecord {
+    /// Thread index.
+    pub thread: usize,
+    /// CPU the placement put it on (None: not pinned).
+    pub planned_cpu: Option<usize>,
+    /// Physical core of the planned CPU.
+    pub core: Option<usize>,
+    /// Package of the planned CPU.
+    pub package: Option<usize>,
+    /// Affinity mask read back after pinning.
+    pub affinity: Vec<usize>,
+    /// CPU seen by `sched_getcpu` just before the first tick.
+    pub cpu_start: Option<usize>,
+    /// CPU seen just after the last tick.
+    pub cpu_end: Option<usize>,
+    /// Clock ticks at start and end of the measured span.
+    pub start_ticks: u64,
+    /// See `start_ticks`.
+    pub end_ticks: u64,
+    /// end - start in clock ticks (TSC cycles when the clock is the TSC).
+    pub cycles: u64,
+    /// The span in nanoseconds.
+    pub elapsed_ns: f64,
+    /// Ops done.
+    pub ops: u64,
+    /// ops / elapsed.
+    pub ops_per_sec: f64,
+    /// Checksum of the workload's result (proof the work was done).
+    pub checksum: u64,
+    /// Clock reads inside the measured span (2 for fixed work).
+    pub clock_reads: u64,
+}
+
+/// The result of one burn.
+#[derive(Debug, Clone, Serialize)]
+pub struct BurnResult {
+    /// The workload run.
+    pub workload: Workload,
+    /// Fixed work or fixed time.
+    pub work: Work,
+    /// One record per thread, in thread order.
+    pub threads: Vec<ThreadRecord>,
+    /// Last end - first start, nanoseconds: the runtime of a fixed-work burn.
+    pub wall_ns: f64,
+    /// Ops of all threads.
+    pub total_ops: u64,
+    /// total_ops / wall: the throughput of a fixed-time burn.
+    pub ops_per_sec: f64,
+    /// Last start - first start, nanoseconds: how unevenly the gate released.
+    pub start_skew_ns: f64,
+    /// Estimated time the measurement itself added to the wall time: start skew plus
+    /// the clock reads of the busiest thread.
+    pub timing_overhead_ns: f64,
+    /// `timing_overhead_ns / wall_ns`.
+    pub timing_overhead_share: f64,
+}
+
+/// Runs `workload` on one thread per slot and measures it.
+pub fn burn(
+    clock: &Clock,
+    workload: &Workload,
+    work: Work,
+    slots: &[Slot],
+) -> Result<BurnResult, BurnError> {
+    if slots.is_empty() {
+        return Err(BurnError::NoThreads);
+    }
+    let gate = Gate::new(slots.len());
+    let outcomes: Vec<Result<ThreadRecord, BurnError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = slots
+            .iter()
+            .map(|slot| {
+                let gate = &gate;
+                std::thread::Builder::new()
+                    .name(format!("burn-{}", slot.thread))
+                    .spawn_scoped(scope, move || run_thread(clock, workload, work, slot, gate))
+            })
+            .collect();
+        if handles.iter().any(Result::is_err) {
+            // A thread that never started cannot reach the gate: release the others.
+            gate.abort();
+        }
+        handles
+            .into_iter()
+            .zip(slots)
+            .map(|(h, slot)| match h {
+                Err(e) => Err(BurnError::Spawn(e)),
+                Ok(h) => h.join().unwrap_or(Err(BurnError::Panicked(slot.thread))),
+            })
+            .collect()
+    });
+    let threads = outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(summarize(clock, workload, work, threads))
+}
+
+fn summarize(
+    clock: &Clock,
+    workload: &Workload,
+    work: Work,
+    threads: Vec<ThreadRecord>,
+) -> BurnResult {
+    let first_start = threads.iter().map(|t| t.start_ticks).min().unwrap_or(0);
+    let last_start = threads.iter().map(|t| t.start_ticks).max().unwrap_or(0);
+    let last_end = threads.iter().map(|t| t.end_ticks).max().unwrap_or(0);
+    let wall_ns = clock.ticks_to_ns(last_end.saturating_sub(first_start));
+    let total_ops = threads.iter().map(|t| t.ops).sum();
+    let start_skew_ns = clock.ticks_to_ns(last_start - first_start);
+    let reads = threads.iter().map(|t| t.clock_reads).max().unwrap_or(0);
+    let timing_overhead_ns = start_skew_ns + reads as f64 * clock.info().read_cost_ns;
+    BurnResult {
+        workload: *workload,
+        work,
+        wall_ns,
+        total_ops,
+        ops_per_sec: per_sec(total_ops, wall_ns),
+        start_skew_ns,
+        timing_overhead_ns,
+        timing_overhead_share: if wall_ns > 0.0 {
+            timing_overhead_ns / wall_ns
+        } else {
+            0.0
+        },
+        threads,
+    }
+}
+
+fn per_sec(ops: u64, ns: f64) -> f64 {
+    if ns > 0.0 {
+        ops as f64 / ns * 1e9
+    } else {
+        0.0
+    }
+}
+
+/// One burner thread: pin and verify, prepare, wait at the gate, work, verify again.
+fn run_thread(
+    clock: &Clock,
+    workload: &Workload,
+    work: Work,
+    slot: &Slot,
+    gate: &Gate,
+) -> Result<ThreadRecord, BurnError> {
+    let pin_err = |source| BurnError::Pin {
+        thread: slot.thread,
+        source,
+    };
+    let pinned = match slot.cpu {
+        Some(cpu) => pin_current_thread(cpu),
+        None => Ok(()),
+    };
+    let affinity = allowed_cpus();
+    let mut runner = workload.runner();
+    if pinned.is_err() {
+        gate.abort();
+    }
+    let released = gate.wait();
+    pinned.map_err(pin_err)?;
+    if !released {
+        // Another thread failed; its error is the one reported.
+        return Ok(empty_record(slot, affinity));
+    }
+
+    let cpu_start = current_cpu();
+    let start = clock.now();
+    let (end, ops, checksum, clock_reads) = match work {
+        Work::Ops(n) => {
+            let checksum = runner.run_ops(n);
+            (clock.now(), n, checksum, 2)
+        }
+        Work::Duration(d) => {
+            let deadline = start + clock.duration_to_ticks(d);
+            let chunk = workload.check_every();
+            let (mut ops, mut checksum, mut reads) = (0u64, 0u64, 1u64);
+            loop {
+                checksum = checksum.wrapping_add(runner.run_ops(chunk));
+                ops += chunk;
+                let now = clock.now();
+                reads += 1;
+                if now >= deadline {
+                    break (now, ops, checksum, reads);
+                }
+            }
+        }
+    };
+    let cpu_end = current_cpu();
+    if let Some(cpu) = slot.cpu {
+        for (observed, when) in [(cpu_start, "at start"), (cpu_end, "at end")] {
+            if observed != Some(cpu) {
+                return Err(pin_err(PinError::WrongCpu {
+                    cpu,
+                    observed,
+                    when,
+                }));
+            }
+        }
+    }
+    let cycles = end.saturating_sub(start);
+    let elapsed_ns = clock.ticks_to_ns(cycles);
+    Ok(ThreadRecord {
+        thread: slot.thread,
+        planned_cpu: slot.cpu,
+        core: slot.core,
+        package: slot.package,
+        affinity,
+        cpu_start,
+        cpu_end,
+        start_ticks: start,
+        end_ticks: end,
+        cycles,
+        elapsed_ns,
+        ops,
+        ops_per_sec: per_sec(ops, elapsed_ns),
+        checksum,
+        clock_reads,
+    })
+}
+
+/// The record of a thread that did not run because another failed (never returned
+/// to the caller: the failing thread's error is).
+fn empty_record(slot: &Slot, affinity: Vec<usize>) -> ThreadRecord {
+    ThreadRecord {
+        thread: slot.thread,
+        planned_cpu: slot.cpu,
+        core: slot.core,
+        package: slot.package,
+        affinity,
+        cpu_start: None,
+        cpu_end: None,
+        start_ticks: 0,
+        end_ticks: 0,
+        cycles: 0,
+        elapsed_ns: 0.0,
+        ops: 0,
+        ops_per_sec: 0.0,
+        checksum: 0,
+        clock_reads: 0,
+    }
+}
+
+/// Pins the calling thread to `cpu`, then verifies: the affinity read back is exactly
+/// `{cpu}` and `sched_getcpu` says `cpu`.
+pub fn pin_current_thread(cpu: usize) -> Result<(), PinError> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(PinError::SetAffinity {
+            cpu,
+            source: io::Error::from_raw_os_error(libc::EINVAL),
+        });
+    }
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: cpu < CPU_SETSIZE (checked above); `set` is a valid cpu_set_t.
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: the pointer and size describe `set`; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(PinError::SetAffinity {
+            cpu,
+            source: io::Error::last_os_error(),
+        });
+    }
+    let actual = allowed_cpus();
+    if actual != [cpu] {
+        return Err(PinError::AffinityMismatch { cpu, actual });
+    }
+    // The kernel migrates the thread before sched_setaffinity returns.
+    let observed = current_cpu();
+    if observed != Some(cpu) {
+        return Err(PinError::WrongCpu {
+            cpu,
+            observed,
+            when: "after pinning",
+        });
+    }
+    Ok(())
+}
+
+/// The CPU the calling thread runs on now (`sched_getcpu`), None if it fails.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments and no memory effects.
+    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
+}
+
+/// A spinning start gate: threads arrive, spin until all have, and leave together.
+/// Spinning threads yield now and then so an oversubscribed burn still gets every
+/// thread to the gate.
+pub(crate) struct Gate {
+    arrived: AtomicUsize,
+    aborted: AtomicBool,
+    n: usize,
+}
+
+impl Gate {
+    /// A gate for `n` threads.
+    pub(crate) fn new(n: usize) -> Gate {
+        Gate {
+            arrived: AtomicUsize::new(0),
+            aborted: AtomicBool::new(false),
+            n,
+        }
+    }
+
+    /// Opens the gate for everyone and tells them not to run.
+    pub(crate) fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+    }
+
+    /// Waits for all `n` threads; false when the gate was aborted.
+    pub(crate) fn wait(&self) -> bool {
+        self.arrived.fetch_add(1, Ordering::AcqRel);
+        let mut spins = 0u32;
+        while self.arrived.load(Ordering::Acquire) < self.n {
+            if self.aborted.load(Ordering::Acquire) {
+                return false;
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins % 4096 == 0 {
+                std::thread::yield_now();
+            }
+        }
+        !self.aborted.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slot(thread: usize, cpu: Option<usize>) -> Slot {
+        Slot {
+            thread,
+            cpu,
+            core: None,
+            package: None,
+        }
+    }
+
+    /// Threads pinned to every allowed CPU run there, do all their ops and return the
+    /// checksum a single-threaded run of the same ops gives.
+    #[test]
+    fn fixed_work_runs_where_pinned() {
+        let clock = Clock::calibrate();
+        let cpus = allowed_cpus();
+        let slots: Vec<Slot> = cpus
+            .iter()
+            .enumerate()
+            .map(|(t, &c)| slot(t, Some(c)))
+            .collect();
+        let w = Workload::FpAdd;
+        let r = burn(&clock, &w, Work::Ops(200_000), &slots).unwrap();
+        let expected = w.runner().run_ops(200_000);
+        assert_eq!(r.threads.len(), cpus.len());
+        for (t, &cpu) in r.threads.iter().zip(&cpus) {
+            assert_eq!(t.cpu_start, Some(cpu));
+            assert_eq!(t.cpu_end, Some(cpu));
+            assert_eq!(t.affinity, vec![cpu]);
+            assert_eq!(t.ops, 200_000);
+            assert_eq!(t.checksum, expected);
+            assert!(t.cycles > 0 && t.end_ticks > t.start_ticks);
+        }
+        assert_eq!(r.total_ops, 200_000 * cpus.len() as u64);
+        let longest = r.threads.iter().map(|t| t.elapsed_ns).fold(0.0, f64::max);
+        assert!(r.wall_ns >= longest);
+        assert!(r.timing_overhead_ns >= r.start_skew_ns);
+    }
+
+    /// A fixed-time burn stops at its deadline: elapsed is at least the duration and
+    /// (generously) under 10x it.
+    #[test]
+    fn fixed_time_stops_after_the_duration() {
+        let clock = Clock::calibrate();
+        let d = Duration::from_millis(30);
+        let r = burn(&clock, &Workload::Int, Work::Duration(d), &[slot(0, None)]).unwrap();
+        let t = &r.threads[0];
+        assert!(t.elapsed_ns >= 30e6, "{}", t.elapsed_ns);
+        assert!(t.elapsed_ns < 300e6, "{}", t.elapsed_ns);
+        assert_eq!(t.ops % Workload::Int.check_every(), 0);
+        assert!(t.clock_reads >= 2 && r.ops_per_sec > 0.0);
+    }
+
+    #[test]
+    fn pinning_to_an_absent_cpu_is_an_error() {
+        let clock = Clock::calibrate();
+        let absent = allowed_cpus().last().copied().unwrap_or(0) + 1000;
+        let err = burn(
+            &clock,
+            &Workload::FpAdd,
+            Work::Ops(10),
+            &[slot(0, Some(0)), slot(1, Some(absent))],
+        )
+        .unwrap_err();
+        assert!(matches!(err, BurnError::Pin { thread: 1, .. }), "{err}");
+        assert!(burn(&clock, &Workload::FpAdd, Work::Ops(1), &[]).is_err());
+    }
+}

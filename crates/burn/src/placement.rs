@@ -1,1 +1,417 @@
-//! TODO
+//! Where each burner thread runs: pin strategies turned into a placement plan
+//! (thread -> CPU -> core -> package) against a [`Topology`].
+//!
+//! Strategies, all walking physical cores in the topology's global core order
+//! (package 0's cores, then package 1's; see [`crate::topology`]):
+//!
+//! - `none`: threads are not pinned; the OS scheduler decides.
+//! - `cores`: one thread per physical core first, then the second SMT thread of each
+//!   core only after every core has one (round r takes the r-th sibling of every
+//!   core). On an m5.metal 48 threads use the 48 cores and no sibling pair; the 49th
+//!   lands on cpu 48, cpu 0's sibling. This is the order that shows the SMT knee at
+//!   `n/2 + 1` threads. Following package order (rather than interleaving sockets)
+//!   keeps the first threads on one socket and its memory, as a compact run would.
+//! - `smt-sibling`: both threads of a core before the next core (0, 48, 1, 49, ...
+//!   on an m5.metal), so that thread pairs share a core.
+//! - `compact`: logical CPU order (0, 1, 2, ...), whatever the cores.
+//! - an explicit list (`--cpus 0,2,4-7`): threads take the listed CPUs in order.
+//!
+//! More threads than usable CPUs is an error unless oversubscription is asked for,
+//! in which case the order wraps around (thread i takes CPU `order[i % len]`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::topology::{format_list, parse_list, CpuListError, Topology};
+
+/// How threads are assigned to CPUs (`--pin`, or `--cpus` for a list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum PinStrategy {
+    /// Not pinned: the OS decides.
+    None,
+    /// One thread per physical core first, SMT siblings after every core has one.
+    Cores,
+    /// Fill every SMT thread of a core before moving to the next core.
+    SmtSibling,
+    /// Logical CPU order.
+    Compact,
+    /// Exactly these CPUs, in this order.
+    List(Vec<usize>),
+}
+
+impl FromStr for PinStrategy {
+    type Err = PlacementError;
+
+    /// Parses a `--pin` value: `none`, `cores`, `smt-sibling` or `compact`. A CPU list
+    /// is given with `--cpus` and parsed by [`parse_cpu_list`].
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(PinStrategy::None),
+            "cores" => Ok(PinStrategy::Cores),
+            "smt-sibling" => Ok(PinStrategy::SmtSibling),
+            "compact" => Ok(PinStrategy::Compact),
+            other => Err(PlacementError::UnknownStrategy(other.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for PinStrategy {
+    /// The name as typed on the command line (`cpus:0,2,4-7` for a list).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PinStrategy::None => f.write_str("none"),
+            PinStrategy::Cores => f.write_str("cores"),
+            PinStrategy::SmtSibling => f.write_str("smt-sibling"),
+            PinStrategy::Compact => f.write_str("compact"),
+            PinStrategy::List(cpus) => {
+                let items: Vec<String> = cpus.iter().map(ToString::to_string).collect();
+                write!(f, "cpus:{}", items.join(","))
+            }
+        }
+    }
+}
+
+/// Why a placement could not be made. Messages are meant for the person who typed
+/// the command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementError {
+    /// Zero threads asked for.
+    #[error("the thread count must be at least 1")]
+    ZeroThreads,
+    /// More threads than usable CPUs, without oversubscription.
+    #[error(
+        "{threads} threads but only {available} usable CPUs ({cpus}); \
+         use fewer threads or --oversubscribe to share CPUs"
+    )]
+    TooManyThreads {
+        /// Threads asked for.
+        threads: usize,
+        /// CPUs the strategy may use.
+        available: usize,
+        /// Those CPUs, as a list.
+        cpus: String,
+    },
+    /// A listed CPU that the machine does not have.
+    #[error("CPU {cpu} does not exist (this machine has CPUs {present})")]
+    AbsentCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The CPUs present.
+        present: String,
+    },
+    /// A listed CPU that is offline.
+    #[error("CPU {cpu} is offline (online CPUs: {online})")]
+    OfflineCpu {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The online CPUs.
+        online: String,
+    },
+    /// A listed CPU outside this process's affinity mask (taskset, cgroup cpuset).
+    #[error("CPU {cpu} is not allowed for this process (allowed: {allowed}; see taskset or the cgroup cpuset)")]
+    NotAllowed {
+        /// The CPU asked for.
+        cpu: usize,
+        /// The allowed CPUs.
+        allowed: String,
+    },
+    /// A CPU listed twice.
+    #[error("CPU {cpu} is listed twice; use --oversubscribe to put several threads on a CPU")]
+    DuplicateCpu {
+        /// The repeated CPU.
+        cpu: usize,
+    },
+    /// An empty CPU list.
+    #[error("the CPU list is empty")]
+    EmptyList,
+    /// A CPU list that does not parse.
+    #[error("bad CPU list {input:?}: {source}")]
+    BadList {
+        /// What was typed.
+        input: String,
+        /// What is wrong with it.
+        source: CpuListError,
+    },
+    /// A `--pin` value that names no strategy.
+    #[error(
+        "unknown pin strategy {0:?}: expected none, cores, smt-sibling or compact (or --cpus LIST)"
+    )]
+    UnknownStrategy(String),
+    /// No online CPU is in the allowed set.
+    #[error("no usable CPU: none of the online CPUs ({online}) is in the allowed set ({allowed})")]
+    NoUsableCpu {
+        /// The online CPUs.
+        online: String,
+        /// The allowed CPUs.
+        allowed: String,
+    },
+}
+
+/// Parses a user's CPU list (`--cpus 0,2,4-7`), keeping its order. Empty lists and
+/// CPUs listed twice are rejected.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, PlacementError> {
+    let cpus = parse_list(s).map_err(|source| PlacementError::BadList {
+        input: s.to_string(),
+        source,
+    })?;
+    if cpus.is_empty() {
+        return Err(PlacementError::EmptyList);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &cpu in &cpus {
+        if !seen.insert(cpu) {
+            return Err(PlacementError::DuplicateCpu { cpu });
+        }
+    }
+    Ok(cpus)
+}
+
+/// Where one thread runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Slot {
+    /// Thread index, 0-based.
+    pub thread: usize,
+    /// Logical CPU the thread is pinned to; `None` when not pinned (`none`).
+    pub cpu: Option<usize>,
+    /// Global physical-core index of that CPU.
+    pub core: Option<usize>,
+    /// Package (socket) of that CPU.
+    pub package: Option<usize>,
+}
+
+/// A placement plan: one slot per thread.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// The strategy's name (as [`PinStrategy`]'s `Display` writes it).
+    pub strategy: String,
+    /// One slot per thread, in thread order.
+    pub slots: Vec<Slot>,
+}
+
+/// Plans where `threads` threads run under `strategy`.
+///
+/// `allowed` is the set of CPUs the process may use: online CPUs intersected with
+/// [`allowed_cpus`] on the real host, every online CPU for a fixture topology. CPUs
+/// in `allowed` that are absent or offline in `topo` are ignored. With
+/// `oversubscribe`, more threads than usable CPUs wrap around the CPU order.
+pub fn plan(
+    topo: &Topology,
+    strategy: &PinStrategy,
+    threads: usize,
+    allowed: &[usize],
+    oversubscribe: bool,
+) -> Result<Placement, PlacementError> {
+    if threads == 0 {
+        return Err(PlacementError::ZeroThreads);
+    }
+    let usable = |id: usize| topo.cpu(id).is_some_and(|c| c.online) && allowed.contains(&id);
+    let online: Vec<usize> = topo.online().map(|c| c.id).collect();
+    let order: Vec<usize> = match strategy {
+        PinStrategy::List(cpus) => check_list(topo, cpus, allowed, &online)?,
+        PinStrategy::Compact | PinStrategy::None => {
+            online.iter().copied().filter(|&id| usable(id)).collect()
+        }
+        PinStrategy::Cores => {
+            let cores: Vec<Vec<usize>> = topo
+                .cores()
+                .into_iter()
+                .map(|core| core.into_iter().filter(|&id| usable(id)).collect())
+                .collect();
+            let ways = cores.iter().map(Vec::len).max().unwrap_or(0);
+            (0..ways)
+                .flat_map(|round| {
+                    cores
+                        .iter()
+                        .filter_map(move |core| core.get(round).copied())
+                })
+                .collect()
+        }
+        PinStrategy::SmtSibling => topo
+            .cores()
+            .into_iter()
+            .flatten()
+            .filter(|&id| usable(id))
+            .collect(),
+    };
+    if order.is_empty() {
+        return Err(PlacementError::NoUsableCpu {
+            online: format_list(&online),
+            allowed: format_list(allowed),
+        });
+    }
+    if threads > order.len() && !oversubscribe {
+        return Err(PlacementError::TooManyThreads {
+            threads,
+            available: order.len(),
+            cpus: format_list(&order),
+        });
+    }
+    let pinned = *strategy != PinStrategy::None;
+    let slots = (0..threads)
+        .map(|thread| {
+            let cpu = topo.cpu(order[thread % order.len()]).filter(|_| pinned);
+            Slot {
+                thread,
+                cpu: cpu.map(|c| c.id),
+                core: cpu.map(|c| c.core),
+                package: cpu.map(|c| c.package),
+            }
+        })
+        .collect();
+    Ok(Placement {
+        strategy: strategy.to_string(),
+        slots,
+    })
+}
+
+/// Checks every CPU of an explicit list: present, online, allowed, not repeated.
+fn check_list(
+    topo: &Topology,
+    cpus: &[usize],
+    allowed: &[usize],
+    online: &[usize],
+) -> Result<Vec<usize>, PlacementError> {
+    if cpus.is_empty() {
+        return Err(PlacementError::EmptyList);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for &cpu in cpus {
+        match topo.cpu(cpu) {
+            None => {
+                let present: Vec<usize> = topo.cpus.iter().map(|c| c.id).collect();
+                return Err(PlacementError::AbsentCpu {
+                    cpu,
+                    present: format_list(&present),
+                });
+            }
+            Some(c) if !c.online => {
+                return Err(PlacementError::OfflineCpu {
+                    cpu,
+                    online: format_list(online),
+                })
+            }
+            Some(_) if !allowed.contains(&cpu) => {
+                return Err(PlacementError::NotAllowed {
+                    cpu,
+                    allowed: format_list(allowed),
+                })
+            }
+            Some(_) if !seen.insert(cpu) => return Err(PlacementError::DuplicateCpu { cpu }),
+            Some(_) => {}
+        }
+    }
+    Ok(cpus.to_vec())
+}
+
+/// The CPUs this process may run on (`sched_getaffinity`), sorted. Empty if the
+/// kernel refuses to say (logged); CPUs numbered 1024 and above are not seen
+/// (`cpu_set_t` holds 1024).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; an all-zero value is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer and size describe `set`, which lives across the call.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        tracing::warn!(
+            "sched_getaffinity failed: {}",
+            std::io::Error::last_os_error()
+        );
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` is below CPU_SETSIZE, the capacity of `set`.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Renders a placement as a plain-text table (thread, CPU, core, package, and the
+/// CPU's SMT siblings), for `--dry-run` and logs; `-` marks an unpinned thread.
+/// Long placements are printed in full: a user asking where 96 threads land wants
+/// all 96 rows.
+pub fn render_placement(p: &Placement, topo: &Topology) -> String {
+    let dash = || "-".to_string();
+    let opt = |v: Option<usize>| v.map_or_else(dash, |v| v.to_string());
+    let mut rows = vec![[
+        "thread".to_string(),
+        "cpu".to_string(),
+        "core".to_string(),
+        "package".to_string(),
+        "siblings".to_string(),
+    ]];
+    for s in &p.slots {
+        let siblings = s
+            .cpu
+            .and_then(|id| topo.cpu(id))
+            .map_or_else(dash, |c| format_list(&c.siblings));
+        rows.push([
+            s.thread.to_string(),
+            opt(s.cpu),
+            opt(s.core),
+            opt(s.package),
+            siblings,
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = format!("placement: {} ({} threads)\n", p.strategy, p.slots.len());
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, &w)| format!("{cell:>w$}"))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_strategy_names() {
+        assert_eq!("none".parse(), Ok(PinStrategy::None));
+        assert_eq!("cores".parse(), Ok(PinStrategy::Cores));
+        assert_eq!("smt-sibling".parse(), Ok(PinStrategy::SmtSibling));
+        assert_eq!("compact".parse(), Ok(PinStrategy::Compact));
+        let err = "spread".parse::<PinStrategy>().unwrap_err();
+        assert!(err.to_string().contains("spread"), "{err}");
+        for s in ["none", "cores", "smt-sibling", "compact"] {
+            assert_eq!(
+                s.parse::<PinStrategy>().map(|p| p.to_string()),
+                Ok(s.to_string())
+            );
+        }
+        assert_eq!(PinStrategy::List(vec![4, 0]).to_string(), "cpus:4,0");
+    }
+
+    #[test]
+    fn parses_user_cpu_lists() {
+        assert_eq!(parse_cpu_list("0,2,4-7"), Ok(vec![0, 2, 4, 5, 6, 7]));
+        assert_eq!(parse_cpu_list("3,1"), Ok(vec![3, 1]));
+        assert_eq!(parse_cpu_list(""), Err(PlacementError::EmptyList));
+        assert_eq!(
+            parse_cpu_list("1,0-2"),
+            Err(PlacementError::DuplicateCpu { cpu: 1 })
+        );
+        let err = parse_cpu_list("0,a").unwrap_err();
+        assert!(matches!(err, PlacementError::BadList { .. }));
+        assert!(err.to_string().contains("\"a\""), "{err}");
+    }
+
+    #[test]
+    fn allowed_cpus_includes_the_current_cpu() {
+        // SAFETY: sched_getcpu has no preconditions.
+        let now = unsafe { libc::sched_getcpu() };
+        let allowed = allowed_cpus();
+        assert!(!allowed.is_empty());
+        let now = usize::try_from(now).unwrap_or(usize::MAX);
+        assert!(allowed.contains(&now), "{now} not in {allowed:?}");
+    }
+}

@@ -1,1 +1,164 @@
-//! TODO
+//! Summary statistics of repeated measurements: mean, median, min, max, sample
+//! standard deviation, coefficient of variation and a 95% confidence interval.
+//!
+//! Benchmarks are repeated a handful of times, so the interval uses Student's t with
+//! `n - 1` degrees of freedom from a table, not the normal approximation (which would
+//! understate the interval by 2.5x at n = 3).
+
+use serde::Serialize;
+
+/// Two-sided 95% critical values of Student's t (the 0.975 quantile), df = 1..=30.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+/// Larger degrees of freedom from the same table; between entries the smaller df's
+/// (larger, conservative) value is used; beyond the last entry the normal 1.960.
+const T_975_LARGE: [(usize, f64); 6] = [
+    (40, 2.021),
+    (50, 2.009),
+    (60, 2.000),
+    (80, 1.990),
+    (100, 1.984),
+    (120, 1.980),
+];
+
+/// Summary of a sample of measurements.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Number of values.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Median (mean of the two middle values for even n).
+    pub median: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Sample standard deviation (n - 1 in the denominator); 0 for a single value.
+    pub stddev: f64,
+    /// Coefficient of variation: stddev / mean (a fraction, not percent); 0 if mean is 0.
+    pub cv: f64,
+    /// Lower bound of the 95% confidence interval of the mean (Student t).
+    pub ci95_low: f64,
+    /// Upper bound of the 95% confidence interval of the mean (Student t).
+    pub ci95_high: f64,
+}
+
+impl Summary {
+    /// Summarises `values`; `None` for an empty sample or one holding a NaN.
+    pub fn of(values: &[f64]) -> Option<Summary> {
+        if values.is_empty() || values.iter().any(|v| v.is_nan()) {
+            return None;
+        }
+        let n = values.len();
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let mean = sorted.iter().sum::<f64>() / n as f64;
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        let stddev = if n > 1 {
+            (sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let half = if n > 1 {
+            t_critical_95(n - 1) * stddev / (n as f64).sqrt()
+        } else {
+            0.0
+        };
+        Some(Summary {
+            n,
+            mean,
+            median,
+            min: sorted[0],
+            max: sorted[n - 1],
+            stddev,
+            cv: if mean != 0.0 {
+                stddev / mean.abs()
+            } else {
+                0.0
+            },
+            ci95_low: mean - half,
+            ci95_high: mean + half,
+        })
+    }
+}
+
+/// Two-sided 95% critical value of Student's t for `df` degrees of freedom (df >= 1;
+/// df = 0 is treated as 1).
+pub fn t_critical_95(df: usize) -> f64 {
+    if df <= T_975.len() {
+        return T_975[df.max(1) - 1];
+    }
+    if df > 120 {
+        return 1.960;
+    }
+    T_975_LARGE
+        .iter()
+        .rev()
+        .find(|(d, _)| *d <= df)
+        .map_or(T_975[T_975.len() - 1], |&(_, t)| t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9 * b.abs().max(1.0)
+    }
+
+    /// Values 2, 4, 4, 4, 5, 5, 7, 9: mean 5, sum of squares 32, sample variance 32/7,
+    /// stddev 2.138089935, median 4.5; t(7) = 2.365, half width 2.365 * s / sqrt(8).
+    #[test]
+    fn summary_matches_hand_computation() {
+        let s = Summary::of(&[9.0, 2.0, 4.0, 4.0, 5.0, 4.0, 5.0, 7.0]).unwrap();
+        assert_eq!(s.n, 8);
+        assert!(close(s.mean, 5.0));
+        assert!(close(s.median, 4.5));
+        assert!(close(s.min, 2.0));
+        assert!(close(s.max, 9.0));
+        let sd = (32.0f64 / 7.0).sqrt();
+        assert!(close(s.stddev, sd));
+        assert!(close(s.cv, sd / 5.0));
+        let half = 2.365 * sd / 8f64.sqrt();
+        assert!(close(s.ci95_low, 5.0 - half));
+        assert!(close(s.ci95_high, 5.0 + half));
+    }
+
+    /// Three values 10, 11, 12: stddev 1, half width 4.303 / sqrt(3) = 2.48434...
+    #[test]
+    fn small_sample_uses_student_t() {
+        let s = Summary::of(&[10.0, 12.0, 11.0]).unwrap();
+        assert!(close(s.median, 11.0));
+        assert!(close(s.stddev, 1.0));
+        assert!(close(s.ci95_high - s.mean, 4.303 / 3f64.sqrt()));
+    }
+
+    #[test]
+    fn single_value_and_empty() {
+        let s = Summary::of(&[3.5]).unwrap();
+        assert_eq!(
+            (s.stddev, s.cv, s.ci95_low, s.ci95_high),
+            (0.0, 0.0, 3.5, 3.5)
+        );
+        assert!(Summary::of(&[]).is_none());
+        assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn t_table_lookup() {
+        assert!(close(t_critical_95(1), 12.706));
+        assert!(close(t_critical_95(9), 2.262));
+        assert!(close(t_critical_95(30), 2.042));
+        assert!(close(t_critical_95(45), 2.021));
+        assert!(close(t_critical_95(120), 1.980));
+        assert!(close(t_critical_95(10_000), 1.960));
+    }
+}

@@ -79,7 +79,7 @@ pub struct Topology {
 }
 
 /// The headline numbers of a topology, recorded with every result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct TopologySummary {
     /// Present logical CPUs (online and offline).
     pub logical: usize,
@@ -263,7 +263,10 @@ impl Topology {
                     package: r.package,
                     die: r.die,
                     cluster: r.cluster,
-                    numa_node: numa_nodes.iter().find(|n| n.cpus.contains(&id)).map(|n| n.id),
+                    numa_node: numa_nodes
+                        .iter()
+                        .find(|n| n.cpus.contains(&id))
+                        .map(|n| n.id),
                     siblings: r.siblings.clone(),
                 },
                 None => Cpu {
@@ -482,7 +485,9 @@ fn check_siblings(
     for (&id, r) in raw {
         for &s in &r.siblings {
             let what = match (online.get(&s), raw.get(&s)) {
-                (None, _) => format!("cpu{id} names cpu{s} as a sibling, but cpu{s} does not exist"),
+                (None, _) => {
+                    format!("cpu{id} names cpu{s} as a sibling, but cpu{s} does not exist")
+                }
                 (Some(false), _) => {
                     format!("cpu{id} names cpu{s} as a sibling, but cpu{s} is offline")
                 }
@@ -566,12 +571,30 @@ mod tests {
 
     #[test]
     fn rejects_malformed_lists() {
-        assert!(matches!(parse_list("x"), Err(CpuListError::NotANumber { .. })));
-        assert!(matches!(parse_list("1,,2"), Err(CpuListError::NotANumber { .. })));
-        assert!(matches!(parse_list("-3"), Err(CpuListError::NotANumber { .. })));
-        assert!(matches!(parse_list("1-"), Err(CpuListError::NotANumber { .. })));
-        assert!(matches!(parse_list("3-1"), Err(CpuListError::Reversed { .. })));
-        assert!(matches!(parse_list("1,"), Err(CpuListError::NotANumber { .. })));
+        assert!(matches!(
+            parse_list("x"),
+            Err(CpuListError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_list("1,,2"),
+            Err(CpuListError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_list("-3"),
+            Err(CpuListError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_list("1-"),
+            Err(CpuListError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            parse_list("3-1"),
+            Err(CpuListError::Reversed { .. })
+        ));
+        assert!(matches!(
+            parse_list("1,"),
+            Err(CpuListError::NotANumber { .. })
+        ));
     }
 
     #[test]

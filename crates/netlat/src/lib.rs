@@ -4,6 +4,18 @@
 //! Measuring paths use plain threads with blocking or busy-polled sockets; no async
 //! runtime runs inside a timed loop.
 
+pub mod affinity;
+pub mod clock;
+pub mod hist;
+pub mod load;
+pub mod neighbor;
+pub mod openloop;
+pub mod pacing;
+pub mod pingpong;
+pub mod probe;
+pub mod report;
+pub mod sendbatch;
 pub mod seq;
+pub mod serve;
 pub mod units;
 pub mod wire;

@@ -5,13 +5,13 @@
 //! was already seen (duplicate); numbers that fall out of the window unseen are lost.
 //! Anything older than the window cannot be told apart and counts as `too_old`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How many sequence numbers behind the newest one are remembered.
 pub const WINDOW: u64 = 4096;
 
 /// Counters from one stream's sequence numbers.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeqStats {
     /// Distinct datagrams received.
     pub received: u64,
@@ -42,11 +42,11 @@ impl SeqStats {
 
     /// Adds another stream's counters to this one (for totals over streams).
     pub fn merge(&mut self, other: &SeqStats) {
-        self.received += other.received;
-        self.duplicates += other.duplicates;
-        self.reordered += other.reordered;
-        self.too_old += other.too_old;
-        self.expected += other.expected;
+        self.received = self.received.saturating_add(other.received);
+        self.duplicates = self.duplicates.saturating_add(other.duplicates);
+        self.reordered = self.reordered.saturating_add(other.reordered);
+        self.too_old = self.too_old.saturating_add(other.too_old);
+        self.expected = self.expected.saturating_add(other.expected);
     }
 }
 
@@ -90,7 +90,7 @@ impl SeqTracker {
             }
             let (w, b) = Self::slot(seq);
             self.bits[w] |= b;
-            self.stats.expected = seq + 1;
+            self.stats.expected = seq.saturating_add(1);
             self.stats.received += 1;
         } else if next - seq > WINDOW {
             self.stats.too_old += 1;

@@ -49,6 +49,7 @@ pub enum UnitError {
 }
 
 const RATE_HELP: &str = "a bit rate like 500K, 200M, 1.5G, 10Gbps or a packet rate like 100kpps";
+const PPS_HELP: &str = "a packet rate like 10000, 50k or 50kpps (packets per second)";
 const DURATION_HELP: &str = "a duration like 500ms, 10s, 2m or 1h (a bare number is seconds)";
 
 /// A target send rate: bits per second of payload, or packets per second.
@@ -171,6 +172,27 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
     } else {
         Rate::BitsPerSec(v)
     })
+}
+
+/// Parses a packet rate for the open-loop probe: "10000", "50k", "50kpps", "1.5Mpps"
+/// are all packets per second; a bit rate ("10Mbps") is refused with an explanation.
+pub fn parse_packet_rate(s: &str) -> Result<f64, UnitError> {
+    let (value, rest) = split_number(s, PPS_HELP)?;
+    let lower = rest.to_ascii_lowercase();
+    let prefix = lower.strip_suffix("pps").unwrap_or(&lower);
+    let mult = si_multiplier(prefix).ok_or_else(|| UnitError::UnknownUnit {
+        input: s.trim().to_string(),
+        suffix: rest.to_string(),
+        expected: PPS_HELP,
+    })?;
+    let v = value * mult;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(UnitError::OutOfRange {
+            input: s.trim().to_string(),
+            why: "the packet rate must be above zero",
+        });
+    }
+    Ok(v)
 }
 
 /// Parses a duration: "500ms", "10s", "2m", "1h", "250us", "100ns"; a bare number is
@@ -351,6 +373,17 @@ mod tests {
             parse_rate("1.2.3M"),
             Err(UnitError::NotANumber { .. })
         ));
+    }
+
+    #[test]
+    fn packet_rates_for_the_probe() {
+        assert_eq!(parse_packet_rate("10000"), Ok(10_000.0));
+        assert_eq!(parse_packet_rate("50k"), Ok(50_000.0));
+        assert_eq!(parse_packet_rate("50kpps"), Ok(50_000.0));
+        assert_eq!(parse_packet_rate("1.5Mpps"), Ok(1_500_000.0));
+        let e = parse_packet_rate("10Mbps").unwrap_err();
+        assert!(e.to_string().contains("packets per second"), "{e}");
+        assert!(parse_packet_rate("0").is_err());
     }
 
     #[test]

@@ -1,0 +1,638 @@
+//! The load generator (`nnb load`): `streams` pinned threads, one socket each,
+//! sending paced UDP datagrams (or a TCP byte stream) at a share of the target rate.
+//!
+//! Each UDP stream paces by deadline ([`crate::pacing`]) and sends batches with
+//! `sendmmsg`, with UDP GSO where the kernel has it ([`crate::sendbatch`]). Every
+//! datagram carries the nnb header (sequence number, send time, stream id), so an
+//! `nnb serve` sink counts loss, reordering and buffer bursts per stream. At the end
+//! each stream asks the sink for its [`StreamReport`] (report request protocol in
+//! [`crate::report`]); when nothing answers, the sink's view is "unavailable".
+//!
+//! # Rates
+//!
+//! The *payload rate* counts UDP payload bytes (nnb header included): it is what
+//! `--rate` sets. The *wire rate* adds, per datagram, the UDP header (8), the IPv4
+//! header (20, or IPv6 40) and Ethernet framing (38: 14 header, 4 FCS, 8 preamble and
+//! SFD, 12 inter-frame gap) bytes: what the datagrams occupy on an Ethernet link. For TCP the wire rate
+//! assumes full segments of [`TCP_MSS`] bytes with 32 bytes of TCP header
+//! (timestamps option), 20 of IPv4 and the same 38 of framing.
+
+use std::io::{self, BufRead, BufReader, ErrorKind, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::affinity::pin_current_thread;
+use crate::clock::{duration_ns, now_ns};
+use crate::pacing::Pacer;
+use crate::probe::{connect_udp, ProbeError, MAX_UDP_PAYLOAD};
+use crate::report::{decode_report, encode_request, StreamReport};
+use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse};
+use crate::serve::TcpReport;
+use crate::units::Rate;
+use crate::wire::HEADER_LEN;
+
+/// Default datagram size: 1400 bytes of UDP payload, which fits a 1500-byte MTU
+/// with room for tunnel headers (VXLAN, WireGuard) that clouds add.
+pub const DEFAULT_MSG_SIZE: usize = 1400;
+/// Ethernet framing per frame: header 14, FCS 4, preamble and SFD 8, gap 12.
+pub const ETHERNET_OVERHEAD: usize = 38;
+/// UDP header bytes.
+pub const UDP_HEADER: usize = 8;
+/// TCP segment payload assumed for the TCP wire rate.
+pub const TCP_MSS: usize = 1448;
+/// TCP header with the timestamps option.
+const TCP_HEADER: usize = 32;
+/// Messages per `sendmmsg` call.
+pub const DEFAULT_BATCH: usize = 32;
+/// Most bytes per `write` for TCP streams.
+const TCP_CHUNK: usize = 256 * 1024;
+/// Unit of TCP pacing, bytes.
+const TCP_UNIT: usize = 16 * 1024;
+/// Report request attempts and the wait for an answer after each.
+const REPORT_ATTEMPTS: u32 = 3;
+
+/// Settings of one load run.
+#[derive(Debug, Clone)]
+pub struct LoadConfig {
+    /// The sink: an `nnb serve` UDP sink (or TCP sink with `tcp`), or any receiver.
+    pub target: SocketAddr,
+    /// Aggregate payload rate over all streams; `None` sends as fast as possible.
+    pub rate: Option<Rate>,
+    /// Parallel streams, each a thread with its own socket; the rate is split evenly.
+    pub streams: usize,
+    /// UDP payload bytes per datagram (nnb header included); for TCP, the unit of
+    /// `Rate::PacketsPerSec`.
+    pub msg_size: usize,
+    /// How long to send.
+    pub duration: Duration,
+    /// CPUs for the stream threads: stream `i` runs on `cpus[i % cpus.len()]`;
+    /// empty leaves them unpinned.
+    pub cpus: Vec<usize>,
+    /// Send a TCP stream to a TCP sink instead of UDP datagrams.
+    pub tcp: bool,
+    /// Try UDP GSO (falls back to plain datagrams when refused).
+    pub gso: bool,
+    /// Messages per `sendmmsg` call.
+    pub batch: usize,
+    /// After a stall, send what fell due at once instead of dropping it.
+    pub catch_up: bool,
+    /// Socket send buffer to ask for, bytes.
+    pub send_buffer: usize,
+    /// How long each report request attempt waits for the sink's answer.
+    pub report_wait: Duration,
+}
+
+impl LoadConfig {
+    /// One UDP stream of [`DEFAULT_MSG_SIZE`] datagrams for 10 s at `rate`, GSO on.
+    pub fn new(target: SocketAddr, rate: Option<Rate>) -> Self {
+        LoadConfig {
+            target,
+            rate,
+            streams: 1,
+            msg_size: DEFAULT_MSG_SIZE,
+            duration: Duration::from_secs(10),
+            cpus: Vec::new(),
+            tcp: false,
+            gso: true,
+            batch: DEFAULT_BATCH,
+            catch_up: false,
+            send_buffer: 4 << 20,
+            report_wait: Duration::from_millis(200),
+        }
+    }
+
+    /// Checks the settings, explaining what is wrong.
+    pub fn validate(&self) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Invalid(m));
+        if self.streams == 0 {
+            return bad("at least one stream is needed".into());
+        }
+        if !self.tcp && !(HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&self.msg_size) {
+            return bad(format!(
+                "message size {} must be between the {HEADER_LEN}-byte nnb header and {MAX_UDP_PAYLOAD}",
+                self.msg_size
+            ));
+        }
+        if self.tcp && self.msg_size == 0 {
+            return bad("message size must be above zero".into());
+        }
+        if let Some(r) = self.rate {
+            let v = r.bits_per_sec(self.msg_size);
+            if !(v.is_finite() && v > 0.0) {
+                return bad(format!("rate {r} must be above zero"));
+            }
+        }
+        if self.duration.is_zero() {
+            return bad("the duration must be above zero".into());
+        }
+        Ok(())
+    }
+
+    /// Wire bytes per payload byte under this run's framing convention.
+    fn wire_factor(&self) -> f64 {
+        let ip = if self.target.is_ipv4() { 20 } else { 40 };
+        if self.tcp {
+            (TCP_MSS + TCP_HEADER + ip + ETHERNET_OVERHEAD) as f64 / TCP_MSS as f64
+        } else {
+            (self.msg_size + UDP_HEADER + ip + ETHERNET_OVERHEAD) as f64 / self.msg_size as f64
+        }
+    }
+}
+
+/// Why a load run failed.
+#[derive(Debug, Error)]
+pub enum LoadError {
+    /// The settings are unusable.
+    #[error("invalid load settings: {0}")]
+    Invalid(String),
+    /// A socket, thread or pinning operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// A stream thread panicked.
+    #[error("load stream {0} panicked")]
+    Panicked(usize),
+}
+
+impl From<ProbeError> for LoadError {
+    fn from(e: ProbeError) -> Self {
+        match e {
+            ProbeError::Invalid(m) => LoadError::Invalid(m),
+            ProbeError::Io { what, source } => LoadError::Io { what, source },
+        }
+    }
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LoadError {
+    let what = what.into();
+    move |source| LoadError::Io { what, source }
+}
+
+/// What the sender did, over all streams or one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct SenderTotals {
+    /// Datagrams sent (TCP: `write` calls).
+    pub datagrams: u64,
+    /// Payload bytes sent.
+    pub bytes: u64,
+    /// Seconds from the first send to the end of the last.
+    pub elapsed_s: f64,
+    /// Payload rate, bit/s.
+    pub payload_bps: f64,
+    /// Wire rate, bit/s (see the module documentation for the convention).
+    pub wire_bps: f64,
+    /// Datagrams per second.
+    pub pps: f64,
+    /// Schedule slots dropped after stalls (no catch-up).
+    pub skipped: u64,
+    /// Sends the kernel refused (e.g. ICMP port unreachable from an absent sink).
+    pub send_errors: u64,
+}
+
+/// One stream's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamResult {
+    /// Stream id on the wire.
+    pub stream: u32,
+    /// CPU the thread was pinned to.
+    pub cpu: Option<usize>,
+    /// Local address of the stream's socket.
+    pub local: String,
+    /// What this stream sent.
+    pub sent: SenderTotals,
+    /// UDP GSO use (UDP streams).
+    pub gso: Option<GsoUse>,
+    /// The UDP sink's view of this stream, when it answered.
+    pub sink: Option<StreamReport>,
+    /// The TCP sink's view of this connection, when it answered.
+    pub tcp_sink: Option<TcpReport>,
+}
+
+/// The sink's view over all streams.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SinkView {
+    /// Streams the sink reported on (of all streams).
+    pub streams_reported: usize,
+    /// Payload bytes the sink received.
+    pub bytes: u64,
+    /// Received payload rate, sum of the streams' rates, bit/s.
+    pub rate_bps: f64,
+    /// Datagrams the sink never received (UDP).
+    pub lost: u64,
+    /// Datagrams the sink expected (UDP).
+    pub expected: u64,
+    /// Duplicated datagrams (UDP).
+    pub duplicates: u64,
+    /// Reordered datagrams (UDP).
+    pub reordered: u64,
+    /// Buffer bursts (UDP, seed 003).
+    pub bursts: u64,
+}
+
+impl SinkView {
+    /// Lost share of expected datagrams.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.expected == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.expected as f64
+        }
+    }
+}
+
+/// Result of a load run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadReport {
+    /// Sink address.
+    pub target: String,
+    /// "udp" or "tcp".
+    pub protocol: &'static str,
+    /// Target payload rate, bit/s (absent: as fast as possible).
+    pub target_bps: Option<f64>,
+    /// Payload bytes per datagram.
+    pub msg_size: usize,
+    /// The sender's view over all streams.
+    pub sent: SenderTotals,
+    /// Per stream.
+    pub streams: Vec<StreamResult>,
+    /// The sink's view, when at least one stream got an answer; `None` when the
+    /// target is not an nnb sink (or its answers were lost).
+    pub sink: Option<SinkView>,
+}
+
+/// One reporting interval of a running load, over all streams.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LoadInterval {
+    /// Start of the interval since the run started.
+    pub start_s: f64,
+    /// Length of the interval.
+    pub length_s: f64,
+    /// Datagrams sent in the interval.
+    pub datagrams: u64,
+    /// Payload rate in the interval, bit/s.
+    pub payload_bps: f64,
+    /// Wire rate in the interval, bit/s.
+    pub wire_bps: f64,
+}
+
+/// Live counters a stream thread updates after each batch.
+#[derive(Debug, Default)]
+struct LiveCounters {
+    datagrams: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// Runs the load and returns the sender's and the sink's views.
+pub fn run(cfg: &LoadConfig, stop: &AtomicBool) -> Result<LoadReport, LoadError> {
+    run_with_intervals(cfg, stop, None, &mut |_| {})
+}
+
+/// Like [`run`], calling `on_interval` every `interval` with the achieved rates.
+pub fn run_with_intervals(
+    cfg: &LoadConfig,
+    stop: &AtomicBool,
+    interval: Option<Duration>,
+    on_interval: &mut dyn FnMut(&LoadInterval),
+) -> Result<LoadReport, LoadError> {
+    cfg.validate()?;
+    if interval.is_some_and(|i| i.is_zero()) {
+        return Err(LoadError::Invalid("the interval must be above zero".into()));
+    }
+    let live: Vec<LiveCounters> = (0..cfg.streams).map(|_| LiveCounters::default()).collect();
+    // Every stream starts on the same schedule, a moment after its thread is up.
+    let start_ns = now_ns() + 5_000_000;
+    let end_ns = start_ns + duration_ns(cfg.duration);
+    let results = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..cfg.streams)
+            .map(|i| {
+                let live = &live[i];
+                s.spawn(move || run_stream(cfg, i, start_ns, end_ns, stop, live))
+            })
+            .collect();
+        watch_intervals(cfg, &live, start_ns, interval, &handles, on_interval);
+        handles
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| h.join().map_err(|_| LoadError::Panicked(i))?)
+            .collect::<Result<Vec<_>, LoadError>>()
+    })?;
+    Ok(summarize(cfg, results))
+}
+
+/// Samples the live counters every `interval` until all streams are done.
+fn watch_intervals<T>(
+    cfg: &LoadConfig,
+    live: &[LiveCounters],
+    start_ns: u64,
+    interval: Option<Duration>,
+    handles: &[std::thread::ScopedJoinHandle<'_, T>],
+    on_interval: &mut dyn FnMut(&LoadInterval),
+) {
+    let Some(interval) = interval else { return };
+    let len = duration_ns(interval);
+    let sample = || {
+        live.iter().fold((0, 0), |(d, b), c| {
+            (
+                d + c.datagrams.load(Ordering::Relaxed),
+                b + c.bytes.load(Ordering::Relaxed),
+            )
+        })
+    };
+    // Counters start at zero; nothing is sent before `start_ns`.
+    let (mut t0, mut d0, mut b0) = (start_ns, 0, 0);
+    crate::clock::wait_until(start_ns, 0);
+    loop {
+        let next = t0 + len;
+        while now_ns() < next && !handles.iter().all(|h| h.is_finished()) {
+            std::thread::sleep(Duration::from_millis(5).min(interval));
+        }
+        let t1 = now_ns().min(next);
+        let (d1, b1) = sample();
+        let secs = (t1 - t0) as f64 / 1e9;
+        if secs > 0.0 && (d1 > d0 || t1 == next) {
+            let payload_bps = (b1 - b0) as f64 * 8.0 / secs;
+            on_interval(&LoadInterval {
+                start_s: (t0 - start_ns) as f64 / 1e9,
+                length_s: secs,
+                datagrams: d1 - d0,
+                payload_bps,
+                wire_bps: payload_bps * cfg.wire_factor(),
+            });
+        }
+        if handles.iter().all(|h| h.is_finished()) {
+            return;
+        }
+        (t0, d0, b0) = (t1, d1, b1);
+    }
+}
+
+/// One stream thread: pin, send until `end_ns`, then ask for the sink's report.
+fn run_stream(
+    cfg: &LoadConfig,
+    index: usize,
+    start_ns: u64,
+    end_ns: u64,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> Result<StreamResult, LoadError> {
+    let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[index % cfg.cpus.len()]);
+    if let Some(c) = cpu {
+        pin_current_thread(c).map_err(io_err(format!("pinning load stream {index}")))?;
+    }
+    crate::clock::precise_sleeps();
+    let share = 1.0 / cfg.streams as f64;
+    let rate = cfg.rate.map(|r| r.scaled(share));
+    let stream = index as u32;
+    if cfg.tcp {
+        tcp_stream(cfg, stream, cpu, rate, start_ns, end_ns, stop, live)
+    } else {
+        udp_stream(cfg, stream, cpu, rate, start_ns, end_ns, stop, live)
+    }
+}
+
+/// Totals of one stream from its counts.
+fn totals(cfg: &LoadConfig, datagrams: u64, bytes: u64, elapsed_ns: u64) -> SenderTotals {
+    let secs = elapsed_ns as f64 / 1e9;
+    let per_s = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+    let payload_bps = per_s(bytes as f64 * 8.0);
+    SenderTotals {
+        datagrams,
+        bytes,
+        elapsed_s: secs,
+        payload_bps,
+        wire_bps: payload_bps * cfg.wire_factor(),
+        pps: per_s(datagrams as f64),
+        skipped: 0,
+        send_errors: 0,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn udp_stream(
+    cfg: &LoadConfig,
+    stream: u32,
+    cpu: Option<usize>,
+    rate: Option<Rate>,
+    start_ns: u64,
+    end_ns: u64,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> Result<StreamResult, LoadError> {
+    let sock = connect_udp(cfg.target)?;
+    set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
+    let local = sock
+        .local_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    let mut sender = BatchSender::new(sock, cfg.msg_size, cfg.batch, cfg.gso);
+    let mut pacer = Pacer::new(
+        start_ns,
+        rate.map(|r| r.packets_per_sec(cfg.msg_size)),
+        cfg.catch_up,
+    );
+    let (mut seq, mut send_errors) = (0u64, 0u64);
+    crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
+    let mut now = now_ns();
+    while now < end_ns && !stop.load(Ordering::Relaxed) {
+        let n = pacer.due(now, sender.capacity());
+        if n == 0 {
+            pacer.wait(end_ns);
+            now = now_ns();
+            continue;
+        }
+        match sender.send(stream, seq, n, now) {
+            Ok(sent) => {
+                seq += sent;
+                pacer.sent(sent);
+                live.datagrams.fetch_add(sent, Ordering::Relaxed);
+                live.bytes
+                    .fetch_add(sent * cfg.msg_size as u64, Ordering::Relaxed);
+            }
+            Err(e) if is_refused(&e) => {
+                // Nothing listens (ICMP unreachable): these slots are spent, unsent.
+                send_errors += 1;
+                pacer.sent(n);
+            }
+            Err(e) => return Err(io_err(format!("sending load stream {stream}"))(e)),
+        }
+        now = now_ns();
+    }
+    let elapsed = now.saturating_sub(start_ns);
+    let mut sent = totals(cfg, seq, seq * cfg.msg_size as u64, elapsed);
+    sent.skipped = pacer.skipped();
+    sent.send_errors = send_errors;
+    let sink = request_report(sender.socket(), stream, seq, cfg.report_wait);
+    Ok(StreamResult {
+        stream,
+        cpu,
+        local,
+        sent,
+        gso: Some(sender.gso().clone()),
+        sink,
+        tcp_sink: None,
+    })
+}
+
+/// Errors a connected UDP socket reports for an earlier datagram's ICMP error.
+fn is_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::ENOBUFS)
+    )
+}
+
+/// Asks the sink for its report on `stream` (up to [`REPORT_ATTEMPTS`] times);
+/// `None` when nothing answers.
+fn request_report(
+    sock: &UdpSocket,
+    stream: u32,
+    next_seq: u64,
+    wait: Duration,
+) -> Option<StreamReport> {
+    if sock.set_read_timeout(Some(wait)).is_err() {
+        return None;
+    }
+    let mut req = [0u8; HEADER_LEN];
+    let mut buf = vec![0u8; 65_536];
+    for attempt in 0..REPORT_ATTEMPTS {
+        let n = encode_request(stream, next_seq + u64::from(attempt), now_ns(), &mut req);
+        if let Err(e) = sock.send(&req[..n]) {
+            tracing::debug!("report request for stream {stream} failed: {e}");
+        }
+        let deadline = now_ns() + duration_ns(wait);
+        while now_ns() < deadline {
+            match sock.recv(&mut buf) {
+                Ok(len) => match decode_report(&buf[..len]) {
+                    Ok((h, report)) if h.stream == stream => return Some(report),
+                    // Anything else (a stray pong, garbage): keep waiting.
+                    _ => {}
+                },
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+    None
+}
+
+#[allow(clippy::too_many_arguments)]
+fn tcp_stream(
+    cfg: &LoadConfig,
+    stream: u32,
+    cpu: Option<usize>,
+    rate: Option<Rate>,
+    start_ns: u64,
+    end_ns: u64,
+    stop: &AtomicBool,
+    live: &LiveCounters,
+) -> Result<StreamResult, LoadError> {
+    let mut conn = TcpStream::connect_timeout(&cfg.target, Duration::from_secs(3))
+        .map_err(io_err(format!("connecting to the TCP sink {}", cfg.target)))?;
+    let local = conn
+        .local_addr()
+        .map_or_else(|_| "?".into(), |a| a.to_string());
+    // The pacer counts TCP_UNIT-byte units: small enough for smooth pacing, large
+    // enough that a write is worth its system call.
+    let mut pacer = Pacer::new(
+        start_ns,
+        rate.map(|r| r.bits_per_sec(cfg.msg_size) / 8.0 / TCP_UNIT as f64),
+        cfg.catch_up,
+    );
+    let chunk = vec![0u8; TCP_CHUNK];
+    let max_units = (TCP_CHUNK / TCP_UNIT) as u64;
+    let (mut bytes, mut writes) = (0u64, 0u64);
+    crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
+    let mut now = now_ns();
+    while now < end_ns && !stop.load(Ordering::Relaxed) {
+        let n = pacer.due(now, max_units);
+        if n == 0 {
+            pacer.wait(end_ns);
+            now = now_ns();
+            continue;
+        }
+        let len = n as usize * TCP_UNIT;
+        conn.write_all(&chunk[..len])
+            .map_err(io_err(format!("writing TCP stream {stream}")))?;
+        pacer.sent(n);
+        bytes += len as u64;
+        writes += 1;
+        live.datagrams.fetch_add(1, Ordering::Relaxed);
+        live.bytes.fetch_add(len as u64, Ordering::Relaxed);
+        now = now_ns();
+    }
+    let elapsed = now.saturating_sub(start_ns);
+    let mut sent = totals(cfg, writes, bytes, elapsed);
+    sent.skipped = pacer.skipped();
+    let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);
+    Ok(StreamResult {
+        stream,
+        cpu,
+        local,
+        sent,
+        gso: None,
+        sink: None,
+        tcp_sink,
+    })
+}
+
+/// Half-closes the connection and reads the TCP sink's one-line JSON report.
+fn tcp_report(conn: TcpStream, wait: Duration) -> Option<TcpReport> {
+    conn.shutdown(Shutdown::Write).ok()?;
+    conn.set_read_timeout(Some(wait)).ok()?;
+    let mut line = String::new();
+    BufReader::new(conn).read_line(&mut line).ok()?;
+    serde_json::from_str(line.trim()).ok()
+}
+
+/// Adds the streams up.
+fn summarize(cfg: &LoadConfig, streams: Vec<StreamResult>) -> LoadReport {
+    let (datagrams, bytes) = streams
+        .iter()
+        .fold((0, 0), |(d, b), s| (d + s.sent.datagrams, b + s.sent.bytes));
+    let elapsed_ns = streams
+        .iter()
+        .map(|s| (s.sent.elapsed_s * 1e9) as u64)
+        .max()
+        .unwrap_or(0);
+    let mut sent = totals(cfg, datagrams, bytes, elapsed_ns);
+    sent.skipped = streams.iter().map(|s| s.sent.skipped).sum();
+    sent.send_errors = streams.iter().map(|s| s.sent.send_errors).sum();
+    let mut view = SinkView::default();
+    for s in &streams {
+        if let Some(r) = &s.sink {
+            view.streams_reported += 1;
+            view.bytes += r.bytes;
+            view.rate_bps += r.rate_bps;
+            // Datagrams sent but never seen by the sink are lost too, even past the
+            // highest sequence number it saw.
+            let expected = r.seq.expected.max(s.sent.datagrams);
+            view.expected += expected;
+            view.lost += expected.saturating_sub(r.seq.received);
+            view.duplicates += r.seq.duplicates;
+            view.reordered += r.seq.reordered;
+            view.bursts += r.bursts;
+        }
+        if let Some(t) = &s.tcp_sink {
+            view.streams_reported += 1;
+            view.bytes += t.bytes;
+            view.rate_bps += t.rate_bps;
+        }
+    }
+    LoadReport {
+        target: cfg.target.to_string(),
+        protocol: if cfg.tcp { "tcp" } else { "udp" },
+        target_bps: cfg.rate.map(|r| r.bits_per_sec(cfg.msg_size)),
+        msg_size: cfg.msg_size,
+        sent,
+        streams,
+        sink: (view.streams_reported > 0).then_some(view),
+    }
+}

@@ -1,0 +1,132 @@
+//! Deadline pacing for the load generator: unit `k` (a datagram, or a byte for
+//! TCP) is due at `start + k / rate`. The sender asks how many units are due now,
+//! sends at most one batch of them, and waits for the next deadline when none is.
+//!
+//! After a stall (the thread was descheduled, a send blocked) more than a batch may
+//! be due. Without catch-up the pacer drops the excess slots from the schedule and
+//! counts them as skipped, so a stall shows up as a lower achieved rate instead of a
+//! burst at line rate that the measured neighbor would feel; with catch-up it sends
+//! them, one batch at a time, as fast as it can.
+
+use crate::clock::wait_until;
+
+/// The sender sleeps until this close to a deadline, then spins. Short, because
+/// batching absorbs a late wake-up: whatever fell due meanwhile goes in one batch.
+pub const LOAD_SPIN_NS: u64 = 20_000;
+
+/// A schedule of units at a fixed rate, or unlimited.
+#[derive(Debug, Clone)]
+pub struct Pacer {
+    start_ns: u64,
+    /// Units per nanosecond; `None` for as fast as possible.
+    per_ns: Option<f64>,
+    catch_up: bool,
+    /// Schedule slots consumed: units sent plus units skipped.
+    slots: u64,
+    skipped: u64,
+}
+
+impl Pacer {
+    /// A schedule starting at `start_ns` at `rate_per_s` units per second (`None`:
+    /// unlimited).
+    pub fn new(start_ns: u64, rate_per_s: Option<f64>, catch_up: bool) -> Self {
+        Pacer {
+            start_ns,
+            per_ns: rate_per_s.map(|r| r / 1e9),
+            catch_up,
+            slots: 0,
+            skipped: 0,
+        }
+    }
+
+    /// How many units to send at `now_ns`, at most `max_batch`; 0 when the next one
+    /// is not due yet. Drops the slots beyond one batch when behind without catch-up.
+    pub fn due(&mut self, now_ns: u64, max_batch: u64) -> u64 {
+        let Some(per_ns) = self.per_ns else {
+            return max_batch;
+        };
+        let elapsed = now_ns.saturating_sub(self.start_ns) as f64;
+        let due_total = (elapsed * per_ns) as u64 + 1;
+        let behind = due_total.saturating_sub(self.slots);
+        if behind > max_batch && !self.catch_up {
+            let drop = behind - max_batch;
+            self.skipped += drop;
+            self.slots += drop;
+        }
+        behind.min(max_batch)
+    }
+
+    /// Records that `n` units were sent.
+    pub fn sent(&mut self, n: u64) {
+        self.slots += n;
+    }
+
+    /// When the next unit is due (for [`Pacer::wait`]); `None` when unlimited.
+    pub fn next_due_ns(&self) -> Option<u64> {
+        self.per_ns
+            .map(|per_ns| self.start_ns + (self.slots as f64 / per_ns).ceil() as u64)
+    }
+
+    /// Waits for the next unit's deadline, but not past `end_ns`.
+    pub fn wait(&self, end_ns: u64) {
+        if let Some(t) = self.next_due_ns() {
+            wait_until(t.min(end_ns), LOAD_SPIN_NS);
+        }
+    }
+
+    /// Slots dropped from the schedule after stalls.
+    pub fn skipped(&self) -> u64 {
+        self.skipped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paces_by_deadline() {
+        // 1000 units/s: one per millisecond.
+        let mut p = Pacer::new(0, Some(1000.0), false);
+        assert_eq!(p.due(0, 32), 1);
+        p.sent(1);
+        assert_eq!(p.due(500_000, 32), 0);
+        assert_eq!(p.next_due_ns(), Some(1_000_000));
+        assert_eq!(p.due(3_000_000, 32), 3); // units 1, 2, 3
+        p.sent(3);
+        assert_eq!(p.skipped(), 0);
+    }
+
+    #[test]
+    fn skips_after_a_stall_unless_catching_up() {
+        let mut p = Pacer::new(0, Some(1000.0), false);
+        let first = p.due(0, 8);
+        p.sent(first);
+        // A 100 ms stall: 100 units due, one batch of 8 goes, 92 are dropped.
+        assert_eq!(p.due(100_000_000, 8), 8);
+        p.sent(8);
+        assert_eq!(p.skipped(), 92);
+        assert_eq!(p.due(100_000_000, 8), 0);
+
+        let mut c = Pacer::new(0, Some(1000.0), true);
+        let first = c.due(0, 8);
+        c.sent(first);
+        let mut total = 0;
+        loop {
+            let n = c.due(100_000_000, 8);
+            if n == 0 {
+                break;
+            }
+            c.sent(n);
+            total += n;
+        }
+        assert_eq!((total, c.skipped()), (100, 0));
+    }
+
+    #[test]
+    fn unlimited_sends_full_batches() {
+        let mut p = Pacer::new(0, None, false);
+        assert_eq!(p.due(0, 16), 16);
+        assert_eq!(p.next_due_ns(), None);
+    }
+}

@@ -1,0 +1,306 @@
+//! The latency probe's settings, results and entry point, shared by the closed-loop
+//! ping-pong ([`crate::pingpong`]) and the open-loop probe ([`crate::openloop`]).
+//!
+//! Round trips are timed on the client only, with [`crate::clock::now_ns`]. A ping
+//! unanswered after [`ProbeConfig::timeout`] counts as lost and the probe moves on, so
+//! a probe always finishes: within `warmup + count * timeout` in count mode and within
+//! `warmup + duration + timeout` in duration mode.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::hist::{LatencyHist, LatencySummary};
+use crate::wire::HEADER_LEN;
+
+/// When a probe stops measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProbeLength {
+    /// After this many measured pings (warm-up not included).
+    Count(u64),
+    /// After this much measuring time (warm-up not included).
+    Duration(Duration),
+}
+
+/// Settings of one probe run.
+#[derive(Debug, Clone)]
+pub struct ProbeConfig {
+    /// The reflector to ping.
+    pub target: SocketAddr,
+    /// UDP payload size of each ping, header included (at least [`HEADER_LEN`]).
+    pub msg_size: usize,
+    /// When to stop.
+    pub length: ProbeLength,
+    /// Time spent pinging before measuring; those samples are discarded (the first
+    /// packets of a flow are slow; sockperf discards 400 ms).
+    pub warmup: Duration,
+    /// Spin on a non-blocking socket instead of sleeping in `recv`.
+    pub busy_poll: bool,
+    /// CPU for the probing thread (the sender in open-loop mode).
+    pub pin: Option<usize>,
+    /// CPU for the open-loop receiver thread.
+    pub recv_pin: Option<usize>,
+    /// How long to wait for a pong before counting the ping as lost.
+    pub timeout: Duration,
+    /// Length of the intervals reported to the interval callback; `None` for none.
+    pub interval: Option<Duration>,
+    /// Open-loop send rate in pings per second; `None` for closed-loop ping-pong.
+    pub rate_pps: Option<f64>,
+}
+
+impl ProbeConfig {
+    /// Settings with nnb's defaults: 64-byte pings, 1000 pings, 400 ms warm-up,
+    /// blocking receive, 1 s timeout, no pinning, closed loop.
+    pub fn new(target: SocketAddr) -> Self {
+        ProbeConfig {
+            target,
+            msg_size: 64,
+            length: ProbeLength::Count(1000),
+            warmup: Duration::from_millis(400),
+            busy_poll: false,
+            pin: None,
+            recv_pin: None,
+            timeout: Duration::from_secs(1),
+            interval: None,
+            rate_pps: None,
+        }
+    }
+
+    /// Checks the settings, explaining what is wrong.
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        let bad = |m: String| Err(ProbeError::Invalid(m));
+        if self.msg_size < HEADER_LEN {
+            return bad(format!(
+                "message size {} is smaller than the {HEADER_LEN}-byte nnb header",
+                self.msg_size
+            ));
+        }
+        if self.msg_size > MAX_UDP_PAYLOAD {
+            return bad(format!(
+                "message size {} exceeds the largest UDP payload ({MAX_UDP_PAYLOAD})",
+                self.msg_size
+            ));
+        }
+        if self.timeout.is_zero() {
+            return bad("the per-packet timeout must be above zero".into());
+        }
+        if self.interval.is_some_and(|i| i.is_zero()) {
+            return bad("the reporting interval must be above zero".into());
+        }
+        if let Some(r) = self.rate_pps {
+            if !(r.is_finite() && r > 0.0) {
+                return bad(format!("open-loop rate {r} pings/s must be above zero"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Largest UDP payload over IPv4.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
+
+/// What happened to the pings of the measuring phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ProbeCounts {
+    /// Pings sent.
+    pub sent: u64,
+    /// Pings answered within the timeout (the RTT samples).
+    pub answered: u64,
+    /// Pings not answered within the timeout.
+    pub lost: u64,
+    /// Pongs that came after their timeout (already counted lost; no RTT sample).
+    pub late: u64,
+    /// Extra copies of pongs already received.
+    pub duplicates: u64,
+    /// Pongs that arrived after a pong of a later ping.
+    pub reordered: u64,
+    /// Datagrams that were not valid pongs of this probe.
+    pub garbage: u64,
+}
+
+impl ProbeCounts {
+    /// Lost share of sent pings, 0.0 when none was sent.
+    pub fn loss_ratio(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.lost as f64 / self.sent as f64
+        }
+    }
+}
+
+/// Result of a probe run.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeReport {
+    /// Reflector address.
+    pub target: String,
+    /// "ping-pong" or "open-loop".
+    pub mode: &'static str,
+    /// Open-loop rate in pings per second (absent for ping-pong).
+    pub rate_pps: Option<f64>,
+    /// UDP payload bytes per ping.
+    pub msg_size: usize,
+    /// Whether the receiver spun on a non-blocking socket.
+    pub busy_poll: bool,
+    /// Seconds of the measuring phase (warm-up excluded).
+    pub elapsed_s: f64,
+    /// Pings discarded as warm-up.
+    pub warmup_pings: u64,
+    /// Ping and pong counters of the measuring phase.
+    pub counts: ProbeCounts,
+    /// Round-trip times; in open-loop mode measured from the actual send time
+    /// (not corrected for coordinated omission).
+    pub rtt: LatencySummary,
+    /// Open-loop only: round-trip times from the intended send time of each ping
+    /// (corrected for coordinated omission).
+    pub rtt_intended: Option<LatencySummary>,
+    /// RTT/2 (one-way estimate, valid for a symmetric path), from `rtt`.
+    pub rtt_half: LatencySummary,
+    /// Samples above the histogram's 10 s ceiling (clamped).
+    pub clamped: u64,
+}
+
+/// One reporting interval's figures, passed to the interval callback.
+#[derive(Debug)]
+pub struct Interval<'a> {
+    /// Start of the interval, from the start of the measuring phase.
+    pub start: Duration,
+    /// Length of the interval (the last one may be short).
+    pub length: Duration,
+    /// Pings sent in the interval.
+    pub sent: u64,
+    /// Pongs accepted in the interval (RTT samples).
+    pub answered: u64,
+    /// RTTs of the interval (from the actual send time in open-loop mode).
+    pub rtt: &'a LatencyHist,
+    /// Open-loop only: RTTs from the intended send time.
+    pub rtt_intended: Option<&'a LatencyHist>,
+}
+
+/// Why a probe could not run.
+#[derive(Debug, Error)]
+pub enum ProbeError {
+    /// The settings are unusable.
+    #[error("invalid probe settings: {0}")]
+    Invalid(String),
+    /// A socket or thread operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The system's error.
+        source: io::Error,
+    },
+}
+
+impl ProbeError {
+    /// Wraps an I/O error with what was being done.
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> ProbeError {
+        let what = what.into();
+        move |source| ProbeError::Io { what, source }
+    }
+}
+
+/// Runs a probe: ping-pong, or open-loop when `cfg.rate_pps` is set. `stop` ends it
+/// early (between pings); `on_interval` is called once per `cfg.interval`.
+pub fn run(
+    cfg: &ProbeConfig,
+    stop: &AtomicBool,
+    on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
+) -> Result<ProbeReport, ProbeError> {
+    cfg.validate()?;
+    match cfg.rate_pps {
+        None => crate::pingpong::run(cfg, stop, on_interval),
+        Some(rate) => crate::openloop::run(cfg, rate, stop, on_interval),
+    }
+}
+
+/// A UDP socket bound to an ephemeral port of the target's address family and
+/// connected to `target`, so it only receives the target's datagrams.
+pub fn connect_udp(target: SocketAddr) -> Result<UdpSocket, ProbeError> {
+    let local: SocketAddr = match target {
+        SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
+        SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
+    };
+    let sock = UdpSocket::bind(local).map_err(ProbeError::io("binding a UDP socket"))?;
+    sock.connect(target)
+        .map_err(ProbeError::io(format!("connecting to {target}")))?;
+    Ok(sock)
+}
+
+/// Pins the calling thread when asked to.
+pub(crate) fn pin(cpu: Option<usize>) -> Result<(), ProbeError> {
+    match cpu {
+        Some(c) => crate::affinity::pin_current_thread(c).map_err(ProbeError::io("pinning")),
+        None => Ok(()),
+    }
+}
+
+/// Tracks reporting intervals: when the current one ends and what it has seen.
+pub(crate) struct IntervalClock {
+    length_ns: Option<u64>,
+    origin_ns: u64,
+    start_ns: u64,
+    /// Pings sent in the current interval.
+    pub sent: u64,
+    /// Pongs accepted in the current interval.
+    pub answered: u64,
+    /// RTTs of the current interval.
+    pub rtt: LatencyHist,
+    /// Intended-time RTTs of the current interval (open loop).
+    pub rtt_intended: LatencyHist,
+}
+
+impl IntervalClock {
+    /// Intervals of `length` starting at `origin_ns` (`None`: never due).
+    pub fn new(length: Option<Duration>, origin_ns: u64) -> Self {
+        IntervalClock {
+            length_ns: length.map(crate::clock::duration_ns),
+            origin_ns,
+            start_ns: origin_ns,
+            sent: 0,
+            answered: 0,
+            rtt: LatencyHist::new(),
+            rtt_intended: LatencyHist::new(),
+        }
+    }
+
+    /// Emits the current interval if it has ended by `now_ns`, or unconditionally with
+    /// `force` (the final partial interval, when it saw any ping). Returns whether
+    /// an interval was emitted (and the counters reset).
+    pub fn tick(
+        &mut self,
+        now_ns: u64,
+        force: bool,
+        open_loop: bool,
+        on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
+    ) -> bool {
+        let Some(len) = self.length_ns else {
+            return false;
+        };
+        let due = now_ns >= self.start_ns + len;
+        if !(due || force && (self.sent > 0 || self.answered > 0)) {
+            return false;
+        }
+        let end = if due { self.start_ns + len } else { now_ns };
+        on_interval(&Interval {
+            start: Duration::from_nanos(self.start_ns - self.origin_ns),
+            length: Duration::from_nanos(end.saturating_sub(self.start_ns)),
+            sent: self.sent,
+            answered: self.answered,
+            rtt: &self.rtt,
+            rtt_intended: open_loop.then_some(&self.rtt_intended),
+        });
+        self.start_ns = end;
+        self.sent = 0;
+        self.answered = 0;
+        self.rtt.reset();
+        self.rtt_intended.reset();
+        true
+    }
+}

@@ -1,0 +1,178 @@
+//! What a sink says about one stream, and the report request/answer datagrams.
+//!
+//! A load generator that finishes sends, on each stream's socket, a [`Kind::Load`]
+//! datagram with [`FLAG_REPORT_REQUEST`] set (see [`encode_request`]); the sink answers
+//! to the sender's address with a [`Kind::Report`] datagram whose payload is the
+//! `serde_json` of a [`StreamReport`] (see [`encode_report`] and [`decode_report`]).
+//! The request itself is not counted as load data. Answers stay under
+//! [`MAX_REPORT_DATAGRAM`] bytes so they fit one unfragmented datagram.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::seq::SeqStats;
+use crate::wire::{DecodeError, Header, Kind, FLAG_REPORT_REQUEST, HEADER_LEN};
+
+/// Largest report datagram (header and JSON) a sink sends.
+pub const MAX_REPORT_DATAGRAM: usize = 1200;
+
+/// A sink's view of one stream (one sender address and stream id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    /// Sender address as `ip:port`.
+    pub peer: String,
+    /// Stream id from the wire header.
+    pub stream: u32,
+    /// Loss, duplicates and reordering from sequence numbers.
+    pub seq: SeqStats,
+    /// UDP payload bytes received (nnb header included), report requests excluded.
+    pub bytes: u64,
+    /// Arrival of the first datagram, nanoseconds of the server's monotonic clock.
+    pub first_arrival_ns: u64,
+    /// Arrival of the last datagram, nanoseconds of the server's monotonic clock.
+    pub last_arrival_ns: u64,
+    /// Received rate in bit/s over `[first_arrival_ns, last_arrival_ns]` (the first
+    /// datagram's bytes excluded, as they arrived at the interval's start); 0 with
+    /// fewer than two datagrams.
+    pub rate_bps: f64,
+    /// Buffer bursts (seed 003): periods in which data arrived much faster than it
+    /// was sent. The rule is documented in [`crate::serve::burst`].
+    pub bursts: u64,
+    /// Bytes received during buffer bursts.
+    #[serde(default)]
+    pub burst_bytes: u64,
+    /// Undecodable datagrams from this stream's sender address.
+    pub garbage: u64,
+}
+
+impl StreamReport {
+    /// An empty report: what a sink answers for a stream it never saw (all lost, or
+    /// evicted from its bounded table).
+    pub fn empty(peer: String, stream: u32) -> Self {
+        StreamReport {
+            peer,
+            stream,
+            seq: SeqStats::default(),
+            bytes: 0,
+            first_arrival_ns: 0,
+            last_arrival_ns: 0,
+            rate_bps: 0.0,
+            bursts: 0,
+            burst_bytes: 0,
+            garbage: 0,
+        }
+    }
+}
+
+/// Why a report datagram could not be read.
+#[derive(Debug, Error)]
+pub enum ReportError {
+    /// The header did not decode.
+    #[error("bad report header: {0}")]
+    Header(#[from] DecodeError),
+    /// A valid nnb datagram of another kind.
+    #[error("expected a report datagram, got {0:?}")]
+    NotAReport(Kind),
+    /// The JSON payload did not parse.
+    #[error("bad report payload: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The report does not fit [`MAX_REPORT_DATAGRAM`].
+    #[error("report of {0} bytes exceeds {MAX_REPORT_DATAGRAM} bytes")]
+    TooLong(usize),
+}
+
+/// Writes a report request for `stream` into `buf` (at least [`HEADER_LEN`] bytes)
+/// and returns its length. `seq` lets a sender tell its retries apart; it is echoed.
+pub fn encode_request(stream: u32, seq: u64, send_ts: u64, buf: &mut [u8]) -> usize {
+    Header {
+        kind: Kind::Load,
+        flags: FLAG_REPORT_REQUEST,
+        seq,
+        send_ts,
+        stream,
+        payload_len: 0,
+    }
+    .encode(buf);
+    HEADER_LEN
+}
+
+/// Builds the report datagram answering `request` (its seq and timestamp echoed) into
+/// `out`, replacing its contents.
+pub fn encode_report(
+    request: &Header,
+    report: &StreamReport,
+    out: &mut Vec<u8>,
+) -> Result<(), ReportError> {
+    out.clear();
+    out.resize(HEADER_LEN, 0);
+    serde_json::to_writer(&mut *out, report)?;
+    if out.len() > MAX_REPORT_DATAGRAM {
+        return Err(ReportError::TooLong(out.len()));
+    }
+    let payload_len = (out.len() - HEADER_LEN) as u32;
+    Header {
+        kind: Kind::Report,
+        flags: 0,
+        seq: request.seq,
+        send_ts: request.send_ts,
+        stream: request.stream,
+        payload_len,
+    }
+    .encode(out);
+    Ok(())
+}
+
+/// Reads a received report datagram: its header (for the echoed seq) and report.
+pub fn decode_report(datagram: &[u8]) -> Result<(Header, StreamReport), ReportError> {
+    let header = Header::decode(datagram)?;
+    if header.kind != Kind::Report {
+        return Err(ReportError::NotAReport(header.kind));
+    }
+    let report = serde_json::from_slice(&datagram[HEADER_LEN..])?;
+    Ok((header, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn report_round_trip_fits_one_datagram() {
+        let mut req = [0u8; HEADER_LEN];
+        let n = encode_request(7, 3, 42, &mut req);
+        let request = Header::decode(&req[..n]).unwrap();
+        assert_eq!(request.flags & FLAG_REPORT_REQUEST, FLAG_REPORT_REQUEST);
+        let mut report = StreamReport::empty("[ffff:ffff::ffff:ffff]:65535".into(), 7);
+        report.seq.received = u64::MAX;
+        report.bytes = u64::MAX;
+        report.rate_bps = f64::MAX;
+        let mut out = Vec::new();
+        encode_report(&request, &report, &mut out).unwrap();
+        assert!(out.len() <= MAX_REPORT_DATAGRAM);
+        let (h, back) = decode_report(&out).unwrap();
+        assert_eq!((h.seq, h.send_ts, h.stream), (3, 42, 7));
+        assert_eq!(back, report);
+    }
+
+    #[test]
+    fn rejects_other_kinds_and_bad_json() {
+        let mut req = [0u8; HEADER_LEN];
+        encode_request(1, 0, 0, &mut req);
+        assert!(matches!(
+            decode_report(&req),
+            Err(ReportError::NotAReport(Kind::Load))
+        ));
+        let mut bad = vec![0u8; HEADER_LEN + 3];
+        Header {
+            kind: Kind::Report,
+            flags: 0,
+            seq: 0,
+            send_ts: 0,
+            stream: 0,
+            payload_len: 3,
+        }
+        .encode(&mut bad);
+        bad[HEADER_LEN..].copy_from_slice(b"{x}");
+        assert!(matches!(decode_report(&bad), Err(ReportError::Json(_))));
+    }
+}

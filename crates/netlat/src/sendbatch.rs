@@ -1,0 +1,300 @@
+//! Batched UDP sending for the load generator: `sendmmsg` moves many messages per
+//! system call, and with UDP GSO (`UDP_SEGMENT`) each message is a run of up to
+//! [`MAX_GSO_SEGMENTS`] equal datagrams that the kernel (or the NIC) splits, so one
+//! pass down the stack carries tens of kilobytes.
+//!
+//! GSO is asked for with `setsockopt(UDP_SEGMENT, msg_size)`. Kernels before 4.18
+//! refuse the option, and a device without checksum offload refuses the first
+//! segmented send (`EIO`); `EINVAL` and `EOPNOTSUPP` are treated alike. In every such
+//! case the sender turns GSO off, records why in [`GsoUse::Fallback`], and resends
+//! plain datagrams.
+
+use std::io;
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+
+use serde::Serialize;
+
+use crate::wire::{Header, Kind, HEADER_LEN};
+
+/// Most segments per GSO message (the kernel's `UDP_MAX_SEGMENTS` before 6.x).
+pub const MAX_GSO_SEGMENTS: usize = 64;
+/// Largest UDP payload of one GSO message over IPv4 (65535 - 20 - 8).
+const MAX_GSO_BYTES: usize = 65_507;
+
+/// Whether the sender used UDP GSO.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "gso")]
+pub enum GsoUse {
+    /// Not asked for (or pointless: one datagram per message would fit).
+    Off,
+    /// In use with this many datagrams per message at most.
+    On {
+        /// Datagrams per GSO message.
+        segments: usize,
+    },
+    /// Asked for, refused by the kernel; plain datagrams were sent.
+    Fallback {
+        /// The kernel's refusal.
+        reason: String,
+    },
+}
+
+/// Sends runs of load datagrams on one connected UDP socket.
+pub struct BatchSender {
+    sock: UdpSocket,
+    msg_size: usize,
+    /// Messages per `sendmmsg`.
+    messages: usize,
+    /// Datagrams per message (1 without GSO).
+    segments: usize,
+    gso: GsoUse,
+    buf: Vec<u8>,
+    iovs: Vec<libc::iovec>,
+    hdrs: Vec<libc::mmsghdr>,
+}
+
+// SAFETY: the raw pointers in `iovs` and `hdrs` point into `buf` and `iovs`, which
+// the sender owns and never reallocates; nothing else holds them.
+unsafe impl Send for BatchSender {}
+
+impl BatchSender {
+    /// A sender of `msg_size`-byte datagrams, `messages` per system call, trying
+    /// GSO when `want_gso` and at least two datagrams fit one message.
+    pub fn new(sock: UdpSocket, msg_size: usize, messages: usize, want_gso: bool) -> Self {
+        let messages = messages.max(1);
+        let gso_segments = (MAX_GSO_BYTES / msg_size.max(1)).min(MAX_GSO_SEGMENTS);
+        let gso = if !want_gso || gso_segments < 2 {
+            GsoUse::Off
+        } else {
+            match set_gso_size(&sock, msg_size) {
+                Ok(()) => GsoUse::On {
+                    segments: gso_segments,
+                },
+                Err(e) => GsoUse::Fallback {
+                    reason: format!("setsockopt(UDP_SEGMENT) refused: {e}"),
+                },
+            }
+        };
+        let segments = match gso {
+            GsoUse::On { segments } => segments,
+            _ => 1,
+        };
+        let mut s = BatchSender {
+            sock,
+            msg_size,
+            messages,
+            segments,
+            gso,
+            buf: vec![0u8; messages * segments * msg_size],
+            iovs: Vec::new(),
+            hdrs: Vec::new(),
+        };
+        s.build_headers();
+        s
+    }
+
+    /// Points one iovec and one mmsghdr at each message slot of `buf`.
+    fn build_headers(&mut self) {
+        let slot = self.segments * self.msg_size;
+        let base = self.buf.as_mut_ptr();
+        self.iovs = (0..self.messages)
+            .map(|k| libc::iovec {
+                // SAFETY: k * slot < buf.len() by construction of `buf`.
+                iov_base: unsafe { base.add(k * slot) }.cast(),
+                iov_len: slot,
+            })
+            .collect();
+        let iov_base = self.iovs.as_mut_ptr();
+        self.hdrs = (0..self.messages)
+            .map(|k| {
+                // SAFETY: msghdr is plain data; all-zero is "no name, no control".
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                // SAFETY: k < iovs.len().
+                h.msg_hdr.msg_iov = unsafe { iov_base.add(k) };
+                h.msg_hdr.msg_iovlen = 1;
+                h
+            })
+            .collect();
+    }
+
+    /// Most datagrams one [`BatchSender::send`] can carry.
+    pub fn capacity(&self) -> u64 {
+        (self.messages * self.segments) as u64
+    }
+
+    /// Whether GSO is in use, off, or was refused.
+    pub fn gso(&self) -> &GsoUse {
+        &self.gso
+    }
+
+    /// The socket (for the report request after the run).
+    pub fn socket(&self) -> &UdpSocket {
+        &self.sock
+    }
+
+    /// Sends `n` (at most [`BatchSender::capacity`]) datagrams numbered from
+    /// `first_seq`, stamped `send_ts`; returns how many the kernel took (fewer on a
+    /// partial send).
+    pub fn send(&mut self, stream: u32, first_seq: u64, n: u64, send_ts: u64) -> io::Result<u64> {
+        let n = n.min(self.capacity()) as usize;
+        for j in 0..n {
+            let off = j * self.msg_size;
+            Header {
+                kind: Kind::Load,
+                flags: 0,
+                seq: first_seq + j as u64,
+                send_ts,
+                stream,
+                payload_len: (self.msg_size - HEADER_LEN) as u32,
+            }
+            .encode(&mut self.buf[off..off + HEADER_LEN]);
+        }
+        let msgs = n.div_ceil(self.segments);
+        for k in 0..msgs {
+            let in_msg = (n - k * self.segments).min(self.segments);
+            self.iovs[k].iov_len = in_msg * self.msg_size;
+        }
+        // SAFETY: hdrs[..msgs] point at iovs and buf owned by self, sized above.
+        let rc = unsafe {
+            libc::sendmmsg(
+                self.sock.as_raw_fd(),
+                self.hdrs.as_mut_ptr(),
+                msgs as libc::c_uint,
+                0,
+            )
+        };
+        if rc < 0 {
+            let err = io::Error::last_os_error();
+            if matches!(self.gso, GsoUse::On { .. })
+                && matches!(
+                    err.raw_os_error(),
+                    Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP)
+                )
+            {
+                self.fall_back(&err)?;
+                return self.send(stream, first_seq, n as u64, send_ts);
+            }
+            return Err(err);
+        }
+        let sent_msgs = rc as usize;
+        Ok(if sent_msgs >= msgs {
+            n as u64
+        } else {
+            (sent_msgs * self.segments) as u64
+        })
+    }
+
+    /// Turns GSO off after the kernel refused a segmented send.
+    fn fall_back(&mut self, err: &io::Error) -> io::Result<()> {
+        tracing::warn!("UDP GSO refused ({err}); sending plain datagrams");
+        set_gso_size(&self.sock, 0)?;
+        self.gso = GsoUse::Fallback {
+            reason: format!("segmented send refused: {err}"),
+        };
+        self.segments = 1;
+        self.build_headers();
+        Ok(())
+    }
+}
+
+/// Sets the socket's GSO segment size (0 turns GSO off).
+fn set_gso_size(sock: &UdpSocket, size: usize) -> io::Result<()> {
+    let v = size as libc::c_int;
+    // SAFETY: a valid fd and a c_int option value of the right length.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Which socket buffer to size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// The send buffer (`SO_SNDBUF`).
+    Send,
+    /// The receive buffer (`SO_RCVBUF`).
+    Receive,
+}
+
+/// Asks for a socket buffer of `bytes` (the `...FORCE` option when privileged, else
+/// the plain one, which the kernel caps at `net.core.wmem_max`/`rmem_max`). A refusal
+/// only costs headroom, so it is logged, not returned.
+pub fn set_socket_buffer(sock: &UdpSocket, dir: Direction, bytes: usize) {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    let opts = match dir {
+        Direction::Send => [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF],
+        Direction::Receive => [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF],
+    };
+    for opt in opts {
+        // SAFETY: a valid fd and a c_int option value of the right length.
+        let rc = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            return;
+        }
+    }
+    tracing::debug!("could not set the {dir:?} buffer to {bytes} bytes");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn receive_all(rx: &UdpSocket, expect: usize) -> Vec<Header> {
+        rx.set_read_timeout(Some(std::time::Duration::from_millis(500)))
+            .expect("timeout");
+        let mut buf = [0u8; 2048];
+        let mut out = Vec::new();
+        while out.len() < expect {
+            let Ok(n) = rx.recv(&mut buf) else { break };
+            out.push(Header::decode(&buf[..n]).expect("valid datagram"));
+        }
+        out
+    }
+
+    #[test]
+    fn sends_numbered_datagrams_with_and_without_gso() {
+        for want_gso in [false, true] {
+            let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+            let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+            tx.connect(rx.local_addr().expect("addr")).expect("connect");
+            let mut s = BatchSender::new(tx, 200, 4, want_gso);
+            if want_gso {
+                assert!(
+                    !matches!(s.gso(), GsoUse::Off),
+                    "GSO is tried: {:?}",
+                    s.gso()
+                );
+            } else {
+                assert_eq!(s.gso(), &GsoUse::Off);
+                assert_eq!(s.capacity(), 4);
+            }
+            let n = 3.min(s.capacity());
+            assert_eq!(s.send(9, 100, n, 5).expect("send"), n);
+            let more = s.capacity().min(7);
+            assert_eq!(s.send(9, 100 + n, more, 6).expect("send"), more);
+            let got = receive_all(&rx, (n + more) as usize);
+            let seqs: Vec<u64> = got.iter().map(|h| h.seq).collect();
+            assert_eq!(seqs, (100..100 + n + more).collect::<Vec<_>>());
+            assert!(got.iter().all(|h| h.stream == 9 && h.payload_len == 168));
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! `serve`: a UDP reflector for latency probes, a UDP sink for load, and a TCP sink,
+//! each on its own thread, started together by [`Server::start`].
+//!
+//! Ports are chosen by [`ServeConfig`]: `Some(0)` asks for an ephemeral port (read it
+//! back with [`Server::reflector_addr`] and friends), `None` leaves a service off.
+//! Every service counts what it drops ([`GarbageCounts`]) and never panics on input;
+//! memory is bounded (streams and connections). [`Server::snapshot`] reads all
+//! counters at any time; dropping the [`Server`] or calling [`Server::stop`] stops and
+//! joins its threads.
+
+pub mod burst;
+pub mod garbage;
+mod mmsg;
+pub mod reflector;
+pub mod sink;
+pub mod tcp_sink;
+
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use garbage::{GarbageCounts, GarbageKind};
+pub use reflector::ReflectorStats;
+pub use sink::{SinkOutcome, SinkSnapshot, SinkState, SinkTotals};
+pub use tcp_sink::{TcpReport, TcpSnapshot};
+
+/// How long a blocking UDP receive waits before checking for a stop.
+const RECV_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// What to serve, where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Address all services bind (127.0.0.1 by default: nothing is exposed unasked).
+    pub bind: IpAddr,
+    /// UDP reflector port: `Some(0)` ephemeral, `None` off.
+    pub reflector_port: Option<u16>,
+    /// UDP sink port: `Some(0)` ephemeral, `None` off.
+    pub sink_port: Option<u16>,
+    /// TCP sink port: `Some(0)` ephemeral, `None` off.
+    pub tcp_port: Option<u16>,
+    /// Spin on non-blocking receives instead of blocking (lower latency, one busy CPU
+    /// per UDP service).
+    pub busy_poll: bool,
+    /// CPU to pin the reflector thread to.
+    pub reflector_cpu: Option<usize>,
+    /// CPU to pin the sink thread to.
+    pub sink_cpu: Option<usize>,
+    /// Most streams the sink tracks at once; the longest idle are evicted beyond it.
+    pub max_streams: usize,
+    /// Most TCP connections served at once; more are closed on accept.
+    pub max_tcp_connections: usize,
+    /// Socket receive buffer to ask for, in bytes (`SO_RCVBUFFORCE` when allowed, else
+    /// `SO_RCVBUF`, which the kernel caps at `net.core.rmem_max`); `None` keeps the
+    /// system default.
+    pub recv_buffer: Option<usize>,
+}
+
+impl Default for ServeConfig {
+    /// All three services on ephemeral ports of 127.0.0.1, blocking receives.
+    fn default() -> Self {
+        ServeConfig {
+            bind: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            reflector_port: Some(0),
+            sink_port: Some(0),
+            tcp_port: Some(0),
+            busy_poll: false,
+            reflector_cpu: None,
+            sink_cpu: None,
+            max_streams: sink::DEFAULT_MAX_STREAMS,
+            max_tcp_connections: tcp_sink::DEFAULT_MAX_CONNECTIONS,
+            recv_buffer: Some(8 << 20),
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, Error)]
+pub enum ServeError {
+    /// A socket could not be bound (port in use, address not local, ...).
+    #[error("cannot bind the {service} to {addr}: {source}")]
+    Bind {
+        /// Which service.
+        service: &'static str,
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// A socket option or query failed.
+    #[error("cannot set up the {service} socket: {source}")]
+    Socket {
+        /// Which service.
+        service: &'static str,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// A service thread could not be pinned to its CPU.
+    #[error("cannot start the {service}: {source}")]
+    Pin {
+        /// Which service.
+        service: &'static str,
+        /// The CPU asked for.
+        cpu: usize,
+        /// The system's reason.
+        source: io::Error,
+    },
+    /// A thread could not be started.
+    #[error("cannot start the {service} thread: {source}")]
+    Spawn {
+        /// Which service.
+        service: &'static str,
+        /// The system's reason.
+        source: io::Error,
+    },
+}
+
+/// Every counter of a running server at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServeSnapshot {
+    /// When the snapshot was taken (server monotonic clock, nanoseconds).
+    pub taken_ns: u64,
+    /// Reflector counters, if it runs.
+    pub reflector: Option<ReflectorStats>,
+    /// Sink streams and totals, if it runs.
+    pub sink: Option<SinkSnapshot>,
+    /// TCP sink counters, if it runs.
+    pub tcp: Option<TcpSnapshot>,
+}
+
+impl ServeSnapshot {
+    /// Dropped datagrams of the reflector and the sink together, by kind.
+    pub fn garbage(&self) -> GarbageCounts {
+        let mut g = GarbageCounts::default();
+        if let Some(r) = &self.reflector {
+            g.merge(&r.garbage);
+        }
+        if let Some(s) = &self.sink {
+            g.merge(&s.garbage);
+        }
+        g
+    }
+}
+
+/// Running services; stopped and joined by [`Server::stop`] or on drop.
+#[derive(Debug)]
+pub struct Server {
+    reflector_addr: Option<SocketAddr>,
+    sink_addr: Option<SocketAddr>,
+    tcp_addr: Option<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+    reflector: Option<Arc<Mutex<ReflectorStats>>>,
+    sink: Option<Arc<Mutex<SinkState>>>,
+    tcp: Option<Arc<tcp_sink::TcpShared>>,
+}
+
+impl Server {
+    /// Binds every configured service and starts its thread (pinned if asked). On
+    /// error nothing is left running.
+    pub fn start(cfg: &ServeConfig) -> Result<Server, ServeError> {
+        let mut server = Server {
+            reflector_addr: None,
+            sink_addr: None,
+            tcp_addr: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            threads: Vec::new(),
+            reflector: None,
+            sink: None,
+            tcp: None,
+        };
+        if let Some(port) = cfg.reflector_port {
+            let (socket, addr) = bind_udp("reflector", cfg, port, false)?;
+            let stats = Arc::new(Mutex::new(ReflectorStats::default()));
+            let (stop, st, busy) = (Arc::clone(&server.stop), Arc::clone(&stats), cfg.busy_poll);
+            server.spawn("reflector", cfg.reflector_cpu, move || {
+                reflector::run(socket, busy, stop, st)
+            })?;
+            server.reflector_addr = Some(addr);
+            server.reflector = Some(stats);
+        }
+        if let Some(port) = cfg.sink_port {
+            let (socket, addr) = bind_udp("sink", cfg, port, true)?;
+            let state = Arc::new(Mutex::new(SinkState::new(cfg.max_streams)));
+            let (stop, st, busy) = (Arc::clone(&server.stop), Arc::clone(&state), cfg.busy_poll);
+            let clock = ArrivalClock::new();
+            server.spawn("sink", cfg.sink_cpu, move || {
+                sink::run(socket, busy, clock, stop, st)
+            })?;
+            server.sink_addr = Some(addr);
+            server.sink = Some(state);
+        }
+        if let Some(port) = cfg.tcp_port {
+            let want = SocketAddr::new(cfg.bind, port);
+            let listener = TcpListener::bind(want).map_err(|source| ServeError::Bind {
+                service: "TCP sink",
+                addr: want,
+                source,
+            })?;
+            let addr = listener.local_addr().map_err(|source| ServeError::Socket {
+                service: "TCP sink",
+                source,
+            })?;
+            let shared = Arc::new(tcp_sink::TcpShared::default());
+            let (stop, sh, max) = (
+                Arc::clone(&server.stop),
+                Arc::clone(&shared),
+                cfg.max_tcp_connections.max(1),
+            );
+            server.spawn("TCP sink", None, move || {
+                tcp_sink::run(listener, max, stop, sh)
+            })?;
+            server.tcp_addr = Some(addr);
+            server.tcp = Some(shared);
+        }
+        tracing::info!(
+            reflector = ?server.reflector_addr,
+            sink = ?server.sink_addr,
+            tcp = ?server.tcp_addr,
+            "serving"
+        );
+        Ok(server)
+    }
+
+    /// Starts `body` on a named thread pinned to `cpu`, waiting until the pinning
+    /// succeeded (or failed, which fails the start).
+    fn spawn(
+        &mut self,
+        service: &'static str,
+        cpu: Option<usize>,
+        body: impl FnOnce() + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let (tx, rx) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name(format!("nnb-{}", service.replace(' ', "-").to_lowercase()))
+            .spawn(move || {
+                let pinned = cpu.map_or(Ok(()), crate::affinity::pin_current_thread);
+                let ok = pinned.is_ok();
+                let _ = tx.send(pinned);
+                if ok {
+                    body();
+                }
+            })
+            .map_err(|source| ServeError::Spawn { service, source })?;
+        self.threads.push(handle);
+        match rx.recv() {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(source)) => Err(ServeError::Pin {
+                service,
+                cpu: cpu.unwrap_or_default(),
+                source,
+            }),
+            Err(_) => Err(ServeError::Spawn {
+                service,
+                source: io::Error::other("thread exited before starting"),
+            }),
+        }
+    }
+
+    /// Address of the UDP reflector, if it runs.
+    pub fn reflector_addr(&self) -> Option<SocketAddr> {
+        self.reflector_addr
+    }
+
+    /// Address of the UDP sink, if it runs.
+    pub fn sink_addr(&self) -> Option<SocketAddr> {
+        self.sink_addr
+    }
+
+    /// Address of the TCP sink, if it runs.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp_addr
+    }
+
+    /// All counters now.
+    pub fn snapshot(&self) -> ServeSnapshot {
+        ServeSnapshot {
+            taken_ns: monotonic_ns(),
+            reflector: self.reflector.as_ref().map(|r| *lock(r)),
+            sink: self.sink.as_ref().map(|s| lock(s).snapshot()),
+            tcp: self.tcp.as_ref().map(|t| t.snapshot()),
+        }
+    }
+
+    /// Stops every service, waits for its threads, and returns the final counters.
+    pub fn stop(mut self) -> ServeSnapshot {
+        self.shutdown();
+        self.snapshot()
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for h in self.threads.drain(..) {
+            if h.join().is_err() {
+                tracing::error!("a serve thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// Binds one UDP service socket and sets it up: receive timeout (so a blocking loop
+/// notices a stop), receive buffer, kernel receive timestamps if `timestamps`.
+fn bind_udp(
+    service: &'static str,
+    cfg: &ServeConfig,
+    port: u16,
+    timestamps: bool,
+) -> Result<(UdpSocket, SocketAddr), ServeError> {
+    let want = SocketAddr::new(cfg.bind, port);
+    let socket = UdpSocket::bind(want).map_err(|source| ServeError::Bind {
+        service,
+        addr: want,
+        source,
+    })?;
+    let err = |source| ServeError::Socket { service, source };
+    socket.set_read_timeout(Some(RECV_TIMEOUT)).map_err(err)?;
+    if let Some(bytes) = cfg.recv_buffer {
+        let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+        if setsockopt_int(&socket, libc::SO_RCVBUFFORCE, bytes).is_err() {
+            setsockopt_int(&socket, libc::SO_RCVBUF, bytes).map_err(err)?;
+        }
+    }
+    if timestamps {
+        setsockopt_int(&socket, mmsg::SO_TIMESTAMPNS, 1).map_err(err)?;
+    }
+    let addr = socket.local_addr().map_err(err)?;
+    Ok((socket, addr))
+}
+
+/// Sets one integer `SOL_SOCKET` option.
+fn setsockopt_int(socket: &UdpSocket, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: a valid fd and a pointer to an int of the declared size.
+    let r = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            std::ptr::from_ref(&value).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reads a clock in nanoseconds.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill; the clocks used here always exist on Linux.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The server's clock: `CLOCK_MONOTONIC` in nanoseconds. Not the probes'
+/// `CLOCK_MONOTONIC_RAW` ([`crate::clock`]): the sink converts kernel `CLOCK_REALTIME`
+/// stamps, and realtime and monotonic are slewed alike, so their offset stays fixed.
+pub(crate) fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Maps kernel receive timestamps (`CLOCK_REALTIME`) onto the server's monotonic
+/// clock with an offset taken once at start. Kernel stamps are taken when a datagram
+/// reaches the socket, so arrival spacing is the network's, not the receive loop's.
+/// A step of the realtime clock while serving shifts later arrivals by the step.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ArrivalClock {
+    realtime_minus_mono: i128,
+}
+
+impl ArrivalClock {
+    fn new() -> Self {
+        let mono = monotonic_ns();
+        let real = clock_ns(libc::CLOCK_REALTIME);
+        ArrivalClock {
+            realtime_minus_mono: i128::from(real) - i128::from(mono),
+        }
+    }
+
+    /// Arrival time on the monotonic clock: from the kernel stamp when there is one,
+    /// else the time now.
+    pub(crate) fn arrival_ns(&self, kernel_realtime_ns: Option<u64>) -> u64 {
+        match kernel_realtime_ns {
+            Some(t) => u64::try_from(i128::from(t) - self.realtime_minus_mono).unwrap_or(0),
+            None => monotonic_ns(),
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it (the
+/// counters stay meaningful).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

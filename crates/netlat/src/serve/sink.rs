@@ -1,0 +1,406 @@
+//! The UDP sink: counts load datagrams per (sender address, stream id) with loss,
+//! duplicates, reordering, bytes, arrival times and buffer bursts, in bounded memory,
+//! and answers report requests.
+//!
+//! [`SinkState::handle`] is the whole per-datagram logic, free of sockets, so tests
+//! and the fuzz target drive it directly; [`run`] is the receive loop around it.
+
+use std::collections::HashMap;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use super::burst::BurstDetector;
+use super::garbage::{GarbageCounts, GarbageKind};
+use super::mmsg::{self, Batch};
+use super::{lock, ArrivalClock};
+use crate::report::{encode_report, StreamReport};
+use crate::seq::{SeqStats, SeqTracker};
+use crate::wire::{Header, Kind, FLAG_REPORT_REQUEST};
+
+/// Default bound on streams tracked at once.
+pub const DEFAULT_MAX_STREAMS: usize = 4096;
+
+/// What [`SinkState::handle`] did with one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkOutcome {
+    /// Counted as load data.
+    Data,
+    /// A report request: the answer datagram is in the reply buffer (empty if it could
+    /// not be built, which is logged).
+    Report,
+    /// Dropped and counted as garbage.
+    Garbage(GarbageKind),
+}
+
+/// One stream's counters.
+#[derive(Debug)]
+struct StreamState {
+    id: u32,
+    seq: SeqTracker,
+    bytes: u64,
+    first_bytes: u64,
+    first_ns: u64,
+    last_ns: u64,
+    burst: BurstDetector,
+}
+
+impl StreamState {
+    fn new(id: u32, now_ns: u64) -> Self {
+        StreamState {
+            id,
+            seq: SeqTracker::new(),
+            bytes: 0,
+            first_bytes: 0,
+            first_ns: now_ns,
+            last_ns: now_ns,
+            burst: BurstDetector::default(),
+        }
+    }
+
+    fn record(&mut self, h: &Header, len: u64, arrival_ns: u64) {
+        if self.bytes == 0 {
+            self.first_bytes = len;
+            self.first_ns = arrival_ns;
+        }
+        if h.seq >= self.seq.stats().expected {
+            self.burst.on_datagram(h.send_ts, arrival_ns, len);
+        }
+        self.seq.record(h.seq);
+        self.bytes += len;
+        self.last_ns = self.last_ns.max(arrival_ns);
+    }
+
+    fn report(&self, peer: &SocketAddr, garbage: u64) -> StreamReport {
+        let span = self.last_ns.saturating_sub(self.first_ns);
+        let rate_bps = if span == 0 {
+            0.0
+        } else {
+            (self.bytes - self.first_bytes) as f64 * 8e9 / span as f64
+        };
+        StreamReport {
+            peer: peer.to_string(),
+            stream: self.id,
+            seq: self.seq.stats(),
+            bytes: self.bytes,
+            first_arrival_ns: self.first_ns,
+            last_arrival_ns: self.last_ns,
+            rate_bps,
+            bursts: self.burst.bursts(),
+            burst_bytes: self.burst.burst_bytes(),
+            garbage,
+        }
+    }
+}
+
+/// Streams of one sender address, and the garbage it sent.
+#[derive(Debug, Default)]
+struct Peer {
+    streams: Vec<StreamState>,
+    garbage: u64,
+}
+
+/// Sums over streams, evicted ones included.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct SinkTotals {
+    /// Streams ever seen.
+    pub streams_seen: u64,
+    /// Streams in the table now.
+    pub live_streams: u64,
+    /// Streams dropped from the table to keep it bounded (oldest idle first).
+    pub evicted_streams: u64,
+    /// Sequence counters summed over streams.
+    pub seq: SeqStats,
+    /// Load bytes received.
+    pub bytes: u64,
+    /// Buffer bursts summed over streams.
+    pub bursts: u64,
+    /// Bytes received in buffer bursts.
+    pub burst_bytes: u64,
+    /// Report requests answered.
+    pub reports_sent: u64,
+}
+
+impl SinkTotals {
+    fn add_stream(&mut self, s: &StreamState) {
+        self.seq.merge(&s.seq.stats());
+        self.bytes += s.bytes;
+        self.bursts += s.burst.bursts();
+        self.burst_bytes += s.burst.burst_bytes();
+    }
+}
+
+/// A sink's state as a snapshot sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SinkSnapshot {
+    /// Every live stream, ordered by peer address then stream id.
+    pub streams: Vec<StreamReport>,
+    /// Sums over all streams ever seen.
+    pub totals: SinkTotals,
+    /// Dropped datagrams by kind.
+    pub garbage: GarbageCounts,
+}
+
+/// All the sink's accounting: a bounded table of streams plus totals.
+#[derive(Debug)]
+pub struct SinkState {
+    peers: HashMap<SocketAddr, Peer>,
+    max_streams: usize,
+    live: usize,
+    /// Totals of evicted streams, plus the table-independent counters.
+    retired: SinkTotals,
+    garbage: GarbageCounts,
+}
+
+impl SinkState {
+    /// An empty sink that tracks at most `max_streams` streams (at least 1).
+    pub fn new(max_streams: usize) -> Self {
+        SinkState {
+            peers: HashMap::new(),
+            max_streams: max_streams.max(1),
+            live: 0,
+            retired: SinkTotals::default(),
+            garbage: GarbageCounts::default(),
+        }
+    }
+
+    /// Handles one datagram from `peer` that arrived at `arrival_ns` (server
+    /// monotonic clock). For a report request, the answer is written to `reply`.
+    pub fn handle(
+        &mut self,
+        peer: SocketAddr,
+        datagram: &[u8],
+        arrival_ns: u64,
+        reply: &mut Vec<u8>,
+    ) -> SinkOutcome {
+        let header = match Header::decode(datagram) {
+            Ok(h) if h.kind == Kind::Load => h,
+            Ok(_) => return self.garbage(peer, GarbageKind::WrongKind),
+            Err(e) => return self.garbage(peer, GarbageKind::from(&e)),
+        };
+        if header.flags & FLAG_REPORT_REQUEST != 0 {
+            let report = self.stream_report(&peer, header.stream);
+            if let Err(e) = encode_report(&header, &report, reply) {
+                tracing::error!(%peer, "cannot build report: {e}");
+                reply.clear();
+            }
+            self.retired.reports_sent += 1;
+            return SinkOutcome::Report;
+        }
+        self.stream_mut(peer, header.stream, arrival_ns).record(
+            &header,
+            datagram.len() as u64,
+            arrival_ns,
+        );
+        SinkOutcome::Data
+    }
+
+    fn garbage(&mut self, peer: SocketAddr, kind: GarbageKind) -> SinkOutcome {
+        self.garbage.add(kind);
+        if let Some(p) = self.peers.get_mut(&peer) {
+            p.garbage += 1;
+        }
+        SinkOutcome::Garbage(kind)
+    }
+
+    /// The report of one stream; an empty one if the stream is unknown.
+    pub fn stream_report(&self, peer: &SocketAddr, stream: u32) -> StreamReport {
+        self.peers
+            .get(peer)
+            .and_then(|p| {
+                p.streams
+                    .iter()
+                    .find(|s| s.id == stream)
+                    .map(|s| s.report(peer, p.garbage))
+            })
+            .unwrap_or_else(|| StreamReport::empty(peer.to_string(), stream))
+    }
+
+    fn stream_mut(&mut self, peer: SocketAddr, stream: u32, now_ns: u64) -> &mut StreamState {
+        let known = self
+            .peers
+            .get(&peer)
+            .is_some_and(|p| p.streams.iter().any(|s| s.id == stream));
+        if !known && self.live >= self.max_streams {
+            self.evict_oldest();
+        }
+        let p = self.peers.entry(peer).or_default();
+        let i = match p.streams.iter().position(|s| s.id == stream) {
+            Some(i) => i,
+            None => {
+                self.live += 1;
+                self.retired.streams_seen += 1;
+                p.streams.push(StreamState::new(stream, now_ns));
+                p.streams.len() - 1
+            }
+        };
+        &mut p.streams[i]
+    }
+
+    /// Evicts the eighth of the streams idle the longest (at least one), folding their
+    /// counters into the totals; amortises the scan over many new streams.
+    fn evict_oldest(&mut self) {
+        let mut idle: Vec<(u64, SocketAddr, u32)> = self
+            .peers
+            .iter()
+            .flat_map(|(a, p)| p.streams.iter().map(move |s| (s.last_ns, *a, s.id)))
+            .collect();
+        let n = (self.max_streams / 8).clamp(1, idle.len());
+        idle.select_nth_unstable(n - 1);
+        for &(_, addr, id) in &idle[..n] {
+            if let Some(p) = self.peers.get_mut(&addr) {
+                if let Some(i) = p.streams.iter().position(|s| s.id == id) {
+                    let s = p.streams.swap_remove(i);
+                    self.retired.add_stream(&s);
+                    self.retired.evicted_streams += 1;
+                    self.live -= 1;
+                }
+                if p.streams.is_empty() {
+                    self.peers.remove(&addr);
+                }
+            }
+        }
+        tracing::debug!(evicted = n, "sink stream table full");
+    }
+
+    /// Reports of all live streams and totals over all streams ever seen.
+    pub fn snapshot(&self) -> SinkSnapshot {
+        let mut totals = self.retired;
+        let mut streams = Vec::with_capacity(self.live);
+        for (addr, p) in &self.peers {
+            for s in &p.streams {
+                totals.add_stream(s);
+                streams.push(s.report(addr, p.garbage));
+            }
+        }
+        totals.live_streams = self.live as u64;
+        streams.sort_by(|a, b| (&a.peer, a.stream).cmp(&(&b.peer, b.stream)));
+        SinkSnapshot {
+            streams,
+            totals,
+            garbage: self.garbage,
+        }
+    }
+}
+
+/// The sink's receive loop: batches of datagrams stamped by the kernel on arrival,
+/// handled under the state's lock, until `stop` is set.
+pub(crate) fn run(
+    socket: UdpSocket,
+    busy_poll: bool,
+    clock: ArrivalClock,
+    stop: Arc<AtomicBool>,
+    state: Arc<Mutex<SinkState>>,
+) {
+    let fd = socket.as_raw_fd();
+    let mut batch = Batch::new(true);
+    let mut reply = Vec::new();
+    let flags = if busy_poll {
+        libc::MSG_DONTWAIT
+    } else {
+        libc::MSG_WAITFORONE
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let n = match batch.recv(fd, flags) {
+            Ok(n) => n,
+            Err(e) if mmsg::is_idle(&e) => {
+                std::hint::spin_loop();
+                continue;
+            }
+            Err(e) => {
+                tracing::error!("sink receive failed, sink stops: {e}");
+                return;
+            }
+        };
+        let mut st = lock(&state);
+        for i in 0..n {
+            let Some(peer) = batch.peer(i) else { continue };
+            let arrival = clock.arrival_ns(batch.kernel_timestamp_ns(i));
+            if st.handle(peer, batch.datagram(i), arrival, &mut reply) == SinkOutcome::Report
+                && !reply.is_empty()
+            {
+                if let Err(e) = socket.send_to(&reply, peer) {
+                    tracing::warn!(%peer, "cannot send report: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{decode_report, encode_request};
+    use crate::wire::HEADER_LEN;
+
+    fn load(seq: u64, stream: u32, len: usize) -> Vec<u8> {
+        let mut b = vec![0u8; len];
+        Header {
+            kind: Kind::Load,
+            flags: 0,
+            seq,
+            send_ts: seq * 1000,
+            stream,
+            payload_len: (len - HEADER_LEN) as u32,
+        }
+        .encode(&mut b);
+        b
+    }
+
+    #[test]
+    fn counts_and_reports_a_stream() {
+        let mut s = SinkState::new(16);
+        let peer: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let mut reply = Vec::new();
+        for (i, seq) in [0u64, 1, 3, 2, 2, 5].into_iter().enumerate() {
+            let d = load(seq, 9, 100);
+            assert_eq!(
+                s.handle(peer, &d, 1_000 + i as u64 * 1_000, &mut reply),
+                SinkOutcome::Data
+            );
+        }
+        assert_eq!(
+            s.handle(peer, b"junk", 0, &mut reply),
+            SinkOutcome::Garbage(GarbageKind::Truncated)
+        );
+        let mut req = [0u8; HEADER_LEN];
+        encode_request(9, 77, 0, &mut req);
+        assert_eq!(
+            s.handle(peer, &req, 99_000, &mut reply),
+            SinkOutcome::Report
+        );
+        let (h, r) = decode_report(&reply).unwrap();
+        assert_eq!((h.seq, r.stream), (77, 9));
+        assert_eq!((r.seq.received, r.seq.lost(), r.seq.duplicates), (5, 1, 1));
+        assert_eq!(r.seq.reordered, 1);
+        assert_eq!(r.bytes, 600);
+        assert_eq!((r.first_arrival_ns, r.last_arrival_ns), (1_000, 6_000));
+        // 500 bytes after the first datagram over 5 us.
+        assert!((r.rate_bps - 500.0 * 8e9 / 5_000.0).abs() < 1e-3);
+        assert_eq!(r.garbage, 1);
+        let snap = s.snapshot();
+        assert_eq!(snap.totals.reports_sent, 1);
+        assert_eq!(snap.garbage.total(), 1);
+    }
+
+    #[test]
+    fn table_stays_bounded_and_totals_survive_eviction() {
+        let mut s = SinkState::new(64);
+        let mut reply = Vec::new();
+        for port in 0..1000u16 {
+            let peer = SocketAddr::from(([127, 0, 0, 1], 10_000 + port));
+            s.handle(peer, &load(0, 1, 64), u64::from(port), &mut reply);
+        }
+        let snap = s.snapshot();
+        assert!(snap.streams.len() <= 64);
+        assert_eq!(snap.totals.streams_seen, 1000);
+        assert_eq!(snap.totals.live_streams + snap.totals.evicted_streams, 1000);
+        assert_eq!(snap.totals.seq.received, 1000);
+        assert_eq!(snap.totals.bytes, 64_000);
+        // The newest stream is still there.
+        assert!(snap.streams.iter().any(|r| r.peer == "127.0.0.1:10999"));
+    }
+}

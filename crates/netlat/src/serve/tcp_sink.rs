@@ -1,0 +1,197 @@
+//! The TCP sink: accepts connections (one thread each, at most a bounded number at
+//! once), counts the bytes each one sends, and when the client half-closes (shuts
+//! down its write side) answers with one JSON line, a [`TcpReport`], then closes.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{lock, monotonic_ns};
+
+/// Default bound on connections served at once; more are closed on accept.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Finished connections kept for snapshots.
+const RECENT: usize = 64;
+/// How often blocked accept and read calls wake to check for a stop.
+const POLL: Duration = Duration::from_millis(100);
+
+/// The sink's view of one finished TCP connection; also the JSON line it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcpReport {
+    /// Client address as `ip:port`.
+    pub peer: String,
+    /// Bytes received.
+    pub bytes: u64,
+    /// From the first byte received to the client's half-close, in nanoseconds.
+    pub duration_ns: u64,
+    /// `bytes` in bit/s over `duration_ns` (0 when nothing or one read arrived).
+    pub rate_bps: f64,
+}
+
+/// The TCP sink's counters.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TcpSnapshot {
+    /// Connections accepted and served.
+    pub accepted: u64,
+    /// Connections closed at once because the bound was reached.
+    pub refused: u64,
+    /// Connections being served now.
+    pub active: u64,
+    /// Bytes received over all connections, live ones included.
+    pub bytes: u64,
+    /// The most recent finished connections, oldest first.
+    pub recent: Vec<TcpReport>,
+}
+
+/// State shared between the accept thread, connection threads and snapshots.
+#[derive(Debug, Default)]
+pub(crate) struct TcpShared {
+    accepted: AtomicU64,
+    refused: AtomicU64,
+    active: AtomicU64,
+    bytes: AtomicU64,
+    recent: Mutex<VecDeque<TcpReport>>,
+}
+
+impl TcpShared {
+    /// The counters now.
+    pub(crate) fn snapshot(&self) -> TcpSnapshot {
+        TcpSnapshot {
+            accepted: self.accepted.load(Ordering::Relaxed),
+            refused: self.refused.load(Ordering::Relaxed),
+            active: self.active.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+            recent: lock(&self.recent).iter().cloned().collect(),
+        }
+    }
+}
+
+/// The accept loop: waits for connections with `poll` (so it notices `stop`),
+/// serves each on its own thread, joins them all before returning.
+pub(crate) fn run(
+    listener: TcpListener,
+    max_connections: usize,
+    stop: Arc<AtomicBool>,
+    shared: Arc<TcpShared>,
+) {
+    let mut conns: Vec<JoinHandle<()>> = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        if !readable(&listener, POLL) {
+            continue;
+        }
+        let (stream, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::debug!("accept failed: {e}");
+                continue;
+            }
+        };
+        conns.retain(|h| !h.is_finished());
+        if conns.len() >= max_connections {
+            shared.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(%peer, "TCP sink full ({max_connections} connections), refusing");
+            continue;
+        }
+        shared.accepted.fetch_add(1, Ordering::Relaxed);
+        shared.active.fetch_add(1, Ordering::Relaxed);
+        let (stop, shared2) = (Arc::clone(&stop), Arc::clone(&shared));
+        let spawned = std::thread::Builder::new()
+            .name("nnb-tcp-conn".into())
+            .spawn(move || {
+                if let Err(e) = serve_connection(stream, peer, &stop, &shared2) {
+                    tracing::debug!(%peer, "TCP connection ended: {e}");
+                }
+                shared2.active.fetch_sub(1, Ordering::Relaxed);
+            });
+        match spawned {
+            Ok(h) => conns.push(h),
+            Err(e) => {
+                shared.active.fetch_sub(1, Ordering::Relaxed);
+                tracing::warn!(%peer, "cannot start a connection thread: {e}");
+            }
+        }
+    }
+    for h in conns {
+        if h.join().is_err() {
+            tracing::error!("a TCP connection thread panicked");
+        }
+    }
+}
+
+/// True when the listener has a connection waiting within `timeout`.
+fn readable(listener: &TcpListener, timeout: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd for the duration of the call.
+    let r = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) };
+    r > 0 && pfd.revents & libc::POLLIN != 0
+}
+
+/// Reads until the client's half-close, counting bytes, then answers the report line.
+fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    stop: &AtomicBool,
+    shared: &TcpShared,
+) -> io::Result<()> {
+    stream.set_read_timeout(Some(POLL))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut bytes, mut first_ns) = (0u64, 0u64);
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if bytes == 0 {
+                    first_ns = monotonic_ns();
+                }
+                bytes += n as u64;
+                shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if stop.load(Ordering::Relaxed) {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let end_ns = if bytes == 0 { 0 } else { monotonic_ns() };
+    let duration_ns = end_ns.saturating_sub(first_ns);
+    let report = TcpReport {
+        peer: peer.to_string(),
+        bytes,
+        duration_ns,
+        rate_bps: if duration_ns == 0 {
+            0.0
+        } else {
+            bytes as f64 * 8e9 / duration_ns as f64
+        },
+    };
+    let mut line = serde_json::to_vec(&report).map_err(io::Error::other)?;
+    line.push(b'\n');
+    {
+        let mut recent = lock(&shared.recent);
+        if recent.len() == RECENT {
+            recent.pop_front();
+        }
+        recent.push_back(report);
+    }
+    stream.write_all(&line)?;
+    stream.shutdown(Shutdown::Both)
+}

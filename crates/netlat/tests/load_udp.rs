@@ -1,0 +1,178 @@
+//! Loopback tests of the load generator against the real `serve` sinks: rate
+//! accuracy (explicitly requested: within 1% of 50M and 200M), the sink's view,
+//! several streams, TCP, and targets that are not nnb sinks.
+
+use std::net::UdpSocket;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use nnb_netlat::load::{self, LoadConfig};
+use nnb_netlat::sendbatch::GsoUse;
+use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_netlat::units::Rate;
+
+fn sinks() -> Server {
+    let cfg = ServeConfig {
+        reflector_port: None,
+        ..ServeConfig::default()
+    };
+    Server::start(&cfg).expect("start the sinks")
+}
+
+fn within(actual: f64, target: f64, tolerance: f64) -> bool {
+    (actual - target).abs() <= target * tolerance
+}
+
+fn accuracy_at(bps: f64) {
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_secs(2),
+        ..LoadConfig::new(
+            server.sink_addr().expect("sink address"),
+            Some(Rate::BitsPerSec(bps)),
+        )
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert!(
+        within(r.sent.payload_bps, bps, 0.01),
+        "sender achieved {} bit/s for a target of {bps}",
+        r.sent.payload_bps
+    );
+    assert_eq!(r.sent.skipped, 0, "{:?}", r.sent);
+    let sink = r.sink.expect("the nnb sink answers");
+    assert_eq!(sink.streams_reported, 1);
+    assert!(sink.bytes > 0 && sink.bytes <= r.sent.bytes, "{sink:?}");
+    assert!(sink.loss_ratio() < 0.01, "{sink:?}");
+    assert!(within(sink.rate_bps, bps, 0.05), "sink saw {sink:?}");
+    // Wire rate: 1400-byte payloads + 66 bytes of UDP, IPv4 and Ethernet framing.
+    let factor = (1400.0 + 8.0 + 20.0 + 38.0) / 1400.0;
+    assert!((r.sent.wire_bps / r.sent.payload_bps - factor).abs() < 1e-9);
+}
+
+#[test]
+fn rate_accuracy_50m() {
+    accuracy_at(50e6);
+}
+
+#[test]
+fn rate_accuracy_200m() {
+    accuracy_at(200e6);
+}
+
+#[test]
+fn streams_split_the_rate_and_report_intervals() {
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_millis(1200),
+        streams: 2,
+        gso: false,
+        msg_size: 1000,
+        ..LoadConfig::new(
+            server.sink_addr().expect("sink address"),
+            Some(Rate::PacketsPerSec(4000.0)),
+        )
+    };
+    let stop = AtomicBool::new(false);
+    let mut intervals = Vec::new();
+    let r = load::run_with_intervals(&cfg, &stop, Some(Duration::from_millis(400)), &mut |iv| {
+        intervals.push(*iv)
+    })
+    .expect("load runs");
+    assert_eq!(r.streams.len(), 2);
+    for s in &r.streams {
+        assert_eq!(s.gso, Some(GsoUse::Off));
+        assert!(within(s.sent.pps, 2000.0, 0.05), "{:?}", s.sent);
+        let sink = s.sink.as_ref().expect("per-stream sink report");
+        assert_eq!(sink.stream, s.stream);
+        assert_eq!(sink.peer, s.local);
+    }
+    assert_eq!(r.sink.expect("sink view").streams_reported, 2);
+    assert!((3..=4).contains(&intervals.len()), "{intervals:?}");
+    let sent: u64 = intervals.iter().map(|i| i.datagrams).sum();
+    assert_eq!(sent, r.sent.datagrams);
+}
+
+#[test]
+fn tcp_stream_is_counted_by_the_tcp_sink() {
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_secs(1),
+        tcp: true,
+        ..LoadConfig::new(
+            server.tcp_addr().expect("tcp sink address"),
+            Some(Rate::BitsPerSec(100e6)),
+        )
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert_eq!(r.protocol, "tcp");
+    assert!(within(r.sent.payload_bps, 100e6, 0.05), "{:?}", r.sent);
+    let tcp = r.streams[0].tcp_sink.as_ref().expect("tcp sink report");
+    assert_eq!(tcp.bytes, r.sent.bytes, "TCP loses nothing");
+    assert_eq!(r.sink.expect("sink view").bytes, r.sent.bytes);
+}
+
+#[test]
+fn unlimited_rate_with_gso() {
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_millis(500),
+        ..LoadConfig::new(server.sink_addr().expect("sink address"), None)
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert!(r.target_bps.is_none());
+    assert!(r.sent.datagrams > 1000, "{:?}", r.sent);
+    assert!(
+        matches!(
+            r.streams[0].gso,
+            Some(GsoUse::On { .. } | GsoUse::Fallback { .. })
+        ),
+        "{:?}",
+        r.streams[0].gso
+    );
+    let sink = r.sink.expect("sink view");
+    assert!(sink.bytes > 0);
+    assert_eq!(sink.expected, r.sent.datagrams);
+}
+
+#[test]
+fn foreign_or_absent_targets_have_no_sink_view() {
+    // A socket that reads nothing and answers nothing: not an nnb sink.
+    let mute = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let target = mute.local_addr().expect("addr");
+    let cfg = LoadConfig {
+        duration: Duration::from_millis(300),
+        report_wait: Duration::from_millis(50),
+        ..LoadConfig::new(target, Some(Rate::BitsPerSec(10e6)))
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert!(r.sent.datagrams > 0);
+    assert!(r.sink.is_none());
+    // Nothing bound: sends are refused, the run still ends on time.
+    drop(mute);
+    let t = Instant::now();
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert!(r.sink.is_none());
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+}
+
+#[test]
+fn bad_settings_are_explained() {
+    let target = "127.0.0.1:9".parse().expect("addr");
+    let stop = AtomicBool::new(false);
+    let cfg = LoadConfig {
+        streams: 0,
+        ..LoadConfig::new(target, None)
+    };
+    let e = load::run(&cfg, &stop).expect_err("no streams");
+    assert!(e.to_string().contains("at least one stream"), "{e}");
+    let cfg = LoadConfig {
+        msg_size: 10,
+        ..LoadConfig::new(target, None)
+    };
+    let e = load::run(&cfg, &stop).expect_err("too small");
+    assert!(e.to_string().contains("32-byte nnb header"), "{e}");
+}

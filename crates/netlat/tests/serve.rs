@@ -1,0 +1,359 @@
+//! Loopback tests of `serve`: the reflector, the UDP sink with report requests, the
+//! TCP sink, many clients at once, and a garbage flood, all over real sockets.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use nnb_netlat::report::{decode_report, encode_request, StreamReport};
+use nnb_netlat::serve::{GarbageCounts, ServeConfig, ServeSnapshot, Server, TcpReport};
+use nnb_netlat::wire::{Header, Kind, HEADER_LEN, MAGIC, VERSION};
+
+fn client() -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s
+}
+
+fn datagram(kind: Kind, seq: u64, send_ts: u64, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER_LEN + payload.len()];
+    Header {
+        kind,
+        flags: 0,
+        seq,
+        send_ts,
+        stream,
+        payload_len: payload.len() as u32,
+    }
+    .encode(&mut b);
+    b[HEADER_LEN..].copy_from_slice(payload);
+    b
+}
+
+/// Sends one ping and returns the decoded pong and its payload.
+fn ping(sock: &UdpSocket, to: SocketAddr, seq: u64, stream: u32) -> (Header, Vec<u8>) {
+    let payload: Vec<u8> = (0..40u8).map(|i| i ^ seq as u8).collect();
+    sock.send_to(
+        &datagram(Kind::Ping, seq, seq * 7 + 1, stream, &payload),
+        to,
+    )
+    .unwrap();
+    let mut buf = [0u8; 2048];
+    let (n, from) = sock.recv_from(&mut buf).expect("no pong within 2 s");
+    assert_eq!(from, to);
+    let h = Header::decode(&buf[..n]).unwrap();
+    assert_eq!(&buf[HEADER_LEN..n], &payload[..]);
+    (h, buf[HEADER_LEN..n].to_vec())
+}
+
+/// Asks the sink for its report on `stream`, retrying like a load generator does.
+fn request_report(sock: &UdpSocket, sink: SocketAddr, stream: u32) -> StreamReport {
+    let mut req = [0u8; HEADER_LEN];
+    let mut buf = [0u8; 2048];
+    for attempt in 0..3u64 {
+        let n = encode_request(stream, attempt, 0, &mut req);
+        sock.send_to(&req[..n], sink).unwrap();
+        if let Ok((len, _)) = sock.recv_from(&mut buf) {
+            let (h, report) = decode_report(&buf[..len]).unwrap();
+            assert_eq!(h.stream, stream);
+            return report;
+        }
+    }
+    panic!("the sink never answered a report request");
+}
+
+/// Polls snapshots until `done` holds, for at most 5 s; returns the last snapshot.
+fn wait_for(server: &Server, done: impl Fn(&ServeSnapshot) -> bool) -> ServeSnapshot {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let snap = server.snapshot();
+        if done(&snap) || Instant::now() > deadline {
+            return snap;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn reflector_echoes_seq_timestamp_stream_and_payload() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let to = server.reflector_addr().unwrap();
+    let sock = client();
+    for seq in 0..100 {
+        let (h, _) = ping(&sock, to, seq, 42);
+        assert_eq!(h.kind, Kind::Pong);
+        assert_eq!((h.seq, h.send_ts, h.stream), (seq, seq * 7 + 1, 42));
+    }
+    let snap = server.stop();
+    assert_eq!(snap.reflector.unwrap().reflected, 100);
+}
+
+#[test]
+fn busy_poll_reflector_answers() {
+    let cfg = ServeConfig {
+        busy_poll: true,
+        sink_port: None,
+        tcp_port: None,
+        ..ServeConfig::default()
+    };
+    let server = Server::start(&cfg).unwrap();
+    assert!(server.sink_addr().is_none() && server.tcp_addr().is_none());
+    let sock = client();
+    for seq in 0..50 {
+        assert_eq!(
+            ping(&sock, server.reflector_addr().unwrap(), seq, 1).0.seq,
+            seq
+        );
+    }
+}
+
+#[test]
+fn sink_counts_loss_duplicates_and_reordering_per_stream() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let sink = server.sink_addr().unwrap();
+    let sock = client();
+    let payload = [0u8; 100];
+    // Stream 1: 0 1 3 2 2 5 7 7 6 -> received 7, lost 1 (4), dups 2, reordered 2.
+    for seq in [0u64, 1, 3, 2, 2, 5, 7, 7, 6] {
+        sock.send_to(&datagram(Kind::Load, seq, seq, 1, &payload), sink)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Stream 2 on the same socket: 0..10 in order.
+    for seq in 0..10u64 {
+        sock.send_to(&datagram(Kind::Load, seq, seq, 2, &payload), sink)
+            .unwrap();
+    }
+    let r1 = request_report(&sock, sink, 1);
+    assert_eq!(r1.peer, sock.local_addr().unwrap().to_string());
+    assert_eq!(r1.seq.expected, 8);
+    assert_eq!(r1.seq.received, 7);
+    assert_eq!(r1.seq.lost(), 1);
+    assert_eq!(r1.seq.duplicates, 2);
+    assert_eq!(r1.seq.reordered, 2);
+    assert_eq!(r1.bytes, 9 * (HEADER_LEN as u64 + 100));
+    assert!(r1.last_arrival_ns > r1.first_arrival_ns);
+    assert!(r1.rate_bps > 0.0);
+    let r2 = request_report(&sock, sink, 2);
+    assert_eq!(
+        (r2.seq.received, r2.seq.lost(), r2.seq.reordered),
+        (10, 0, 0)
+    );
+    // A stream the sink never saw gets an empty report, not silence.
+    let r3 = request_report(&sock, sink, 3);
+    assert_eq!((r3.seq.received, r3.bytes), (0, 0));
+    let snap = server.stop();
+    let sink = snap.sink.unwrap();
+    assert_eq!(sink.streams.len(), 2);
+    assert_eq!(sink.totals.seq.received, 17);
+    assert!(sink.totals.reports_sent >= 3);
+    assert_eq!(sink.garbage.total(), 0);
+}
+
+#[test]
+fn many_clients_at_once() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let (refl, sink) = (
+        server.reflector_addr().unwrap(),
+        server.sink_addr().unwrap(),
+    );
+    let threads: Vec<_> = (0..16u32)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let sock = client();
+                for seq in 0..200 {
+                    let (h, _) = ping(&sock, refl, seq, c);
+                    assert_eq!((h.seq, h.stream), (seq, c));
+                    sock.send_to(&datagram(Kind::Load, seq, seq, c, &[1; 64]), sink)
+                        .unwrap();
+                }
+                request_report(&sock, sink, c)
+            })
+        })
+        .collect();
+    for t in threads {
+        let r = t.join().unwrap();
+        assert_eq!((r.seq.received, r.seq.lost()), (200, 0), "{r:?}");
+    }
+    let snap = server.stop();
+    assert_eq!(snap.reflector.unwrap().reflected, 16 * 200);
+    let sink = snap.sink.unwrap();
+    assert_eq!(sink.totals.streams_seen, 16);
+    assert_eq!(sink.totals.seq.received, 16 * 200);
+}
+
+/// Deterministic garbage: `n` datagrams of every kind a service must drop, built
+/// from a small xorshift generator. Returns them with the counts they should cause.
+fn garbage_set(n: usize, seed: u64, wrong_kind: Kind) -> (Vec<Vec<u8>>, GarbageCounts) {
+    let mut x = seed;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut out = Vec::new();
+    let mut want = GarbageCounts::default();
+    for i in 0..n {
+        let valid = datagram(Kind::Ping, i as u64, 0, 0, &[7; 24]);
+        // Truncated header (0..32 bytes).
+        out.push(valid[..(next() % HEADER_LEN as u64) as usize].to_vec());
+        want.truncated += 1;
+        // Random bytes with a foreign magic.
+        let mut r: Vec<u8> = (0..(HEADER_LEN + (next() % 200) as usize))
+            .map(|_| next() as u8)
+            .collect();
+        if r[..4] == MAGIC.to_le_bytes() {
+            r[0] ^= 0xff;
+        }
+        out.push(r);
+        want.bad_magic += 1;
+        // Wrong version.
+        let mut v = valid.clone();
+        v[4] = VERSION.wrapping_add(1 + (next() % 250) as u8);
+        out.push(v);
+        want.bad_version += 1;
+        // Unknown kind.
+        let mut k = valid.clone();
+        k[5] = 5 + (next() % 250) as u8;
+        out.push(k);
+        want.unknown_kind += 1;
+        // Payload length lying.
+        let mut l = valid.clone();
+        l[28] ^= 1 + (next() % 200) as u8;
+        out.push(l);
+        want.length_mismatch += 1;
+        // A valid header of a kind this service does not take.
+        out.push(datagram(wrong_kind, i as u64, 0, 0, &[]));
+        want.wrong_kind += 1;
+    }
+    (out, want)
+}
+
+#[test]
+fn garbage_flood_is_counted_and_serving_goes_on() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let (refl, sink) = (
+        server.reflector_addr().unwrap(),
+        server.sink_addr().unwrap(),
+    );
+    let sock = client();
+    let (to_refl, want_refl) = garbage_set(2000, 0x9e37_79b9_7f4a_7c15, Kind::Pong);
+    let (to_sink, want_sink) = garbage_set(2000, 0x2545_f491_4f6c_dd1d, Kind::Ping);
+    for (i, (a, b)) in to_refl.iter().zip(&to_sink).enumerate() {
+        sock.send_to(a, refl).unwrap();
+        sock.send_to(b, sink).unwrap();
+        // Pace the flood so loopback queues never overflow: counts must be exact.
+        if i % 64 == 63 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let snap = wait_for(&server, |s| {
+        s.reflector.unwrap().garbage.total() >= want_refl.total()
+            && s.sink.as_ref().unwrap().garbage.total() >= want_sink.total()
+    });
+    assert_eq!(snap.reflector.unwrap().garbage, want_refl);
+    assert_eq!(snap.sink.as_ref().unwrap().garbage, want_sink);
+    // Garbage from an unknown sender creates no stream.
+    assert_eq!(snap.sink.as_ref().unwrap().totals.streams_seen, 0);
+    // Still serving: a valid ping is answered, load is counted.
+    assert_eq!(ping(&sock, refl, 5, 5).0.kind, Kind::Pong);
+    sock.send_to(&datagram(Kind::Load, 0, 0, 9, &[0; 10]), sink)
+        .unwrap();
+    let r = request_report(&sock, sink, 9);
+    assert_eq!(r.seq.received, 1);
+    let mut total = want_refl;
+    total.merge(&want_sink);
+    assert_eq!(server.stop().garbage(), total);
+}
+
+#[test]
+fn garbage_from_a_known_sender_is_attributed_to_its_streams() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let sink = server.sink_addr().unwrap();
+    let sock = client();
+    sock.send_to(&datagram(Kind::Load, 0, 0, 4, &[0; 10]), sink)
+        .unwrap();
+    let before = request_report(&sock, sink, 4);
+    assert_eq!(before.garbage, 0);
+    for _ in 0..3 {
+        sock.send_to(b"not nnb", sink).unwrap();
+    }
+    let snap = wait_for(&server, |s| s.sink.as_ref().unwrap().garbage.total() == 3);
+    assert_eq!(snap.sink.unwrap().streams[0].garbage, 3);
+    assert_eq!(request_report(&sock, sink, 4).garbage, 3);
+}
+
+#[test]
+fn tcp_sink_answers_its_view_after_half_close() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let tcp = server.tcp_addr().unwrap();
+    let clients: Vec<_> = (0..4u64)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(tcp).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let chunk = vec![0xabu8; 64 * 1024];
+                let total = (c + 1) * 16 * chunk.len() as u64;
+                for _ in 0..(c + 1) * 16 {
+                    s.write_all(&chunk).unwrap();
+                }
+                s.shutdown(Shutdown::Write).unwrap();
+                let mut line = String::new();
+                BufReader::new(&s).read_line(&mut line).unwrap();
+                let report: TcpReport = serde_json::from_str(line.trim()).unwrap();
+                assert_eq!(report.bytes, total);
+                assert_eq!(report.peer, s.local_addr().unwrap().to_string());
+                assert!(report.duration_ns > 0 && report.rate_bps > 0.0);
+                total
+            })
+        })
+        .collect();
+    let sent: u64 = clients.into_iter().map(|t| t.join().unwrap()).sum();
+    let snap = wait_for(&server, |s| s.tcp.as_ref().unwrap().active == 0);
+    let tcp = snap.tcp.unwrap();
+    assert_eq!((tcp.accepted, tcp.refused, tcp.bytes), (4, 0, sent));
+    assert_eq!(tcp.recent.len(), 4);
+}
+
+#[test]
+fn tcp_sink_refuses_beyond_its_bound() {
+    let cfg = ServeConfig {
+        max_tcp_connections: 1,
+        ..ServeConfig::default()
+    };
+    let server = Server::start(&cfg).unwrap();
+    let tcp = server.tcp_addr().unwrap();
+    let held = TcpStream::connect(tcp).unwrap();
+    wait_for(&server, |s| s.tcp.as_ref().unwrap().active == 1);
+    let extra = TcpStream::connect(tcp).unwrap();
+    let snap = wait_for(&server, |s| s.tcp.as_ref().unwrap().refused == 1);
+    assert_eq!(snap.tcp.unwrap().refused, 1);
+    drop((held, extra));
+}
+
+#[test]
+fn stop_releases_the_ports() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let (r, s, t) = (
+        server.reflector_addr().unwrap(),
+        server.sink_addr().unwrap(),
+        server.tcp_addr().unwrap(),
+    );
+    server.stop();
+    let again = Server::start(&ServeConfig {
+        reflector_port: Some(r.port()),
+        sink_port: Some(s.port()),
+        tcp_port: Some(t.port()),
+        ..ServeConfig::default()
+    })
+    .unwrap();
+    assert_eq!(again.reflector_addr(), Some(r));
+    // The same port twice is a bind error naming the service.
+    let err = Server::start(&ServeConfig {
+        reflector_port: Some(r.port()),
+        ..ServeConfig::default()
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("reflector"), "{err}");
+}

@@ -1,0 +1,107 @@
+//! Bearer-token authentication of every agent request.
+//!
+//! The token is compared in constant time (`subtle`) so that response timing does
+//! not reveal how many leading bytes of a guess were right.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use subtle::ConstantTimeEq;
+
+use super::{error_response, Agent};
+
+/// Bytes of randomness in a generated token (hex-encoded: twice as many characters).
+const TOKEN_BYTES: usize = 32;
+
+/// Why a token could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// The token file could not be read.
+    #[error("cannot read token file {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The token file holds no token.
+    #[error("token file {path} is empty: write a secret token in it (e.g. 64 hex characters)")]
+    Empty {
+        /// The file.
+        path: String,
+    },
+}
+
+/// The secret an agent expects after `Authorization: Bearer `.
+#[derive(Clone)]
+pub struct Token(String);
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+impl Token {
+    /// A token from its text (surrounding whitespace removed). `None` when empty.
+    pub fn new(text: &str) -> Option<Token> {
+        let t = text.trim();
+        (!t.is_empty()).then(|| Token(t.to_string()))
+    }
+
+    /// Reads the token from the first line of a file (whitespace trimmed).
+    pub fn from_file(path: &Path) -> Result<Token, TokenError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+            path: shown.clone(),
+            source,
+        })?;
+        let first = text.lines().next().unwrap_or("");
+        Token::new(first).ok_or(TokenError::Empty { path: shown })
+    }
+
+    /// A fresh random token: 32 bytes from the OS generator, hex-encoded.
+    pub fn generate() -> Token {
+        let bytes: [u8; TOKEN_BYTES] = rand::random();
+        Token(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// The token's text, to hand to a client.
+    pub fn secret(&self) -> &str {
+        &self.0
+    }
+
+    /// Whether `presented` equals the token, compared in constant time (for equal
+    /// lengths; a length mismatch is rejected at once).
+    pub fn matches(&self, presented: &str) -> bool {
+        self.0.as_bytes().ct_eq(presented.as_bytes()).into()
+    }
+}
+
+/// Middleware: answers 401 unless the request carries `Authorization: Bearer <token>`.
+pub async fn require_token(State(agent): State<Arc<Agent>>, req: Request, next: Next) -> Response {
+    let presented = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match presented {
+        Some(t) if agent.token.matches(t) => next.run(req).await,
+        Some(_) => unauthorized("wrong bearer token"),
+        None => unauthorized("missing `Authorization: Bearer <token>` header"),
+    }
+}
+
+fn unauthorized(why: &str) -> Response {
+    let mut resp = error_response(StatusCode::UNAUTHORIZED, why);
+    resp.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    resp.into_response()
+}

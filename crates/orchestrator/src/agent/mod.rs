@@ -1,0 +1,242 @@
+//! The agent: an HTTP/JSON server that runs typed jobs on this machine.
+//!
+//! Routes (all need `Authorization: Bearer <token>`): `GET /health`, `POST /jobs`
+//! (a [`JobRequest`] → `{"id": ..}`), `GET /jobs`, `GET /jobs/{id}`,
+//! `POST /jobs/{id}/stop`. Errors are JSON `{"error": "..."}` with a 4xx status; a
+//! bad request never stops the agent. Each job runs on a blocking thread
+//! (`spawn_blocking`) calling `nnb_burn` / `nnb_netlat`; the async side only
+//! supervises deadlines and answers requests, it never times anything.
+
+pub mod auth;
+mod runner;
+mod table;
+
+use std::future::Future;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use nnb_burn::topology::Topology;
+
+use crate::jobs::{ErrorBody, Health, JobRequest, Started};
+pub use auth::Token;
+use table::JobTable;
+
+/// How long `POST /jobs/{id}/stop` waits for a job to end before answering (a job
+/// that cannot be interrupted is then marked stopped and abandoned).
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Why the agent could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The CPU topology could not be read.
+    #[error("cannot read this machine's CPU topology: {0}")]
+    Topology(#[from] nnb_burn::topology::TopologyError),
+    /// The HTTP server failed.
+    #[error("agent server failed: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+/// One agent's state: its token, what it knows of the machine, and its jobs.
+#[derive(Debug)]
+pub struct Agent {
+    token: Token,
+    topology: Topology,
+    cpus: Vec<usize>,
+    bind_ip: IpAddr,
+    jobs: JobTable,
+}
+
+impl Agent {
+    /// An agent accepting `token`, reading this machine's topology; `bind_ip` is the
+    /// address its network jobs (serve) listen on, normally the agent's own.
+    pub fn new(token: Token, bind_ip: IpAddr) -> Result<Arc<Agent>, AgentError> {
+        Ok(Arc::new(Agent {
+            token,
+            topology: Topology::host()?,
+            cpus: nnb_burn::placement::allowed_cpus(),
+            bind_ip,
+            jobs: JobTable::default(),
+        }))
+    }
+}
+
+/// The agent's routes, authenticated.
+pub fn router(agent: Arc<Agent>) -> Router {
+    Router::new()
+        .route("/health", get(health))
+        .route("/jobs", post(start_job).get(list_jobs))
+        .route("/jobs/:id", get(job_status))
+        .route("/jobs/:id/stop", post(stop_job))
+        .route_layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&agent),
+            auth::require_token,
+        ))
+        .fallback(not_found)
+        .with_state(agent)
+}
+
+/// Serves `agent` on `listener` until `shutdown` completes, then stops every job.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    agent: Arc<Agent>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
+    let app = router(Arc::clone(&agent));
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    agent.jobs.stop_all();
+    Ok(())
+}
+
+/// A JSON error answer `{"error": message}` with `status`.
+pub(crate) fn error_response(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            error: message.to_string(),
+        }),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    error_response(
+        StatusCode::NOT_FOUND,
+        "no such endpoint: use GET /health, GET|POST /jobs, GET /jobs/{id}, POST /jobs/{id}/stop",
+    )
+}
+
+async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
+    Json(Health {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        topology: agent.topology.summary(),
+        cpus: agent.cpus.clone(),
+        running_jobs: agent.jobs.running(),
+    })
+}
+
+async fn start_job(State(agent): State<Arc<Agent>>, body: Bytes) -> Response {
+    // The body is decoded here rather than by axum's `Json` extractor so that every
+    // malformed request (bad JSON, unknown kind, missing field) is a 400 with a
+    // JSON explanation, whatever the content type.
+    let req: JobRequest = match serde_json::from_slice(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return error_response(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid job request: {e}"),
+            )
+        }
+    };
+    let job = match runner::prepare(&req.spec, &agent.job_env()) {
+        Ok(j) => j,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
+    };
+    let (id, shared) = agent.jobs.insert(req.spec.kind());
+    tracing::info!(id = %id, kind = req.spec.kind(), deadline_ms = req.deadline_ms, "job started");
+    tokio::spawn(supervise(
+        Arc::clone(&agent),
+        id.clone(),
+        job,
+        shared,
+        req.deadline_ms,
+    ));
+    (StatusCode::CREATED, Json(Started { id })).into_response()
+}
+
+impl Agent {
+    fn job_env(&self) -> runner::JobEnv {
+        runner::JobEnv {
+            topology: self.topology.clone(),
+            cpus: self.cpus.clone(),
+            bind_ip: self.bind_ip,
+        }
+    }
+}
+
+/// Runs a job on a blocking thread and enforces its deadline.
+async fn supervise(
+    agent: Arc<Agent>,
+    id: String,
+    job: runner::Job,
+    shared: Arc<table::JobShared>,
+    deadline_ms: u64,
+) {
+    let thread_shared = Arc::clone(&shared);
+    let mut handle = tokio::task::spawn_blocking(move || job.run(&thread_shared));
+    let joined = match tokio::time::timeout(Duration::from_millis(deadline_ms), &mut handle).await {
+        Ok(joined) => joined,
+        Err(_) => {
+            tracing::warn!(id = %id, deadline_ms, "job outlived its deadline: stopping it");
+            agent.jobs.time_out(&id, deadline_ms);
+            handle.await
+        }
+    };
+    let outcome = joined.unwrap_or_else(|e| Err(format!("job thread panicked: {e}")));
+    if let Err(e) = &outcome {
+        tracing::warn!(id = %id, error = %e, "job failed");
+    }
+    agent.jobs.finish(&id, outcome);
+}
+
+async fn list_jobs(State(agent): State<Arc<Agent>>) -> Response {
+    Json(agent.jobs.list()).into_response()
+}
+
+async fn job_status(State(agent): State<Arc<Agent>>, Path(id): Path<String>) -> Response {
+    match agent.jobs.status(&id) {
+        Some(s) => Json(s).into_response(),
+        None => unknown_job(&id),
+    }
+}
+
+async fn stop_job(State(agent): State<Arc<Agent>>, Path(id): Path<String>) -> Response {
+    let Some(mut ended) = agent.jobs.request_stop(&id) else {
+        return unknown_job(&id);
+    };
+    let waited = tokio::time::timeout(STOP_GRACE, ended.wait_for(|e| *e)).await;
+    if waited.is_err() {
+        agent.jobs.abandon(&id, STOP_GRACE.as_millis() as u64);
+    }
+    match agent.jobs.status(&id) {
+        Some(s) => Json(s).into_response(),
+        None => unknown_job(&id),
+    }
+}
+
+fn unknown_job(id: &str) -> Response {
+    error_response(StatusCode::NOT_FOUND, &format!("no job with id {id:?}"))
+}
+
+/// Restricts the calling thread (and every thread it creates afterwards) to `cpus`:
+/// call it before starting the runtime so the whole agent and its jobs stay on its
+/// tenant's CPUs.
+pub fn restrict_to_cpus(cpus: &[usize]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
+    // sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_ZERO(&mut set);
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("CPU {c} is beyond the largest CPU number this system supports"),
+                ));
+            }
+            libc::CPU_SET(c, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,339 @@
+//! Turns a [`JobSpec`] into work on plain threads through `nnb_burn` and
+//! `nnb_netlat`, and its outcome into JSON.
+//!
+//! [`prepare`] checks a spec against this agent (workload names, pinning, addresses)
+//! so that a bad spec is a 400 at once rather than a failed job; [`Job::run`] then
+//! runs on a blocking thread and polls the job's stop flag where the library allows
+//! it (busy, idle, serve, and the probes and load generator, which take a flag).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use nnb_burn::burner::{self, BurnResult, Work};
+use nnb_burn::clock::{Clock, ClockInfo};
+use nnb_burn::placement::{self, PinStrategy, Placement};
+use nnb_burn::steal;
+use nnb_burn::topology::Topology;
+use nnb_burn::workload::Workload;
+use nnb_netlat::load::{self, LoadConfig};
+use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
+use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_netlat::units::Rate;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::table::{JobShared, Outcome};
+use crate::jobs::JobSpec;
+
+/// Length of one burn slice of a busy job: the stop flag is checked between slices.
+const BUSY_SLICE: Duration = Duration::from_millis(200);
+/// How often an idle or serving job checks its stop flag.
+const POLL: Duration = Duration::from_millis(20);
+/// Send time of a load job without a duration: it runs until stopped (or until its
+/// deadline), so this only bounds it.
+const UNTIL_STOPPED: Duration = Duration::from_secs(24 * 3600);
+
+/// What a job may know about the agent it runs in.
+#[derive(Debug, Clone)]
+pub struct JobEnv {
+    /// This machine's CPU topology.
+    pub topology: Topology,
+    /// CPUs the agent may run on.
+    pub cpus: Vec<usize>,
+    /// Address network services bind.
+    pub bind_ip: IpAddr,
+}
+
+/// A checked job, ready to run.
+#[derive(Debug)]
+pub enum Job {
+    /// A measured burn.
+    Burn {
+        /// The workload.
+        workload: Workload,
+        /// Fixed work or fixed time.
+        work: Work,
+        /// Where the threads go.
+        placement: Placement,
+    },
+    /// Burn slices until stopped.
+    Busy {
+        /// The workload.
+        workload: Workload,
+        /// Where the threads go.
+        placement: Placement,
+    },
+    /// A steal/hiccup scan.
+    Steal {
+        /// CPUs scanned.
+        cpus: Vec<usize>,
+        /// Scan length.
+        duration: Duration,
+        /// Gap threshold.
+        threshold: Duration,
+    },
+    /// A latency probe (stops early on request).
+    Latency(ProbeConfig),
+    /// A load generator (stops early on request).
+    Load(LoadConfig),
+    /// A reflector and a sink until stopped.
+    Serve(ServeConfig),
+    /// Nothing until stopped.
+    Idle,
+}
+
+/// The result of a `burn` job: where the threads ran, the clock, and the burn.
+#[derive(Debug, Serialize)]
+pub struct BurnJobResult {
+    /// Planned thread → CPU → core placement.
+    pub placement: Placement,
+    /// The clock that timed the burn.
+    pub clock: ClockInfo,
+    /// The burner's own result (per-thread records include the CPUs seen).
+    pub burn: BurnResult,
+}
+
+/// The result of a `busy` job: how much it burned until stopped.
+#[derive(Debug, Serialize)]
+pub struct BusyJobResult {
+    /// Planned thread → CPU → core placement.
+    pub placement: Placement,
+    /// Burn slices completed.
+    pub slices: u64,
+    /// Ops of all threads over all slices.
+    pub total_ops: u64,
+    /// Mean throughput over the slices, ops per second.
+    pub ops_per_sec: f64,
+}
+
+/// What a `serve` job publishes while it runs, so clients know where to send.
+#[derive(Debug, Serialize)]
+pub struct ServeAddrs {
+    /// Bound reflector address.
+    pub reflector: Option<SocketAddr>,
+    /// Bound sink address.
+    pub sink: Option<SocketAddr>,
+}
+
+fn clock() -> &'static Clock {
+    static CLOCK: OnceLock<Clock> = OnceLock::new();
+    CLOCK.get_or_init(Clock::calibrate)
+}
+
+fn workload(name: &str) -> Result<Workload, String> {
+    name.parse::<Workload>().map_err(|e| e.to_string())
+}
+
+/// Checks `spec` against this agent and turns it into a runnable job; the error
+/// says what is wrong with the spec.
+pub fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
+    match spec {
+        JobSpec::Burn {
+            workload: name,
+            threads,
+            ops,
+            duration_ms,
+            pin,
+            cpus,
+        } => {
+            let work = match (ops, duration_ms) {
+                (Some(n), None) => Work::Ops(*n),
+                (None, Some(ms)) => Work::Duration(Duration::from_millis(*ms)),
+                _ => return Err("a burn job needs exactly one of `ops` and `duration_ms`".into()),
+            };
+            let strategy = match cpus {
+                Some(list) => PinStrategy::List(list.clone()),
+                None => pin.parse::<PinStrategy>().map_err(|e| e.to_string())?,
+            };
+            let placement = placement::plan(&env.topology, &strategy, *threads, &env.cpus, false)
+                .map_err(|e| e.to_string())?;
+            Ok(Job::Burn {
+                workload: workload(name)?,
+                work,
+                placement,
+            })
+        }
+        JobSpec::Busy {
+            workload: name,
+            threads,
+        } => {
+            let placement = placement::plan(
+                &env.topology,
+                &PinStrategy::Cores,
+                *threads,
+                &env.cpus,
+                true,
+            )
+            .map_err(|e| e.to_string())?;
+            Ok(Job::Busy {
+                workload: workload(name)?,
+                placement,
+            })
+        }
+        JobSpec::Serve {
+            reflector_port,
+            sink_port,
+        } => Ok(Job::Serve(ServeConfig {
+            bind: env.bind_ip,
+            reflector_port: Some(*reflector_port),
+            sink_port: Some(*sink_port),
+            tcp_port: None,
+            ..ServeConfig::default()
+        })),
+        JobSpec::Idle => Ok(Job::Idle),
+        JobSpec::Steal {
+            cpus,
+            duration_ms,
+            threshold_ns,
+        } => {
+            let cpus = cpus.clone().unwrap_or_else(|| env.cpus.clone());
+            if let Some(c) = cpus.iter().find(|c| !env.cpus.contains(c)) {
+                return Err(format!(
+                    "CPU {c} is not one of this agent's CPUs ({})",
+                    nnb_burn::topology::format_list(&env.cpus)
+                ));
+            }
+            if cpus.is_empty() || *duration_ms == 0 || *threshold_ns == 0 {
+                return Err("a steal job needs CPUs, a duration and a threshold above zero".into());
+            }
+            Ok(Job::Steal {
+                cpus,
+                duration: Duration::from_millis(*duration_ms),
+                threshold: Duration::from_nanos(*threshold_ns),
+            })
+        }
+        JobSpec::Latency {
+            target,
+            duration_ms,
+            msg_size,
+            warmup_ms,
+            busy_poll,
+        } => {
+            let cfg = ProbeConfig {
+                msg_size: *msg_size,
+                length: ProbeLength::Duration(Duration::from_millis(*duration_ms)),
+                warmup: Duration::from_millis(*warmup_ms),
+                busy_poll: *busy_poll,
+                pin: env.cpus.first().copied(),
+                ..ProbeConfig::new(address(target)?)
+            };
+            cfg.validate().map_err(|e| e.to_string())?;
+            Ok(Job::Latency(cfg))
+        }
+        JobSpec::Load {
+            target,
+            rate_bps,
+            streams,
+            msg_size,
+            duration_ms,
+        } => {
+            let cfg = LoadConfig {
+                streams: *streams,
+                msg_size: *msg_size,
+                duration: duration_ms.map_or(UNTIL_STOPPED, Duration::from_millis),
+                cpus: env.cpus.clone(),
+                ..LoadConfig::new(address(target)?, Some(Rate::BitsPerSec(*rate_bps)))
+            };
+            cfg.validate().map_err(|e| e.to_string())?;
+            Ok(Job::Load(cfg))
+        }
+    }
+}
+
+fn address(target: &str) -> Result<SocketAddr, String> {
+    target
+        .parse()
+        .map_err(|_| format!("target {target:?} is not an address like 10.0.0.5:9000"))
+}
+
+fn to_json<T: Serialize>(v: &T) -> Outcome {
+    serde_json::to_value(v).map_err(|e| format!("cannot encode the result as JSON: {e}"))
+}
+
+impl Job {
+    /// Runs the job on the calling (blocking) thread until it ends or `shared`'s stop
+    /// flag is raised, and returns its result as JSON.
+    pub fn run(self, shared: &JobShared) -> Outcome {
+        match self {
+            Job::Burn {
+                workload,
+                work,
+                placement,
+            } => {
+                let clock = clock();
+                let burn = burner::burn(clock, &workload, work, &placement.slots)
+                    .map_err(|e| e.to_string())?;
+                to_json(&BurnJobResult {
+                    placement,
+                    clock: clock.info(),
+                    burn,
+                })
+            }
+            Job::Busy {
+                workload,
+                placement,
+            } => {
+                let clock = clock();
+                let (mut slices, mut total_ops, mut secs) = (0u64, 0u64, 0f64);
+                while !shared.should_stop() {
+                    let r = burner::burn(
+                        clock,
+                        &workload,
+                        Work::Duration(BUSY_SLICE),
+                        &placement.slots,
+                    )
+                    .map_err(|e| e.to_string())?;
+                    slices += 1;
+                    total_ops += r.total_ops;
+                    secs += r.wall_ns / 1e9;
+                }
+                to_json(&BusyJobResult {
+                    placement,
+                    slices,
+                    total_ops,
+                    ops_per_sec: if secs > 0.0 {
+                        total_ops as f64 / secs
+                    } else {
+                        0.0
+                    },
+                })
+            }
+            Job::Steal {
+                cpus,
+                duration,
+                threshold,
+            } => {
+                let report = steal::measure(clock(), &cpus, duration, threshold)
+                    .map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
+            Job::Latency(cfg) => {
+                let report =
+                    probe::run(&cfg, &shared.stop, &mut |_| {}).map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
+            Job::Load(cfg) => {
+                let report = load::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
+            Job::Serve(cfg) => {
+                let server = Server::start(&cfg).map_err(|e| e.to_string())?;
+                shared.publish(to_json(&ServeAddrs {
+                    reflector: server.reflector_addr(),
+                    sink: server.sink_addr(),
+                })?);
+                while !shared.should_stop() {
+                    std::thread::sleep(POLL);
+                }
+                to_json(&server.stop())
+            }
+            Job::Idle => {
+                while !shared.should_stop() {
+                    std::thread::sleep(POLL);
+                }
+                Ok(Value::Null)
+            }
+        }
+    }
+}

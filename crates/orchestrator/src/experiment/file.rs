@@ -1,0 +1,407 @@
+//! The experiment file as written: TOML tables deserialized with the spans of the
+//! values that get checked beyond their type, so a check can point at the line.
+//!
+//! These types are also what `nnb schema` describes (through schemars), so each field's
+//! doc comment is what an editor shows. Validation into the typed
+//! [`Experiment`](super::Experiment) lives in the parent module.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toml::Spanned;
+
+/// An nnb experiment: who runs (tenants), where (provider), and what is measured at
+/// which steps (scenario). `S` is the scenario table's type.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile<S> {
+    /// Name of the experiment, used in the results and the summary.
+    #[schemars(with = "String")]
+    pub name: Spanned<String>,
+    /// Free text describing what the experiment shows.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Where the tenants run; the local provider (agents on this machine) by default.
+    #[serde(default)]
+    pub provider: Option<ProviderFile>,
+    /// Measured repetitions at each level (thesis: 10). Default 3.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub repetitions: Option<Spanned<u32>>,
+    /// Warm-up repetitions run and recorded as such before each level's measured
+    /// ones. Default 0.
+    #[serde(default)]
+    pub warmup: Option<u32>,
+    /// Time to let neighbors settle after their jobs change, e.g. "2s". Default "1s".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub settle: Option<Spanned<String>>,
+    /// Longest time one step may take before it counts as failed, e.g. "60s".
+    /// Default "5m".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub step_timeout: Option<Spanned<String>>,
+    /// What to do when a step fails: "retry N" (then skip), "skip" or "abort".
+    /// Default "retry 1".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub on_failure: Option<Spanned<String>>,
+    /// The tenants' network: none (loopback) or an emulated host NIC.
+    #[serde(default)]
+    pub network: Option<NetworkFile>,
+    /// The tenants: one test tenant and its neighbors.
+    #[schemars(with = "Vec<TenantFile>")]
+    pub tenants: Spanned<Vec<TenantFile>>,
+    /// What is measured, step by step.
+    pub scenario: S,
+}
+
+/// Which provider runs the tenants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// `nnb agent` child processes on this machine, pinned to CPU sets carved from
+    /// its topology.
+    Local,
+    /// Agents the user already runs, listed in a hosts file.
+    Static,
+}
+
+/// The `[provider]` table.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFile {
+    /// "local" (default) or "static".
+    #[schemars(with = "ProviderKind")]
+    pub kind: Spanned<ProviderKind>,
+    /// static: the hosts file naming the agents that already run.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub hosts: Option<Spanned<String>>,
+    /// static: file holding the agents' bearer token.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub token_file: Option<Spanned<String>>,
+}
+
+/// How the tenants' traffic travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// Loopback, no shaping.
+    None,
+    /// One network namespace per tenant on a bridge whose uplink is shaped to
+    /// `host_bw` (root needed).
+    Emulated,
+}
+
+/// The `[network]` table.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFile {
+    /// "none" (default) or "emulated".
+    #[schemars(with = "NetworkMode")]
+    pub mode: Spanned<NetworkMode>,
+    /// Bandwidth of the emulated host NIC, e.g. "200M" (bit/s); required when
+    /// emulated.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub host_bw: Option<Spanned<String>>,
+}
+
+/// A tenant's part in the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoleFile {
+    /// The node that is measured.
+    Test,
+    /// A node that makes noise (or idles) beside it.
+    Neighbor,
+}
+
+/// One `[[tenants]]` entry: a tenant, or `count` alike tenants.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantFile {
+    /// Name; with `count` > 1 the tenants are NAME-1 .. NAME-N. Default: the role.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub name: Option<Spanned<String>>,
+    /// How many alike tenants this entry stands for. Default 1.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub count: Option<Spanned<usize>>,
+    /// "test" or "neighbor".
+    #[schemars(with = "RoleFile")]
+    pub role: Spanned<RoleFile>,
+    /// Size in vCPUs (logical CPUs). Default 1.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub vcpus: Option<Spanned<usize>>,
+}
+
+/// The test workload: a pinned burner run (`nnb cpu`) on the test tenant.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BurnFile {
+    /// Workload name as `nnb cpu --workload` takes it. Default "fpadd".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub workload: Option<Spanned<String>>,
+    /// Burner threads. Default: the tenant's vCPUs.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub threads: Option<Spanned<usize>>,
+    /// Operations per thread (fixed work: the result is a runtime).
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub ops: Option<Spanned<u64>>,
+    /// Run time, e.g. "2s" (fixed time: the result is a throughput).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Spanned<String>>,
+    /// Pinning: "none", "cores", "smt-sibling" or "compact". Default "cores".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub pin: Option<Spanned<String>>,
+}
+
+/// A list given either as a range string or as an explicit array.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RangeOrList<T> {
+    /// "START:END:STEP" (or "START..END:STEP"), END included.
+    Range(String),
+    /// Every value spelled out.
+    List(Vec<T>),
+}
+
+/// Single-variant tags: each scenario struct accepts only its own `kind`, and the
+/// schema shows it as a constant.
+macro_rules! scenario_tag {
+    ($(#[$doc:meta] $tag:ident => $variant:ident),* $(,)?) => {$(
+        #[$doc]
+        #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $tag {
+            #[$doc]
+            $variant,
+        }
+    )*};
+}
+
+scenario_tag! {
+    /// `kind = "neighbor-staircase"`.
+    StaircaseTag => NeighborStaircase,
+    /// `kind = "thread-sweep"`.
+    SweepTag => ThreadSweep,
+    /// `kind = "load-steps"`.
+    LoadStepsTag => LoadSteps,
+    /// `kind = "isolation-matrix"`.
+    MatrixTag => IsolationMatrix,
+}
+
+/// Whether neighbors burn or idle at their levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeighborStateFile {
+    /// Neighbors run the busy workload.
+    Busy,
+    /// Neighbors run nothing (but are up).
+    Idle,
+    /// The busy staircase, then the idle one.
+    Both,
+}
+
+/// What a busy neighbor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BusyKindFile {
+    /// A CPU burner on all its vCPUs.
+    Burner,
+    /// A rate-paced UDP load generator towards the sink.
+    Load,
+}
+
+/// `[scenario.busy]`: a busy neighbor's workload.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BusyFile {
+    /// "burner" (default) or "load".
+    #[schemars(with = "BusyKindFile")]
+    pub kind: Spanned<BusyKindFile>,
+    /// burner: workload name. Default "fpadd".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub workload: Option<Spanned<String>>,
+    /// burner: threads. Default: the neighbor's vCPUs.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub threads: Option<Spanned<usize>>,
+    /// load: each neighbor's rate, e.g. "150M" (bit/s).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub rate: Option<Spanned<String>>,
+    /// load: parallel streams per neighbor. Default 1.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub streams: Option<Spanned<usize>>,
+    /// load: UDP payload bytes. Default 1400.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub msg_size: Option<Spanned<usize>>,
+}
+
+/// `kind = "neighbor-staircase"`: add neighbors up to N, measure the test tenant at
+/// each level (thesis 5.2).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StaircaseFile {
+    /// The scenario kind.
+    pub kind: StaircaseTag,
+    /// Most neighbors at the top level. Default: every neighbor tenant.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub max_neighbors: Option<Spanned<usize>>,
+    /// Neighbors added per level. Default 1.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub step: Option<Spanned<usize>>,
+    /// "busy" (default), "idle" or "both".
+    #[serde(default)]
+    pub neighbor_state: Option<NeighborStateFile>,
+    /// What busy neighbors run. Default: a burner.
+    #[serde(default)]
+    pub busy: Option<BusyFile>,
+    /// The test tenant's workload.
+    #[schemars(with = "BurnFile")]
+    pub test: Spanned<BurnFile>,
+}
+
+/// `kind = "thread-sweep"`: the test tenant's burner at each thread count (the
+/// metal sweep, thesis 5.5).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    /// The scenario kind.
+    pub kind: SweepTag,
+    /// Thread counts: "1:16:1" (or "1..16"), or an array [1, 2, 4, 8].
+    #[schemars(with = "RangeOrList<usize>")]
+    pub threads: Spanned<RangeOrList<usize>>,
+    /// The workload (its `threads` is set by the sweep).
+    #[schemars(with = "BurnFile")]
+    pub test: Spanned<BurnFile>,
+}
+
+/// `[scenario.probe]`: the latency probe on the test tenant.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFile {
+    /// Measuring time per repetition, e.g. "5s". Default "2s".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Spanned<String>>,
+    /// Discarded warm-up before measuring. Default "500ms".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub warmup: Option<Spanned<String>>,
+    /// UDP payload bytes. Default 64.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub msg_size: Option<Spanned<usize>>,
+    /// Busy-poll the socket. Default false.
+    #[serde(default)]
+    pub busy_poll: Option<bool>,
+}
+
+/// `kind = "load-steps"`: neighbors' aggregate load in steps, a latency probe on the
+/// test tenant at each (thesis 6.2).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStepsFile {
+    /// Aggregate neighbor load levels: "0:200M:50M" or ["0", "100M", "200M"].
+    #[schemars(with = "RangeOrList<String>")]
+    pub levels: Spanned<RangeOrList<String>>,
+    /// The scenario kind.
+    pub kind: LoadStepsTag,
+    /// Streams per neighbor. Default 1.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub streams: Option<Spanned<usize>>,
+    /// Load datagram payload bytes. Default 1400.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub msg_size: Option<Spanned<usize>>,
+    /// The latency probe.
+    #[serde(default)]
+    pub probe: Option<ProbeFile>,
+}
+
+/// Which resource the isolation matrix stresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceFile {
+    /// CPU burners.
+    Cpu,
+    /// UDP load.
+    Network,
+}
+
+/// `kind = "isolation-matrix"`: tenant a (test) in each state against tenant b
+/// (neighbor) in each state, baselines first (Volpert et al., Table 1).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    /// The scenario kind.
+    pub kind: MatrixTag,
+    /// "cpu" or "network".
+    pub resource: ResourceFile,
+    /// How long tenant a is measured in each scenario, e.g. "5s". Default "3s".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Spanned<String>>,
+    /// cpu: burner workload. Default "fpadd".
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub workload: Option<Spanned<String>>,
+    /// network: a tenant's saturating rate, e.g. "100M" (bit/s); undercommitted is
+    /// half of it, overcommitted 1.5 times, unrestricted 10 times.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub share: Option<Spanned<String>>,
+    /// network: UDP payload bytes. Default 1400.
+    #[serde(default)]
+    #[schemars(with = "Option<usize>")]
+    pub msg_size: Option<Spanned<usize>>,
+}
+
+/// Only the scenario's `kind`, read first to pick the scenario type.
+#[derive(Debug, Deserialize)]
+pub struct KindProbe {
+    /// The `[scenario]` table, if any.
+    #[serde(default)]
+    pub scenario: Option<Spanned<ScenarioKindProbe>>,
+}
+
+/// The `kind` key of `[scenario]`.
+#[derive(Debug, Deserialize)]
+pub struct ScenarioKindProbe {
+    /// The scenario kind as written.
+    #[serde(default)]
+    pub kind: Option<Spanned<String>>,
+}
+
+/// The scenario table in the schema: one of the four kinds. Only its schema is used
+/// (the file is read kind by kind), so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum ScenarioSchema {
+    /// Neighbor staircase.
+    NeighborStaircase(StaircaseFile),
+    /// Thread sweep.
+    ThreadSweep(SweepFile),
+    /// Load steps.
+    LoadSteps(LoadStepsFile),
+    /// Isolation matrix.
+    IsolationMatrix(MatrixFile),
+}

@@ -1,0 +1,862 @@
+//! Experiments as code: the TOML experiment file, checked into a typed [`Experiment`].
+//!
+//! A file names its tenants, provider, repetitions and one scenario (neighbor
+//! staircase, thread sweep, load steps, isolation matrix). Every mistake is reported
+//! as a [`Diagnostic`] that names the file, line and column (unknown keys, wrong
+//! types, bad units, impossible sizes, bad ranges, unknown scenarios), so the user
+//! fixes the file before any agent starts.
+//!
+//! The file is read twice: first only `scenario.kind`, then the whole file as the
+//! struct of that scenario kind. Keeping the scenario out of a serde-tagged enum keeps
+//! the spans of its values (serde buffers tagged content and loses them).
+
+pub mod diagnostic;
+pub mod file;
+mod values;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use toml::Spanned;
+
+pub use crate::provider::Role;
+pub use diagnostic::Diagnostic;
+use file::{
+    BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
+    NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema,
+    StaircaseFile, SweepFile,
+};
+
+/// Scenario kinds as written in `scenario.kind`.
+pub const SCENARIO_KINDS: [&str; 4] = [
+    "neighbor-staircase",
+    "thread-sweep",
+    "load-steps",
+    "isolation-matrix",
+];
+
+/// Default test and busy workload: the thesis' `cpu_burn` loop.
+const DEFAULT_WORKLOAD: &str = "fpadd";
+/// Default UDP payload of load generators, bytes.
+const DEFAULT_LOAD_MSG: usize = 1400;
+
+/// Why an experiment file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// The file could not be read.
+    #[error("cannot read experiment file {path}: {source}")]
+    Read {
+        /// The file as named.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid experiment; the diagnostic says where and why.
+    #[error("{0}")]
+    Invalid(Box<Diagnostic>),
+}
+
+impl ExperimentError {
+    /// The located error, when the file was read but is invalid.
+    pub fn diagnostic(&self) -> Option<&Diagnostic> {
+        match self {
+            ExperimentError::Invalid(d) => Some(d),
+            ExperimentError::Read { .. } => None,
+        }
+    }
+}
+
+/// A checked experiment, ready to be expanded into a plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    /// Name, for results and summaries.
+    pub name: String,
+    /// Free text.
+    pub description: Option<String>,
+    /// Where the tenants run.
+    pub provider: Provider,
+    /// Measured repetitions per level.
+    pub repetitions: u32,
+    /// Warm-up repetitions per level (recorded, flagged `warmup`).
+    pub warmup: u32,
+    /// Pause after neighbor jobs change, before measuring.
+    #[serde(serialize_with = "values::serialize_ms", rename = "settle_ms")]
+    pub settle: Duration,
+    /// Longest a step may take.
+    #[serde(serialize_with = "values::serialize_ms", rename = "step_timeout_ms")]
+    pub step_timeout: Duration,
+    /// What a failed step leads to.
+    pub on_failure: OnFailure,
+    /// The tenants' network.
+    pub network: Network,
+    /// Every tenant, count-expanded, in file order.
+    pub tenants: Vec<TenantDef>,
+    /// What is measured.
+    pub scenario: Scenario,
+}
+
+/// Where the tenants run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Provider {
+    /// Child agents on this machine.
+    Local,
+    /// Agents listed in a hosts file, with a shared token.
+    Static {
+        /// The hosts file.
+        hosts: PathBuf,
+        /// The token file.
+        token_file: PathBuf,
+    },
+}
+
+/// What a failed step leads to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
+pub enum OnFailure {
+    /// Try the step again up to `times` more times, then record it failed and go on.
+    Retry {
+        /// Extra attempts.
+        times: u32,
+    },
+    /// Record the step failed and go on.
+    Skip,
+    /// Record the step failed and stop the run cleanly.
+    Abort,
+}
+
+/// The tenants' network.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum Network {
+    /// Loopback.
+    None,
+    /// Namespaces on a bridge shaped to the host bandwidth.
+    Emulated {
+        /// The emulated NIC's bandwidth, bit/s.
+        host_bw_bps: f64,
+    },
+}
+
+/// One tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TenantDef {
+    /// Unique name (letters, digits, `-`, `_`, `.`).
+    pub name: String,
+    /// Test or neighbor.
+    pub role: Role,
+    /// Size in vCPUs.
+    pub vcpus: usize,
+}
+
+/// How much a burner does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BurnAmount {
+    /// Fixed work: operations per thread (the result is a runtime).
+    Ops(u64),
+    /// Fixed time (the result is a throughput).
+    #[serde(serialize_with = "values::serialize_ms")]
+    DurationMs(Duration),
+}
+
+/// A burner run on the test tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Burn {
+    /// Workload name (checked against nnb-burn's workloads).
+    pub workload: String,
+    /// Threads.
+    pub threads: usize,
+    /// Fixed work or fixed time.
+    pub amount: BurnAmount,
+    /// Pinning strategy name (checked).
+    pub pin: String,
+}
+
+/// What neighbors do at a staircase level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeighborState {
+    /// Run the busy workload.
+    Busy,
+    /// Run nothing.
+    Idle,
+}
+
+impl NeighborState {
+    /// The state's name, used in step ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            NeighborState::Busy => "busy",
+            NeighborState::Idle => "idle",
+        }
+    }
+}
+
+/// What a busy neighbor runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Busy {
+    /// A burner until stopped.
+    Burner {
+        /// Workload name.
+        workload: String,
+        /// Threads; `None` = the neighbor's vCPUs.
+        threads: Option<usize>,
+    },
+    /// UDP load towards the sink until stopped.
+    Load {
+        /// Each neighbor's rate, bit/s.
+        rate_bps: f64,
+        /// Streams per neighbor.
+        streams: usize,
+        /// Payload bytes.
+        msg_size: usize,
+    },
+}
+
+/// The neighbor staircase (thesis 5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Staircase {
+    /// Neighbor counts, ascending, starting at 0.
+    pub levels: Vec<usize>,
+    /// Busy, idle, or both in that order.
+    pub states: Vec<NeighborState>,
+    /// What busy neighbors run.
+    pub busy: Busy,
+    /// The test workload.
+    pub test: Burn,
+}
+
+/// The thread sweep on the test tenant (thesis 5.5).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThreadSweep {
+    /// Thread counts in order.
+    pub threads: Vec<usize>,
+    /// The workload (threads replaced by each count).
+    pub test: Burn,
+}
+
+/// The latency probe of the load-steps scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Probe {
+    /// Measuring time.
+    #[serde(serialize_with = "values::serialize_ms", rename = "duration_ms")]
+    pub duration: Duration,
+    /// Discarded warm-up.
+    #[serde(serialize_with = "values::serialize_ms", rename = "warmup_ms")]
+    pub warmup: Duration,
+    /// Payload bytes.
+    pub msg_size: usize,
+    /// Busy-poll the socket.
+    pub busy_poll: bool,
+}
+
+/// Neighbors' aggregate load in steps, probe on the test tenant (thesis 6.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadSteps {
+    /// Aggregate neighbor load per level, bit/s, in order.
+    pub levels_bps: Vec<f64>,
+    /// Streams per neighbor.
+    pub streams: usize,
+    /// Load payload bytes.
+    pub msg_size: usize,
+    /// The probe.
+    pub probe: Probe,
+}
+
+/// Which resource the isolation matrix stresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    /// CPU burners.
+    Cpu,
+    /// UDP load.
+    Network,
+}
+
+/// The isolation matrix (Volpert et al.): tenant a = the test tenant, b = the one
+/// neighbor.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IsolationMatrix {
+    /// The stressed resource.
+    pub resource: Resource,
+    /// Measuring time per scenario.
+    #[serde(serialize_with = "values::serialize_ms", rename = "duration_ms")]
+    pub duration: Duration,
+    /// cpu: burner workload.
+    pub workload: String,
+    /// network: a tenant's saturating rate, bit/s.
+    pub share_bps: Option<f64>,
+    /// network: payload bytes.
+    pub msg_size: usize,
+}
+
+/// The scenario of an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Scenario {
+    /// See [`Staircase`].
+    NeighborStaircase(Staircase),
+    /// See [`ThreadSweep`].
+    ThreadSweep(ThreadSweep),
+    /// See [`LoadSteps`].
+    LoadSteps(LoadSteps),
+    /// See [`IsolationMatrix`].
+    IsolationMatrix(IsolationMatrix),
+}
+
+impl Scenario {
+    /// The kind as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Scenario::NeighborStaircase(_) => SCENARIO_KINDS[0],
+            Scenario::ThreadSweep(_) => SCENARIO_KINDS[1],
+            Scenario::LoadSteps(_) => SCENARIO_KINDS[2],
+            Scenario::IsolationMatrix(_) => SCENARIO_KINDS[3],
+        }
+    }
+}
+
+impl Experiment {
+    /// The test tenant (validation guarantees there is exactly one).
+    pub fn test_tenant(&self) -> Option<&TenantDef> {
+        self.tenants.iter().find(|t| t.role == Role::Test)
+    }
+
+    /// The neighbor tenants in file order.
+    pub fn neighbors(&self) -> impl Iterator<Item = &TenantDef> {
+        self.tenants.iter().filter(|t| t.role == Role::Neighbor)
+    }
+}
+
+/// The JSON Schema of experiment files, for editors (`nnb schema`).
+pub fn schema() -> schemars::schema::RootSchema {
+    schemars::schema_for!(ExperimentFile<ScenarioSchema>)
+}
+
+/// Reads and checks the experiment file at `path`. `host_cpus` is the number of
+/// online CPUs of the machine that will run local tenants (`None` skips that check).
+pub fn load(path: &Path, host_cpus: Option<usize>) -> Result<Experiment, ExperimentError> {
+    let src = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse(&path.display().to_string(), &src, host_cpus)
+}
+
+/// Checks experiment text `src`; `file` names it in diagnostics.
+pub fn parse(
+    file: &str,
+    src: &str,
+    host_cpus: Option<usize>,
+) -> Result<Experiment, ExperimentError> {
+    let mut cx = Checker {
+        file,
+        src,
+        host_cpus,
+        scenario_span: 0..0,
+    };
+    let probe: KindProbe = cx.deserialize()?;
+    let Some(scenario) = probe.scenario else {
+        return Err(cx.error(0..0, "missing [scenario] table (with a `kind`)"));
+    };
+    let Some(kind) = &scenario.get_ref().kind else {
+        return Err(cx.error(scenario.span(), "[scenario] has no `kind`"));
+    };
+    cx.scenario_span = kind.span();
+    match kind.get_ref().as_str() {
+        "neighbor-staircase" => cx.build(
+            cx.deserialize::<ExperimentFile<StaircaseFile>>()?,
+            |cx, t, s| cx.staircase(t, s).map(Scenario::NeighborStaircase),
+        ),
+        "thread-sweep" => cx.build(
+            cx.deserialize::<ExperimentFile<SweepFile>>()?,
+            |cx, t, s| cx.sweep(t, s).map(Scenario::ThreadSweep),
+        ),
+        "load-steps" => cx.build(
+            cx.deserialize::<ExperimentFile<LoadStepsFile>>()?,
+            |cx, t, s| cx.load_steps(t, s).map(Scenario::LoadSteps),
+        ),
+        "isolation-matrix" => cx.build(
+            cx.deserialize::<ExperimentFile<MatrixFile>>()?,
+            |cx, t, s| cx.matrix(t, s).map(Scenario::IsolationMatrix),
+        ),
+        other => Err(cx.error(
+            kind.span(),
+            format!(
+                "unknown scenario kind `{other}`: expected one of {}",
+                SCENARIO_KINDS.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The checks, with what they need to locate errors.
+struct Checker<'a> {
+    file: &'a str,
+    src: &'a str,
+    host_cpus: Option<usize>,
+    /// Where scenario-wide errors point: the scenario's `kind`.
+    scenario_span: std::ops::Range<usize>,
+}
+
+/// The test tenant's vCPUs (1 if, impossibly, there is none).
+fn test_vcpus(tenants: &[TenantDef]) -> usize {
+    tenants
+        .iter()
+        .find(|t| t.role == Role::Test)
+        .map_or(1, |t| t.vcpus)
+}
+
+/// How many neighbor tenants there are.
+fn neighbor_count(tenants: &[TenantDef]) -> usize {
+    tenants.iter().filter(|t| t.role == Role::Neighbor).count()
+}
+
+impl Checker<'_> {
+    /// An error about the scenario as a whole, pointing at its `kind`.
+    fn scenario_error(&self, msg: impl Into<String>) -> ExperimentError {
+        self.error(self.scenario_span.clone(), msg)
+    }
+
+    fn error(&self, span: std::ops::Range<usize>, msg: impl Into<String>) -> ExperimentError {
+        ExperimentError::Invalid(Box::new(Diagnostic::new(self.file, self.src, span, msg)))
+    }
+
+    /// Turns a check's message into an error at `v`'s span.
+    fn at<T, V>(&self, v: &Spanned<V>, r: Result<T, String>) -> Result<T, ExperimentError> {
+        r.map_err(|msg| self.error(v.span(), msg))
+    }
+
+    fn deserialize<T: DeserializeOwned>(&self) -> Result<T, ExperimentError> {
+        toml::from_str(self.src)
+            .map_err(|e| self.error(e.span().unwrap_or(0..0), e.message().trim_end().to_string()))
+    }
+
+    /// At least 1, or an error naming `what`.
+    fn positive<N: Copy + PartialOrd + From<u8>>(
+        &self,
+        v: &Spanned<N>,
+        what: &str,
+    ) -> Result<N, ExperimentError> {
+        let n = *v.get_ref();
+        self.at(
+            v,
+            if n >= N::from(1) {
+                Ok(n)
+            } else {
+                Err(format!("{what} must be at least 1"))
+            },
+        )
+    }
+
+    fn opt_positive<N: Copy + PartialOrd + From<u8>>(
+        &self,
+        v: &Option<Spanned<N>>,
+        what: &str,
+        default: N,
+    ) -> Result<N, ExperimentError> {
+        v.as_ref().map_or(Ok(default), |v| self.positive(v, what))
+    }
+
+    fn duration(
+        &self,
+        v: &Option<Spanned<String>>,
+        default: Duration,
+    ) -> Result<Duration, ExperimentError> {
+        v.as_ref()
+            .map_or(Ok(default), |v| self.at(v, values::duration(v.get_ref())))
+    }
+
+    fn nonzero_duration(
+        &self,
+        v: &Option<Spanned<String>>,
+        default: Duration,
+        what: &str,
+    ) -> Result<Duration, ExperimentError> {
+        let d = self.duration(v, default)?;
+        match v {
+            Some(v) if d.is_zero() => {
+                Err(self.error(v.span(), format!("{what} must be longer than 0")))
+            }
+            _ => Ok(d),
+        }
+    }
+
+    fn workload(&self, v: &Option<Spanned<String>>) -> Result<String, ExperimentError> {
+        v.as_ref().map_or(Ok(DEFAULT_WORKLOAD.to_string()), |v| {
+            self.at(v, values::workload(v.get_ref()))
+        })
+    }
+
+    /// Checks the parts every scenario shares, then the scenario with `scenario`.
+    fn build<S>(
+        &self,
+        f: ExperimentFile<S>,
+        scenario: impl FnOnce(&Self, &[TenantDef], S) -> Result<Scenario, ExperimentError>,
+    ) -> Result<Experiment, ExperimentError> {
+        let name = f.name.get_ref().trim().to_string();
+        if name.is_empty() {
+            return Err(self.error(f.name.span(), "the experiment needs a name"));
+        }
+        let provider = self.provider(&f)?;
+        let repetitions = self.opt_positive(&f.repetitions, "repetitions", 3)?;
+        let settle = self.duration(&f.settle, Duration::from_secs(1))?;
+        let step_timeout =
+            self.nonzero_duration(&f.step_timeout, Duration::from_secs(300), "step_timeout")?;
+        let on_failure = match &f.on_failure {
+            None => OnFailure::Retry { times: 1 },
+            Some(v) => self.at(v, values::on_failure(v.get_ref()))?,
+        };
+        let network = self.network(&f)?;
+        let check_host = matches!(provider, Provider::Local);
+        let tenants = self.tenants(&f.tenants, check_host)?;
+        let scenario = scenario(self, &tenants, f.scenario)?;
+        Ok(Experiment {
+            name,
+            description: f.description,
+            provider,
+            repetitions,
+            warmup: f.warmup.unwrap_or(0),
+            settle,
+            step_timeout,
+            on_failure,
+            network,
+            tenants,
+            scenario,
+        })
+    }
+
+    fn provider<S>(&self, f: &ExperimentFile<S>) -> Result<Provider, ExperimentError> {
+        let Some(p) = &f.provider else {
+            return Ok(Provider::Local);
+        };
+        match p.kind.get_ref() {
+            ProviderKind::Local => {
+                if let Some(v) = p.hosts.as_ref().or(p.token_file.as_ref()) {
+                    return Err(self.error(
+                        v.span(),
+                        "`hosts` and `token_file` apply to kind = \"static\"",
+                    ));
+                }
+                Ok(Provider::Local)
+            }
+            ProviderKind::Static => {
+                let (Some(hosts), Some(token)) = (&p.hosts, &p.token_file) else {
+                    return Err(self.error(
+                        p.kind.span(),
+                        "a static provider needs `hosts` (the hosts file) and `token_file`",
+                    ));
+                };
+                Ok(Provider::Static {
+                    hosts: PathBuf::from(hosts.get_ref()),
+                    token_file: PathBuf::from(token.get_ref()),
+                })
+            }
+        }
+    }
+
+    fn network<S>(&self, f: &ExperimentFile<S>) -> Result<Network, ExperimentError> {
+        let Some(n) = &f.network else {
+            return Ok(Network::None);
+        };
+        match (n.mode.get_ref(), &n.host_bw) {
+            (NetworkMode::None, None) => Ok(Network::None),
+            (NetworkMode::None, Some(bw)) => {
+                Err(self.error(bw.span(), "`host_bw` applies to mode = \"emulated\""))
+            }
+            (NetworkMode::Emulated, None) => Err(self.error(
+                n.mode.span(),
+                "an emulated network needs `host_bw`, e.g. host_bw = \"200M\"",
+            )),
+            (NetworkMode::Emulated, Some(bw)) => {
+                let bps = self.at(bw, values::positive_rate(bw.get_ref()))?;
+                Ok(Network::Emulated { host_bw_bps: bps })
+            }
+        }
+    }
+
+    fn tenants(
+        &self,
+        list: &Spanned<Vec<file::TenantFile>>,
+        check_host: bool,
+    ) -> Result<Vec<TenantDef>, ExperimentError> {
+        let mut out: Vec<TenantDef> = Vec::new();
+        let mut test_seen = false;
+        for t in list.get_ref() {
+            let role = match t.role.get_ref() {
+                RoleFile::Test => Role::Test,
+                RoleFile::Neighbor => Role::Neighbor,
+            };
+            let count = self.opt_positive(&t.count, "count", 1)?;
+            let vcpus = self.opt_positive(&t.vcpus, "vcpus", 1)?;
+            if let (Some(v), Some(host), true) = (&t.vcpus, self.host_cpus, check_host) {
+                if vcpus > host {
+                    return Err(self.error(
+                        v.span(),
+                        format!("a tenant of {vcpus} vCPUs does not fit: this host has {host} online CPUs"),
+                    ));
+                }
+            }
+            if role == Role::Test {
+                if test_seen || count > 1 {
+                    return Err(self.error(t.role.span(), "there can be only one test tenant"));
+                }
+                test_seen = true;
+            }
+            let base = t.name.as_ref().map_or(
+                match role {
+                    Role::Test => "test".to_string(),
+                    Role::Neighbor => "neighbor".to_string(),
+                },
+                |n| n.get_ref().clone(),
+            );
+            let name_span = t.name.as_ref().map_or(t.role.span(), |n| n.span());
+            if let Err(msg) = values::tenant_name(&base) {
+                return Err(self.error(name_span, msg));
+            }
+            for i in 1..=count {
+                let name = if count == 1 {
+                    base.clone()
+                } else {
+                    format!("{base}-{i}")
+                };
+                if out.iter().any(|o| o.name == name) {
+                    return Err(self.error(name_span, format!("two tenants are named `{name}`")));
+                }
+                out.push(TenantDef { name, role, vcpus });
+            }
+        }
+        if !test_seen {
+            return Err(self.error(
+                list.span(),
+                "no tenant has role = \"test\": add the tenant to measure",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The test workload; `threads` defaults to the test tenant's vCPUs.
+    fn burn(&self, tenants: &[TenantDef], b: &Spanned<BurnFile>) -> Result<Burn, ExperimentError> {
+        let f = b.get_ref();
+        let default_threads = test_vcpus(tenants);
+        let amount = match (&f.ops, &f.duration) {
+            (Some(_), Some(d)) => {
+                return Err(self.error(d.span(), "give either `ops` or `duration`, not both"))
+            }
+            (Some(ops), None) => BurnAmount::Ops(self.positive(ops, "ops")?),
+            (None, Some(_)) => BurnAmount::DurationMs(self.nonzero_duration(
+                &f.duration,
+                Duration::ZERO,
+                "duration",
+            )?),
+            (None, None) => {
+                return Err(self.error(
+                    b.span(),
+                    "the test workload needs `ops` (fixed work) or `duration` (fixed time)",
+                ))
+            }
+        };
+        let pin = match &f.pin {
+            None => "cores".to_string(),
+            Some(p) => self.at(p, values::pin(p.get_ref()))?,
+        };
+        Ok(Burn {
+            workload: self.workload(&f.workload)?,
+            threads: self.opt_positive(&f.threads, "threads", default_threads)?,
+            amount,
+            pin,
+        })
+    }
+
+    fn staircase(
+        &self,
+        tenants: &[TenantDef],
+        s: StaircaseFile,
+    ) -> Result<Staircase, ExperimentError> {
+        let available = neighbor_count(tenants);
+        if available == 0 {
+            return Err(
+                self.scenario_error("a neighbor staircase needs tenants with role = \"neighbor\"")
+            );
+        }
+        let max = self.opt_positive(&s.max_neighbors, "max_neighbors", available)?;
+        if let Some(v) = &s.max_neighbors {
+            if max > available {
+                return Err(self.error(
+                    v.span(),
+                    format!(
+                        "max_neighbors = {max}, but only {available} neighbor tenants are defined"
+                    ),
+                ));
+            }
+        }
+        let step = self.opt_positive(&s.step, "step", 1)?;
+        let mut levels: Vec<usize> = (0..=max).step_by(step).collect();
+        if levels.last() != Some(&max) {
+            levels.push(max);
+        }
+        let states = match s.neighbor_state.unwrap_or(NeighborStateFile::Busy) {
+            NeighborStateFile::Busy => vec![NeighborState::Busy],
+            NeighborStateFile::Idle => vec![NeighborState::Idle],
+            NeighborStateFile::Both => vec![NeighborState::Busy, NeighborState::Idle],
+        };
+        let busy = match &s.busy {
+            None => Busy::Burner {
+                workload: DEFAULT_WORKLOAD.to_string(),
+                threads: None,
+            },
+            Some(b) => self.busy(b)?,
+        };
+        Ok(Staircase {
+            levels,
+            states,
+            busy,
+            test: self.burn(tenants, &s.test)?,
+        })
+    }
+
+    fn busy(&self, b: &file::BusyFile) -> Result<Busy, ExperimentError> {
+        match b.kind.get_ref() {
+            BusyKindFile::Burner => {
+                let load_only = (b.rate.as_ref().map(Spanned::span))
+                    .or(b.streams.as_ref().map(Spanned::span))
+                    .or(b.msg_size.as_ref().map(Spanned::span));
+                if let Some(span) = load_only {
+                    return Err(self.error(
+                        span,
+                        "`rate`, `streams` and `msg_size` apply to kind = \"load\"",
+                    ));
+                }
+                let workload = self.workload(&b.workload)?;
+                let threads = b
+                    .threads
+                    .as_ref()
+                    .map(|t| self.positive(t, "threads"))
+                    .transpose()?;
+                Ok(Busy::Burner { workload, threads })
+            }
+            BusyKindFile::Load => {
+                let burner_only = (b.threads.as_ref().map(Spanned::span))
+                    .or(b.workload.as_ref().map(Spanned::span));
+                if let Some(span) = burner_only {
+                    return Err(
+                        self.error(span, "`threads` and `workload` apply to kind = \"burner\"")
+                    );
+                }
+                let Some(rate) = &b.rate else {
+                    return Err(self.error(
+                        b.kind.span(),
+                        "a load neighbor needs `rate`, e.g. rate = \"150M\"",
+                    ));
+                };
+                Ok(Busy::Load {
+                    rate_bps: self.at(rate, values::positive_rate(rate.get_ref()))?,
+                    streams: self.opt_positive(&b.streams, "streams", 1)?,
+                    msg_size: self.msg_size(&b.msg_size, DEFAULT_LOAD_MSG)?,
+                })
+            }
+        }
+    }
+
+    fn msg_size(
+        &self,
+        v: &Option<Spanned<usize>>,
+        default: usize,
+    ) -> Result<usize, ExperimentError> {
+        let Some(v) = v else { return Ok(default) };
+        self.at(v, values::msg_size(*v.get_ref()))
+    }
+
+    fn sweep(&self, tenants: &[TenantDef], s: SweepFile) -> Result<ThreadSweep, ExperimentError> {
+        if neighbor_count(tenants) > 0 {
+            return Err(self.scenario_error(
+                "a thread sweep runs on the test tenant alone: remove the neighbor tenants",
+            ));
+        }
+        let threads = self.at(&s.threads, values::count_list(s.threads.get_ref()))?;
+        Ok(ThreadSweep {
+            threads,
+            test: self.burn(tenants, &s.test)?,
+        })
+    }
+
+    fn load_steps(
+        &self,
+        tenants: &[TenantDef],
+        s: LoadStepsFile,
+    ) -> Result<LoadSteps, ExperimentError> {
+        if neighbor_count(tenants) == 0 {
+            return Err(self.scenario_error(
+                "load steps need tenants with role = \"neighbor\" to send the load",
+            ));
+        }
+        let levels_bps = self.at(&s.levels, values::rate_list(s.levels.get_ref()))?;
+        let probe = s.probe.unwrap_or_default();
+        Ok(LoadSteps {
+            levels_bps,
+            streams: self.opt_positive(&s.streams, "streams", 1)?,
+            msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
+            probe: Probe {
+                duration: self.nonzero_duration(
+                    &probe.duration,
+                    Duration::from_secs(2),
+                    "duration",
+                )?,
+                warmup: self.duration(&probe.warmup, Duration::from_millis(500))?,
+                msg_size: self.msg_size(&probe.msg_size, 64)?,
+                busy_poll: probe.busy_poll.unwrap_or(false),
+            },
+        })
+    }
+
+    fn matrix(
+        &self,
+        tenants: &[TenantDef],
+        s: MatrixFile,
+    ) -> Result<IsolationMatrix, ExperimentError> {
+        let neighbors = neighbor_count(tenants);
+        if neighbors != 1 {
+            return Err(self.scenario_error(format!(
+                "an isolation matrix needs exactly one neighbor (tenant b), found {neighbors}"
+            )));
+        }
+        let resource = match s.resource {
+            ResourceFile::Cpu => Resource::Cpu,
+            ResourceFile::Network => Resource::Network,
+        };
+        let share_bps = match (&s.share, resource) {
+            (Some(v), Resource::Network) => Some(self.at(v, values::positive_rate(v.get_ref()))?),
+            (None, Resource::Network) => {
+                return Err(self.scenario_error(
+                    "a network isolation matrix needs `share` in [scenario], e.g. share = \"100M\"",
+                ))
+            }
+            (Some(v), Resource::Cpu) => {
+                return Err(self.error(v.span(), "`share` applies to resource = \"network\""))
+            }
+            (None, Resource::Cpu) => None,
+        };
+        if resource == Resource::Cpu {
+            if let Some(t) = tenants.iter().find(|t| t.vcpus < 2) {
+                return Err(self.scenario_error(format!(
+                    "tenant `{}` has {} vCPU: a CPU isolation matrix needs at least 2 per tenant \
+                         (undercommitted runs half of them)",
+                    t.name, t.vcpus
+                )));
+            }
+        }
+        let workload = self.workload(&s.workload)?;
+        Ok(IsolationMatrix {
+            resource,
+            duration: self.nonzero_duration(&s.duration, Duration::from_secs(3), "duration")?,
+            workload,
+            share_bps,
+            msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! Parsing and checking of single values of an experiment file: units, ranges,
+//! policies, names. Each returns a message for a person; the caller attaches the
+//! value's location.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use nnb_netlat::units::{parse_duration, parse_rate, Rate};
+use serde::Serializer;
+
+use super::file::RangeOrList;
+use super::OnFailure;
+
+/// Most values a range may expand to (a typo like "0:10G:1" would otherwise plan
+/// billions of steps).
+const MAX_RANGE_VALUES: usize = 10_000;
+
+/// Serializes a duration as whole milliseconds.
+pub fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// "10s", "500ms", "2m".
+pub fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A bit rate ("200M"), zero allowed.
+pub fn rate(s: &str) -> Result<f64, String> {
+    match parse_rate(s).map_err(|e| e.to_string())? {
+        Rate::BitsPerSec(bps) => Ok(bps),
+        Rate::PacketsPerSec(_) => Err(format!("`{s}` is a packet rate: give a bit rate like 200M")),
+    }
+}
+
+/// A bit rate above zero.
+pub fn positive_rate(s: &str) -> Result<f64, String> {
+    let bps = rate(s)?;
+    if bps > 0.0 {
+        Ok(bps)
+    } else {
+        Err(format!("`{s}`: the rate must be above 0"))
+    }
+}
+
+/// "retry", "retry N", "skip" or "abort".
+pub fn on_failure(s: &str) -> Result<OnFailure, String> {
+    let words: Vec<&str> = s.split_whitespace().collect();
+    match words.as_slice() {
+        ["skip"] => Ok(OnFailure::Skip),
+        ["abort"] => Ok(OnFailure::Abort),
+        ["retry"] => Ok(OnFailure::Retry { times: 1 }),
+        ["retry", n] => match n.parse::<u32>() {
+            Ok(0) => Err("`retry 0` never retries: write \"skip\"".to_string()),
+            Ok(times) => Ok(OnFailure::Retry { times }),
+            Err(_) => Err(format!(
+                "`{n}` is not a retry count: write e.g. \"retry 2\""
+            )),
+        },
+        _ => Err(format!(
+            "unknown failure policy `{s}`: expected \"retry N\", \"skip\" or \"abort\""
+        )),
+    }
+}
+
+/// Tenant names appear in step ids and file names: letters, digits, `-`, `_`, `.`.
+pub fn tenant_name(s: &str) -> Result<(), String> {
+    let ok = !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if s == "endpoint" {
+        Err("`endpoint` is reserved for the agent that serves probes and load".to_string())
+    } else if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "tenant name `{s}` may only hold letters, digits, `-`, `_` and `.`"
+        ))
+    }
+}
+
+/// A workload nnb-burn knows.
+pub fn workload(s: &str) -> Result<String, String> {
+    nnb_burn::workload::Workload::from_str(s)
+        .map(|w| w.name().to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A pinning strategy nnb-burn knows.
+pub fn pin(s: &str) -> Result<String, String> {
+    nnb_burn::placement::PinStrategy::from_str(s)
+        .map(|_| s.to_string())
+        .map_err(|e| e.to_string())
+}
+
+/// A UDP payload that holds nnb's 32-byte header and fits a datagram.
+pub fn msg_size(n: usize) -> Result<usize, String> {
+    if (nnb_netlat::wire::HEADER_LEN..=65_507).contains(&n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "msg_size {n} is out of range: {} to 65507 bytes",
+            nnb_netlat::wire::HEADER_LEN
+        ))
+    }
+}
+
+/// Expands "START:END:STEP" or "START..END[:STEP]" (END included; STEP default 1
+/// for counts) with `parse` reading each number.
+fn expand(
+    s: &str,
+    parse: impl Fn(&str) -> Result<f64, String>,
+    default_step: Option<f64>,
+) -> Result<Vec<f64>, String> {
+    let usage = "write a range as START:END:STEP, e.g. \"0:200M:50M\" or \"1..8:1\"";
+    let (start, rest) = match s.split_once("..") {
+        Some((a, b)) => (a, b),
+        None => s
+            .split_once(':')
+            .ok_or_else(|| format!("`{s}` is not a range: {usage}"))?,
+    };
+    let (end, step) = match (rest.split_once(':'), default_step) {
+        (Some((e, st)), _) => (e, parse(st.trim())?),
+        (None, Some(d)) => (rest, d),
+        (None, None) => return Err(format!("`{s}` has no step: {usage}")),
+    };
+    let (start, end) = (parse(start.trim())?, parse(end.trim())?);
+    if step <= 0.0 {
+        return Err(format!("`{s}`: the step must be above 0"));
+    }
+    if end < start {
+        return Err(format!("`{s}`: the range ends before it starts"));
+    }
+    let n = ((end - start) / step + 1e-9).floor() + 1.0;
+    if n > MAX_RANGE_VALUES as f64 {
+        return Err(format!(
+            "`{s}` expands to {n} values, more than {MAX_RANGE_VALUES}"
+        ));
+    }
+    // Integer-step arithmetic avoids accumulating float error.
+    Ok((0..n as usize).map(|i| start + step * i as f64).collect())
+}
+
+/// Thread counts from a range or a list; each at least 1.
+pub fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
+    let list = match v {
+        RangeOrList::List(l) => l.clone(),
+        RangeOrList::Range(s) => {
+            let count = |t: &str| {
+                t.parse::<usize>()
+                    .map(|n| n as f64)
+                    .map_err(|_| format!("`{t}` is not a whole number"))
+            };
+            expand(s, count, Some(1.0))?
+                .into_iter()
+                .map(|x| x.round() as usize)
+                .collect()
+        }
+    };
+    if list.is_empty() {
+        return Err("the list is empty".to_string());
+    }
+    if list.contains(&0) {
+        return Err("thread counts must be at least 1".to_string());
+    }
+    Ok(list)
+}
+
+/// Bit rates from a range ("0:200M:50M") or a list (["0", "100M"]).
+pub fn rate_list(v: &RangeOrList<String>) -> Result<Vec<f64>, String> {
+    let list = match v {
+        RangeOrList::List(l) => l.iter().map(|s| rate(s)).collect::<Result<Vec<_>, _>>()?,
+        RangeOrList::Range(s) => expand(s, rate, None)?,
+    };
+    if list.is_empty() {
+        return Err("the list is empty".to_string());
+    }
+    Ok(list)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_range_includes_the_end() {
+        let v = rate_list(&RangeOrList::Range("0:200M:50M".into())).unwrap_or_default();
+        assert_eq!(v, vec![0.0, 50e6, 100e6, 150e6, 200e6]);
+    }
+
+    #[test]
+    fn count_range_forms() {
+        let r = |s: &str| count_list(&RangeOrList::Range(s.into()));
+        assert_eq!(r("1..4"), Ok(vec![1, 2, 3, 4]));
+        assert_eq!(r("2:8:2"), Ok(vec![2, 4, 6, 8]));
+        assert!(r("4..1").is_err());
+        assert!(r("0..2").is_err());
+        assert!(r("1..x").is_err());
+    }
+
+    #[test]
+    fn failure_policies() {
+        assert_eq!(on_failure("retry 3"), Ok(OnFailure::Retry { times: 3 }));
+        assert_eq!(on_failure("skip"), Ok(OnFailure::Skip));
+        assert!(on_failure("retry 0").is_err());
+        assert!(on_failure("later").is_err());
+    }
+}

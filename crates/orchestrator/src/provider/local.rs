@@ -1,0 +1,487 @@
+//! The local provider: tenants are `nnb agent` child processes on this machine.
+//!
+//! Each tenant's agent is started with `--cpus` set to a CPU set carved from the
+//! real topology ([`carve_cpus`]): CPUs are handed out core by core, so a 2-vCPU
+//! tenant on a 2-way SMT host gets one core's sibling pair (as EC2 gives a
+//! `.large`), and on a host without SMT two distinct cores. When the tenants need
+//! more CPUs than the host has, CPUs are shared round-robin and a warning is
+//! recorded, so small machines can still run an experiment.
+//!
+//! Every child gets a random token (in a 0600 file in a private temporary
+//! directory, deleted once the agents are up: they read it at start) and `PR_SET_PDEATHSIG = SIGKILL`, so agents die with the controller
+//! even when it is killed with `-9`. The parent-death signal fires when the
+//! *thread* that spawned the child exits: launch the fleet from a thread that
+//! outlives it (a tokio worker thread or the main thread, not a `spawn_blocking`
+//! task).
+
+use std::cmp::Reverse;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nnb_burn::topology::{format_list, Topology};
+
+use super::netns::NetLab;
+use super::{Fleet, ProviderError, Role, Tenant, TenantSpec};
+use crate::agent::Token;
+use crate::client::AgentClient;
+
+/// How the tenants are networked.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum Network {
+    /// All agents on loopback (no network emulation).
+    #[default]
+    None,
+    /// One network namespace per tenant on a bridge whose uplink to the endpoint is
+    /// shaped to `host_bw_bps` bits per second (root needed).
+    Emulated {
+        /// The emulated host NIC's bandwidth, bit/s.
+        host_bw_bps: f64,
+    },
+}
+
+/// How to launch a local fleet.
+#[derive(Clone, Debug)]
+pub struct LocalOptions {
+    /// The `nnb` binary to run as agent; `None` = this executable.
+    pub nnb_bin: Option<PathBuf>,
+    /// Loopback or emulated network.
+    pub network: Network,
+    /// How long each agent may take to print its address and answer `/health`.
+    pub start_timeout: Duration,
+}
+
+impl Default for LocalOptions {
+    /// This executable, loopback, 10 s to start.
+    fn default() -> Self {
+        LocalOptions {
+            nnb_bin: None,
+            network: Network::None,
+            start_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Carves one CPU set per tenant from `allowed` CPUs of `topo`, core by core
+/// (siblings of a core together). Larger tenants are placed first so they start on
+/// a core boundary; among equals the test tenant goes first. Returns the sets in
+/// the order of `specs`, and warnings when CPUs had to be shared.
+pub fn carve_cpus(
+    topo: &Topology,
+    allowed: &[usize],
+    specs: &[TenantSpec],
+) -> Result<(Vec<Vec<usize>>, Vec<String>), ProviderError> {
+    let order: Vec<usize> = topo
+        .cores()
+        .into_iter()
+        .flat_map(|core| core.into_iter().filter(|c| allowed.contains(c)))
+        .collect();
+    if order.is_empty() {
+        return Err(ProviderError::Invalid(
+            "no usable CPU: the process' affinity excludes every online CPU".into(),
+        ));
+    }
+    if let Some(s) = specs.iter().find(|s| s.vcpus == 0) {
+        return Err(ProviderError::Invalid(format!(
+            "tenant {} has 0 vCPUs: give it at least 1",
+            s.name
+        )));
+    }
+    let mut warnings = Vec::new();
+    let mut idx: Vec<usize> = (0..specs.len()).collect();
+    idx.sort_by_key(|&i| (Reverse(specs[i].vcpus), specs[i].role != Role::Test));
+    let mut sets = vec![Vec::new(); specs.len()];
+    let mut cursor = 0;
+    for i in idx {
+        let want = specs[i].vcpus;
+        let take = want.min(order.len());
+        if take < want {
+            warnings.push(format!(
+                "tenant {} has {want} vCPUs but only {} CPUs are usable: it gets all of them",
+                specs[i].name,
+                order.len()
+            ));
+        }
+        let mut set: Vec<usize> = (0..take)
+            .map(|k| order[(cursor + k) % order.len()])
+            .collect();
+        set.sort_unstable();
+        sets[i] = set;
+        cursor += take;
+    }
+    let total: usize = specs.iter().map(|s| s.vcpus).sum();
+    if total > order.len() {
+        warnings.push(format!(
+            "the tenants need {total} vCPUs but only {} CPUs are usable ({}): CPUs are shared \
+             round-robin, so tenants also compete where a real host would isolate them",
+            order.len(),
+            format_list(&order)
+        ));
+    }
+    Ok((sets, warnings))
+}
+
+/// Starts one `nnb agent` per tenant (plus the endpoint agent), each pinned to its
+/// carved CPU set, and waits until every one answers `/health`. On error everything
+/// started so far is torn down.
+pub async fn launch_local(
+    specs: &[TenantSpec],
+    opts: &LocalOptions,
+) -> Result<Fleet, ProviderError> {
+    check_names(specs)?;
+    let bin = match &opts.nnb_bin {
+        Some(p) => p.clone(),
+        None => std::env::current_exe().map_err(ProviderError::io("finding the nnb executable"))?,
+    };
+    let topo = Topology::host()?;
+    let allowed = nnb_burn::placement::allowed_cpus();
+    let (sets, warnings) = carve_cpus(&topo, &allowed, specs)?;
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("nnb-fleet-")
+        .tempdir()
+        .map_err(ProviderError::io("creating a directory for agent tokens"))?;
+    let mut fleet = Fleet {
+        tenants: Vec::with_capacity(specs.len()),
+        endpoint: None,
+        warnings,
+        children: Vec::new(),
+        net: None,
+    };
+    let net = match opts.network {
+        Network::None => None,
+        Network::Emulated { host_bw_bps } => {
+            let lab = NetLab::create(specs.len(), host_bw_bps)?;
+            fleet.net = Some(lab);
+            fleet.net.as_ref()
+        }
+    };
+    let loopback = IpAddr::V4(Ipv4Addr::LOCALHOST);
+    let mut pending = Vec::new();
+    for (i, (spec, cpus)) in specs.iter().zip(&sets).enumerate() {
+        let (ns, ip) = match net {
+            Some(lab) => (Some(lab.tenant_ns(i)), Some(lab.tenant_ip(i))),
+            None => (None, None),
+        };
+        let agent = AgentLaunch {
+            name: &spec.name,
+            netns: ns.as_deref(),
+            listen: ip.unwrap_or(loopback),
+            cpus: Some(cpus),
+        };
+        let (child, token) = agent.spawn(&bin, scratch.path())?;
+        fleet.children.push(child);
+        pending.push((spec.name.clone(), spec.role, token, cpus.clone(), ns, ip));
+    }
+    let endpoint_ns = net.map(NetLab::endpoint_ns);
+    let endpoint_ip = net.map(NetLab::endpoint_ip);
+    let endpoint = AgentLaunch {
+        name: "endpoint",
+        netns: endpoint_ns.as_deref(),
+        listen: endpoint_ip.unwrap_or(loopback),
+        cpus: None,
+    };
+    let (child, endpoint_token) = endpoint.spawn(&bin, scratch.path())?;
+    fleet.children.push(child);
+
+    // Read every agent's address, then wait for every health in parallel.
+    let mut addrs = Vec::with_capacity(fleet.children.len());
+    let names: Vec<String> = pending
+        .iter()
+        .map(|p| p.0.clone())
+        .chain(["endpoint".to_string()])
+        .collect();
+    for (k, name) in names.iter().enumerate() {
+        addrs.push(read_address(&mut fleet.children[k], name, opts.start_timeout).await?);
+    }
+    for ((name, role, token, cpus, ns, ip), addr) in pending.into_iter().zip(&addrs) {
+        fleet.tenants.push(Tenant {
+            name,
+            role,
+            addr: *addr,
+            token,
+            cpus,
+            netns: ns,
+            ip,
+        });
+    }
+    let endpoint_addr = addrs[addrs.len() - 1];
+    fleet.endpoint = Some(Tenant {
+        name: "endpoint".into(),
+        role: Role::Neighbor,
+        addr: endpoint_addr,
+        token: endpoint_token,
+        cpus: allowed.clone(),
+        netns: endpoint_ns,
+        ip: endpoint_ip,
+    });
+    let mut checks = tokio::task::JoinSet::new();
+    for t in fleet.tenants.iter().chain(fleet.endpoint.as_ref()) {
+        let (name, client, timeout) = (t.name.clone(), t.client(), opts.start_timeout);
+        checks.spawn(async move { wait_healthy(&name, &client, timeout).await });
+    }
+    while let Some(joined) = checks.join_next().await {
+        joined.map_err(|e| ProviderError::AgentStart {
+            tenant: "?".into(),
+            message: format!("health check task failed: {e}"),
+        })??;
+    }
+    // Every agent has read its token: the files are no longer needed.
+    drop(scratch);
+    tracing::info!(agents = fleet.children.len(), "local fleet up");
+    Ok(fleet)
+}
+
+fn check_names(specs: &[TenantSpec]) -> Result<(), ProviderError> {
+    for (i, s) in specs.iter().enumerate() {
+        if s.name == "endpoint" || specs[..i].iter().any(|o| o.name == s.name) {
+            return Err(ProviderError::Invalid(format!(
+                "tenant name {:?} is used twice or reserved (\"endpoint\")",
+                s.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// One agent child to start.
+struct AgentLaunch<'a> {
+    name: &'a str,
+    netns: Option<&'a str>,
+    listen: IpAddr,
+    cpus: Option<&'a [usize]>,
+}
+
+impl AgentLaunch<'_> {
+    /// Writes a fresh token file and starts the agent; returns the child and token.
+    fn spawn(&self, bin: &Path, dir: &Path) -> Result<(Child, String), ProviderError> {
+        let token = Token::generate();
+        let token_file = dir.join(format!("{}.token", self.name));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&token_file)
+            .map_err(ProviderError::io(format!(
+                "writing {}",
+                token_file.display()
+            )))?;
+        writeln!(f, "{}", token.secret()).map_err(ProviderError::io(format!(
+            "writing {}",
+            token_file.display()
+        )))?;
+        let mut cmd = match self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        cmd.arg("agent")
+            .arg("--listen")
+            .arg(SocketAddr::new(self.listen, 0).to_string())
+            .arg("--token-file")
+            .arg(&token_file);
+        if let Some(cpus) = self.cpus {
+            cmd.arg("--cpus").arg(format_list(cpus));
+        }
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let parent = std::process::id() as libc::pid_t;
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // async-signal-safe calls (prctl, getppid, _exit).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The parent may have died between fork and prctl: then nobody
+                // would ever send the signal.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| ProviderError::AgentStart {
+            tenant: self.name.to_string(),
+            message: format!("cannot run {}: {e}", bin.display()),
+        })?;
+        tracing::debug!(tenant = self.name, pid = child.id(), "agent started");
+        Ok((child, token.secret().to_string()))
+    }
+}
+
+/// Reads the agent's `listening ADDR` line (killing it when it is too slow).
+async fn read_address(
+    child: &mut Child,
+    name: &str,
+    timeout: Duration,
+) -> Result<SocketAddr, ProviderError> {
+    let fail = |message: String| ProviderError::AgentStart {
+        tenant: name.to_string(),
+        message,
+    };
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| fail("its stdout was not captured".into()))?;
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).map(|_| line)
+    });
+    let line = match tokio::time::timeout(timeout, reader).await {
+        Ok(Ok(Ok(line))) => line,
+        Ok(Ok(Err(e))) => return Err(fail(format!("reading its address: {e}"))),
+        Ok(Err(e)) => return Err(fail(format!("reading its address: {e}"))),
+        Err(_) => {
+            let _ = child.kill();
+            return Err(fail(format!("it printed no address within {timeout:?}")));
+        }
+    };
+    let addr = line.trim().strip_prefix("listening ").unwrap_or("");
+    addr.parse().map_err(|_| {
+        let status = child.try_wait().ok().flatten();
+        match status {
+            Some(s) => fail(format!(
+                "it exited ({s}) before listening; see its error above"
+            )),
+            None => fail(format!("unexpected first line {:?}", line.trim())),
+        }
+    })
+}
+
+/// Polls `/health` until it answers or `timeout` passes.
+async fn wait_healthy(
+    name: &str,
+    client: &AgentClient,
+    timeout: Duration,
+) -> Result<(), ProviderError> {
+    let end = Instant::now() + timeout;
+    loop {
+        match client.health().await {
+            Ok(_) => return Ok(()),
+            Err(e) if Instant::now() >= end => {
+                return Err(ProviderError::AgentStart {
+                    tenant: name.to_string(),
+                    message: format!("not healthy within {timeout:?}: {e}"),
+                })
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, role: Role, vcpus: usize) -> TenantSpec {
+        TenantSpec {
+            name: name.into(),
+            role,
+            vcpus,
+        }
+    }
+
+    /// A topology of `cores` cores with `smt` siblings each, numbered like Linux
+    /// does on x86 (sibling k of core c is CPU c + k*cores).
+    fn fixture(cores: usize, smt: usize) -> (tempfile::TempDir, Topology) {
+        let dir = tempfile::tempdir().unwrap();
+        let cpu_root = dir.path().join("sys/devices/system/cpu");
+        let n = cores * smt;
+        for id in 0..n {
+            let core = id % cores;
+            let sib: Vec<usize> = (0..smt).map(|k| core + k * cores).collect();
+            let t = cpu_root.join(format!("cpu{id}/topology"));
+            std::fs::create_dir_all(&t).unwrap();
+            std::fs::write(t.join("core_id"), format!("{core}\n")).unwrap();
+            std::fs::write(t.join("physical_package_id"), "0\n").unwrap();
+            std::fs::write(
+                t.join("thread_siblings_list"),
+                format!("{}\n", format_list(&sib)),
+            )
+            .unwrap();
+            std::fs::write(t.join("core_cpus_list"), format!("{}\n", format_list(&sib))).unwrap();
+            std::fs::write(cpu_root.join(format!("cpu{id}/online")), "1\n").unwrap();
+        }
+        std::fs::write(cpu_root.join("online"), format!("0-{}\n", n - 1)).unwrap();
+        std::fs::write(cpu_root.join("present"), format!("0-{}\n", n - 1)).unwrap();
+        std::fs::write(cpu_root.join("possible"), format!("0-{}\n", n - 1)).unwrap();
+        let topo = Topology::read(dir.path()).unwrap();
+        (dir, topo)
+    }
+
+    #[test]
+    fn two_vcpu_tenants_get_a_sibling_pair_on_smt() {
+        let (_d, topo) = fixture(4, 2);
+        let all: Vec<usize> = (0..8).collect();
+        let specs = [
+            spec("small", Role::Neighbor, 1),
+            spec("test", Role::Test, 2),
+            spec("n1", Role::Neighbor, 2),
+        ];
+        let (sets, warnings) = carve_cpus(&topo, &all, &specs).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(
+            sets[1],
+            vec![0, 4],
+            "the test tenant gets core 0's siblings"
+        );
+        assert_eq!(sets[2], vec![1, 5]);
+        assert_eq!(sets[0], vec![2]);
+    }
+
+    #[test]
+    fn without_smt_tenants_get_distinct_cpus() {
+        let (_d, topo) = fixture(4, 1);
+        let all: Vec<usize> = (0..4).collect();
+        let specs = [spec("test", Role::Test, 2), spec("n1", Role::Neighbor, 2)];
+        let (sets, warnings) = carve_cpus(&topo, &all, &specs).unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(sets, vec![vec![0, 1], vec![2, 3]]);
+    }
+
+    #[test]
+    fn too_few_cpus_are_shared_with_a_warning() {
+        let (_d, topo) = fixture(2, 1);
+        let all = [0, 1];
+        let specs = [
+            spec("test", Role::Test, 2),
+            spec("n1", Role::Neighbor, 2),
+            spec("n2", Role::Neighbor, 1),
+            spec("huge", Role::Neighbor, 3),
+        ];
+        let (sets, warnings) = carve_cpus(&topo, &all, &specs).unwrap();
+        assert!(
+            sets.iter()
+                .all(|s| !s.is_empty() && s.iter().all(|c| *c < 2)),
+            "{sets:?}"
+        );
+        assert_eq!(
+            sets[3],
+            vec![0, 1],
+            "a tenant larger than the host gets all of it"
+        );
+        assert!(
+            warnings.iter().any(|w| w.contains("shared")),
+            "{warnings:?}"
+        );
+        assert!(warnings.iter().any(|w| w.contains("huge")), "{warnings:?}");
+    }
+
+    #[test]
+    fn zero_vcpus_is_an_error() {
+        let (_d, topo) = fixture(2, 1);
+        let err = carve_cpus(&topo, &[0, 1], &[spec("t", Role::Test, 0)]).unwrap_err();
+        assert!(err.to_string().contains("0 vCPUs"));
+    }
+}

@@ -1,0 +1,329 @@
+//! The emulated network of the local provider: namespaces, a bridge and one shaped
+//! uplink, built with `ip` and `tc` (root needed).
+//!
+//! ```text
+//!   root ns (controller)                 "host" ns                     "endpoint" ns
+//!   nbXXXX-Nc 10.A.B.1 ──veth── ctl ─┐
+//!   tenant ns t0: eth0 10.A.B.10 ─veth─ vt0 ─┤
+//!   tenant ns t1: eth0 10.A.B.11 ─veth─ vt1 ─┼─ br0 ── up0 ══veth══ eth0 10.A.B.2
+//!   ...                                      ┘   (tbf, host_bw)    (tbf, host_bw)
+//! ```
+//!
+//! Every tenant sits in its own namespace with one veth into the bridge `br0` of a
+//! "host" namespace, like VMs on one hypervisor. The world outside the host (where
+//! the test node's probes and the neighbors' load go: the endpoint agent's
+//! reflector and sink) is a separate namespace behind the veth `up0`, the host's
+//! NIC. `up0` is shaped to `host_bw` with a token bucket in both directions (on
+//! `up0` for tenant→endpoint, on the endpoint's `eth0` for replies), so all tenant
+//! traffic to the endpoint contends for one NIC's bandwidth. The controller reaches
+//! the agents over its own veth into the bridge, which does not cross the shaped
+//! link. All addresses are in one /24 chosen so it is unused on this machine.
+//!
+//! Names carry the controller's pid (`nb<pid hex>-<n>-...`), so concurrent runs do
+//! not collide, and leftovers of a controller killed with `-9` (whose agents died
+//! with it) are removed by the next run.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use super::ProviderError;
+
+/// Most tenants one emulated network holds (addresses .10 to .249 of the /24).
+pub const MAX_TENANTS: usize = 240;
+/// First host number of tenant addresses.
+const TENANT_BASE: usize = 10;
+/// Queueing the token bucket allows before it drops, in milliseconds of host_bw.
+const QUEUE_MS: f64 = 20.0;
+
+static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
+
+/// One emulated host network; removed by [`NetLab::remove`] or on drop.
+#[derive(Debug)]
+pub struct NetLab {
+    run: String,
+    tenants: usize,
+    prefix: [u8; 3],
+    removed: bool,
+}
+
+/// Runs `program args`, turning a failure into [`ProviderError::Net`] with its stderr.
+fn run(program: &str, args: &[&str]) -> Result<String, ProviderError> {
+    let command = format!("{program} {}", args.join(" "));
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .map_err(|e| ProviderError::Net {
+            command: command.clone(),
+            message: format!("cannot run {program} (is iproute2 installed?): {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(ProviderError::Net {
+            command,
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Whether this process runs as root (network namespaces need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The namespace names `ip netns list` shows.
+pub fn list_namespaces() -> Result<Vec<String>, ProviderError> {
+    let out = run("ip", &["netns", "list"])?;
+    Ok(out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
+}
+
+fn tbf_args(host_bw_bps: f64) -> Vec<String> {
+    let bytes_per_s = host_bw_bps / 8.0;
+    let burst = (bytes_per_s / 1000.0).max(32.0 * 1024.0) as u64;
+    let limit = ((bytes_per_s * QUEUE_MS / 1000.0) as u64).max(burst + 3000);
+    vec![
+        "rate".into(),
+        format!("{}bit", host_bw_bps.round() as u64),
+        "burst".into(),
+        burst.to_string(),
+        "limit".into(),
+        limit.to_string(),
+    ]
+}
+
+impl NetLab {
+    /// Builds the namespaces, bridge, veths and shaping for `tenants` tenants and a
+    /// host NIC of `host_bw_bps`. On error what was built is removed again.
+    pub fn create(tenants: usize, host_bw_bps: f64) -> Result<NetLab, ProviderError> {
+        if !is_root() {
+            return Err(ProviderError::NeedRoot);
+        }
+        if tenants > MAX_TENANTS {
+            return Err(ProviderError::Invalid(format!(
+                "the emulated network holds at most {MAX_TENANTS} tenants, not {tenants}"
+            )));
+        }
+        if !(host_bw_bps.is_finite() && host_bw_bps >= 1000.0) {
+            return Err(ProviderError::Invalid(format!(
+                "host bandwidth {host_bw_bps} bit/s is not a usable rate (at least 1 kbit/s)"
+            )));
+        }
+        remove_stale();
+        let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
+        let mut lab = NetLab {
+            run: format!("nb{:x}-{n:x}", std::process::id()),
+            tenants,
+            prefix: free_prefix(n)?,
+            removed: false,
+        };
+        lab.build(host_bw_bps)?;
+        tracing::info!(run = %lab.run, tenants, host_bw_bps, "emulated network up");
+        Ok(lab)
+    }
+
+    fn build(&mut self, host_bw_bps: f64) -> Result<(), ProviderError> {
+        let host = self.host_ns();
+        let ep = self.endpoint_ns();
+        let ctl = self.ctl_if();
+        run("ip", &["netns", "add", &host])?;
+        run("ip", &["netns", "add", &ep])?;
+        run("ip", &["-n", &host, "link", "set", "lo", "up"])?;
+        run("ip", &["-n", &host, "link", "add", "br0", "type", "bridge"])?;
+        run("ip", &["-n", &host, "link", "set", "br0", "up"])?;
+        // The uplink: endpoint eth0 <-> host up0, shaped both ways.
+        run("ip", &["-n", &ep, "link", "set", "lo", "up"])?;
+        run(
+            "ip",
+            &[
+                "-n", &ep, "link", "add", "eth0", "type", "veth", "peer", "name", "up0", "netns",
+                &host,
+            ],
+        )?;
+        run(
+            "ip",
+            &["-n", &host, "link", "set", "up0", "master", "br0", "up"],
+        )?;
+        run(
+            "ip",
+            &["-n", &ep, "addr", "add", &self.cidr(2), "dev", "eth0"],
+        )?;
+        run("ip", &["-n", &ep, "link", "set", "eth0", "up"])?;
+        let tbf = tbf_args(host_bw_bps);
+        let tbf: Vec<&str> = tbf.iter().map(String::as_str).collect();
+        for (ns, dev) in [(&host, "up0"), (&ep, "eth0")] {
+            let mut args = vec!["-n", ns.as_str(), "qdisc", "add", "dev", dev, "root", "tbf"];
+            args.extend(&tbf);
+            run("tc", &args)?;
+        }
+        // The controller's way in, beside the shaped link.
+        run(
+            "ip",
+            &[
+                "link", "add", &ctl, "type", "veth", "peer", "name", "ctl", "netns", &host,
+            ],
+        )?;
+        run(
+            "ip",
+            &["-n", &host, "link", "set", "ctl", "master", "br0", "up"],
+        )?;
+        run("ip", &["addr", "add", &self.cidr(1), "dev", &ctl])?;
+        run("ip", &["link", "set", &ctl, "up"])?;
+        for i in 0..self.tenants {
+            let ns = self.tenant_ns(i);
+            let port = format!("vt{i}");
+            run("ip", &["netns", "add", &ns])?;
+            run("ip", &["-n", &ns, "link", "set", "lo", "up"])?;
+            run(
+                "ip",
+                &[
+                    "-n", &ns, "link", "add", "eth0", "type", "veth", "peer", "name", &port,
+                    "netns", &host,
+                ],
+            )?;
+            run(
+                "ip",
+                &["-n", &host, "link", "set", &port, "master", "br0", "up"],
+            )?;
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &ns,
+                    "addr",
+                    "add",
+                    &self.cidr(TENANT_BASE + i),
+                    "dev",
+                    "eth0",
+                ],
+            )?;
+            run("ip", &["-n", &ns, "link", "set", "eth0", "up"])?;
+        }
+        Ok(())
+    }
+
+    /// The run's name prefix (`nb<pid hex>-<n>`).
+    pub fn run_id(&self) -> &str {
+        &self.run
+    }
+
+    /// The "host" namespace holding the bridge and the shaped uplink `up0`.
+    pub fn host_ns(&self) -> String {
+        format!("{}-host", self.run)
+    }
+
+    /// The namespace beyond the uplink, where the endpoint agent runs.
+    pub fn endpoint_ns(&self) -> String {
+        format!("{}-ep", self.run)
+    }
+
+    /// Tenant `i`'s namespace.
+    pub fn tenant_ns(&self, i: usize) -> String {
+        format!("{}-t{i}", self.run)
+    }
+
+    /// Tenant `i`'s address.
+    pub fn tenant_ip(&self, i: usize) -> IpAddr {
+        self.ip(TENANT_BASE + i)
+    }
+
+    /// The endpoint's address.
+    pub fn endpoint_ip(&self) -> IpAddr {
+        self.ip(2)
+    }
+
+    /// The controller's address on the bridge.
+    pub fn controller_ip(&self) -> IpAddr {
+        self.ip(1)
+    }
+
+    fn ctl_if(&self) -> String {
+        format!("{}c", self.run)
+    }
+
+    fn ip(&self, host: usize) -> IpAddr {
+        let [a, b, c] = self.prefix;
+        IpAddr::V4(Ipv4Addr::new(a, b, c, host as u8))
+    }
+
+    fn cidr(&self, host: usize) -> String {
+        format!("{}/24", self.ip(host))
+    }
+
+    /// Every namespace of this lab.
+    pub fn namespaces(&self) -> Vec<String> {
+        let mut v = vec![self.host_ns(), self.endpoint_ns()];
+        v.extend((0..self.tenants).map(|i| self.tenant_ns(i)));
+        v
+    }
+
+    /// Deletes the namespaces (which takes their veths, the bridge and the shaping
+    /// with them) and the controller's veth. Call it after the agents are gone.
+    pub fn remove(mut self) -> Result<(), ProviderError> {
+        self.remove_all()
+    }
+
+    fn remove_all(&mut self) -> Result<(), ProviderError> {
+        if self.removed {
+            return Ok(());
+        }
+        self.removed = true;
+        let mut first_error = None;
+        let present = list_namespaces().unwrap_or_default();
+        for ns in self.namespaces().iter().filter(|ns| present.contains(ns)) {
+            if let Err(e) = run("ip", &["netns", "del", ns]) {
+                first_error.get_or_insert(e);
+            }
+        }
+        // Deleting the host namespace destroyed the controller veth's peer, and so
+        // the veth itself; this only matters if the build stopped half-way.
+        let _ = run("ip", &["link", "del", &self.ctl_if()]);
+        tracing::info!(run = %self.run, "emulated network removed");
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+impl Drop for NetLab {
+    fn drop(&mut self) {
+        if let Err(e) = self.remove_all() {
+            tracing::warn!("removing the emulated network: {e}");
+        }
+    }
+}
+
+/// A /24 in 10.213.0.0/16 that no interface of this namespace uses.
+fn free_prefix(n: u32) -> Result<[u8; 3], ProviderError> {
+    let used = run("ip", &["-o", "-4", "addr", "show"])?;
+    let start = (std::process::id().wrapping_mul(7).wrapping_add(n)) % 256;
+    (0..256)
+        .map(|k| ((start + k) % 256) as u8)
+        .map(|c| [10, 213, c])
+        .find(|p| !used.contains(&format!(" {}.{}.{}.", p[0], p[1], p[2])))
+        .ok_or_else(|| {
+            ProviderError::Invalid("no free 10.213.x.0/24 subnet for the emulated network".into())
+        })
+}
+
+/// Removes namespaces of earlier runs whose controller no longer exists.
+fn remove_stale() {
+    let Ok(names) = list_namespaces() else {
+        return;
+    };
+    for ns in names {
+        let Some(pid) = ns
+            .strip_prefix("nb")
+            .and_then(|r| r.split('-').next())
+            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            tracing::info!(namespace = %ns, "removing a namespace left by a dead run");
+            let _ = run("ip", &["netns", "del", &ns]);
+        }
+    }
+}

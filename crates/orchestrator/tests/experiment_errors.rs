@@ -1,0 +1,203 @@
+//! Bad experiment files: each error names the file, the right line and column, and
+//! says what is wrong.
+
+use nnb_orchestrator::experiment::{parse, Diagnostic, Scenario};
+
+/// A valid staircase; each test breaks one line of it.
+const GOOD: &str = r#"name = "t"
+repetitions = 2
+settle = "1s"
+
+[[tenants]]
+name = "test"
+role = "test"
+vcpus = 1
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+vcpus = 1
+
+[scenario]
+kind = "neighbor-staircase"
+neighbor_state = "both"
+
+[scenario.test]
+ops = 1000
+"#;
+
+/// Parses `src` on a pretend 2-CPU host and returns the diagnostic it must produce.
+fn diagnose(src: &str) -> Diagnostic {
+    match parse("bad.toml", src, Some(2)) {
+        Ok(_) => panic!("accepted an invalid file:\n{src}"),
+        Err(e) => match e.diagnostic() {
+            Some(d) => d.clone(),
+            None => panic!("error without location: {e}"),
+        },
+    }
+}
+
+/// `GOOD` with `from` replaced by `to` (which must occur).
+fn broken(from: &str, to: &str) -> String {
+    assert!(GOOD.contains(from), "fixture lacks {from}");
+    GOOD.replacen(from, to, 1)
+}
+
+/// The 1-based line of the first occurrence of `needle` in `src`.
+fn line_of(src: &str, needle: &str) -> usize {
+    let at = src.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+    src[..at].matches('\n').count() + 1
+}
+
+fn assert_error(src: &str, needle: &str, message_part: &str) {
+    let d = diagnose(src);
+    assert_eq!(d.line, line_of(src, needle), "wrong line for: {d}");
+    assert!(
+        d.message.contains(message_part),
+        "message `{}` lacks `{message_part}`",
+        d.message
+    );
+    let shown = d.to_string();
+    assert!(
+        shown.starts_with(&format!("bad.toml:{}:{}: error: ", d.line, d.column)),
+        "{shown}"
+    );
+    assert!(shown.contains('^'), "{shown}");
+}
+
+#[test]
+fn the_fixture_is_valid() {
+    let exp = parse("good.toml", GOOD, Some(2)).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(exp.tenants.len(), 3);
+    match exp.scenario {
+        Scenario::NeighborStaircase(s) => assert_eq!(s.levels, vec![0, 1, 2]),
+        other => panic!("wrong scenario {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_key() {
+    let src = broken("settle = \"1s\"", "settle = \"1s\"\nsettel_time = 3");
+    assert_error(&src, "settel_time", "unknown field `settel_time`");
+}
+
+#[test]
+fn unknown_key_inside_the_scenario() {
+    let src = broken("ops = 1000", "ops = 1000\nthraeds = 2");
+    assert_error(&src, "thraeds", "unknown field `thraeds`");
+}
+
+#[test]
+fn bad_unit() {
+    let src = broken("settle = \"1s\"", "settle = \"1 fortnight\"");
+    assert_error(&src, "settle", "unknown unit");
+}
+
+#[test]
+fn more_vcpus_than_the_host_has() {
+    let src = broken("role = \"test\"\nvcpus = 1", "role = \"test\"\nvcpus = 64");
+    assert_error(&src, "vcpus = 64", "this host has 2 online CPUs");
+}
+
+#[test]
+fn negative_count() {
+    let src = broken("count = 2", "count = -2");
+    assert_error(&src, "count = -2", "-2");
+}
+
+#[test]
+fn zero_repetitions() {
+    let src = broken("repetitions = 2", "repetitions = 0");
+    assert_error(&src, "repetitions", "at least 1");
+}
+
+#[test]
+fn wrong_type() {
+    let src = broken("repetitions = 2", "repetitions = \"many\"");
+    assert_error(&src, "repetitions", "invalid type");
+}
+
+#[test]
+fn missing_test_tenant() {
+    let src = broken("role = \"test\"", "role = \"neighbor\"");
+    // Points at the tenants array, which starts at the first [[tenants]].
+    assert_error(&src, "[[tenants]]", "no tenant has role = \"test\"");
+}
+
+#[test]
+fn unknown_scenario_kind() {
+    let src = broken("kind = \"neighbor-staircase\"", "kind = \"neighbour-stairs\"");
+    assert_error(&src, "neighbour-stairs", "unknown scenario kind");
+}
+
+#[test]
+fn bad_range() {
+    let src = r#"name = "s"
+[[tenants]]
+role = "test"
+[scenario]
+kind = "thread-sweep"
+threads = "8..1"
+[scenario.test]
+ops = 10
+"#;
+    assert_error(src, "threads =", "ends before it starts");
+}
+
+#[test]
+fn bad_rate_in_load_levels() {
+    let src = r#"name = "l"
+[[tenants]]
+role = "test"
+[[tenants]]
+role = "neighbor"
+[scenario]
+kind = "load-steps"
+levels = "0:200Q:50M"
+"#;
+    assert_error(src, "levels", "unknown unit");
+}
+
+#[test]
+fn more_neighbors_than_defined() {
+    let src = broken(
+        "neighbor_state = \"both\"",
+        "neighbor_state = \"both\"\nmax_neighbors = 5",
+    );
+    assert_error(&src, "max_neighbors", "only 2 neighbor tenants");
+}
+
+#[test]
+fn both_ops_and_duration() {
+    let src = broken("ops = 1000", "ops = 1000\nduration = \"2s\"");
+    assert_error(&src, "duration", "not both");
+}
+
+#[test]
+fn unknown_workload() {
+    let src = broken("ops = 1000", "ops = 1000\nworkload = \"quicksort\"");
+    assert_error(&src, "quicksort", "unknown workload");
+}
+
+#[test]
+fn bad_failure_policy() {
+    let src = broken("settle = \"1s\"", "settle = \"1s\"\non_failure = \"pray\"");
+    assert_error(&src, "on_failure", "unknown failure policy");
+}
+
+#[test]
+fn toml_syntax_error() {
+    let src = broken("repetitions = 2", "repetitions = = 2");
+    assert_error(&src, "repetitions", "");
+}
+
+#[test]
+fn schema_lists_every_scenario_kind() {
+    let schema = serde_json::to_string(&nnb_orchestrator::experiment::schema())
+        .unwrap_or_default();
+    for kind in nnb_orchestrator::experiment::SCENARIO_KINDS {
+        assert!(schema.contains(kind), "schema lacks {kind}");
+    }
+    assert!(schema.contains("additionalProperties"));
+}

@@ -1,0 +1,137 @@
+//! Plan expansion: step counts and ids for each scenario, and what runs where.
+
+use nnb_orchestrator::experiment::parse;
+use nnb_orchestrator::jobs::JobSpec;
+use nnb_orchestrator::plan::{expand, Plan, REFLECTOR, SINK};
+
+fn plan(src: &str) -> Plan {
+    let exp = parse("p.toml", src, Some(64)).unwrap_or_else(|e| panic!("{e}"));
+    expand(&exp, 64)
+}
+
+const TENANTS: &str = r#"
+[[tenants]]
+name = "test"
+role = "test"
+vcpus = 2
+
+[[tenants]]
+name = "nb"
+count = 3
+role = "neighbor"
+vcpus = 2
+"#;
+
+#[test]
+fn staircase_busy_and_idle_with_warmup() {
+    let src = format!(
+        "name = \"s\"\nrepetitions = 2\nwarmup = 1\n{TENANTS}\n[scenario]\nkind = \"neighbor-staircase\"\nneighbor_state = \"both\"\nstep = 2\n[scenario.test]\nops = 100\n"
+    );
+    let p = plan(&src);
+    // Levels 0, 2, 3 (the top is always included), busy then idle, 1 warm-up + 2 reps.
+    assert_eq!(p.steps.len(), 2 * 3 * 3);
+    assert_eq!(p.steps[0].id, "busy/neighbors=0/warmup=1");
+    assert_eq!(p.steps[1].id, "busy/neighbors=0/rep=1");
+    assert_eq!(p.steps[17].id, "idle/neighbors=3/rep=2");
+    let busy3 = &p.steps[8];
+    assert_eq!(busy3.id, "busy/neighbors=3/rep=2");
+    assert_eq!(busy3.background.len(), 3);
+    assert!(busy3
+        .background
+        .iter()
+        .all(|a| matches!(a.job, JobSpec::Busy { threads: 2, .. })));
+    let idle2 = p.steps.iter().find(|s| s.id == "idle/neighbors=2/rep=1");
+    let idle2 = idle2.unwrap_or_else(|| panic!("no idle level 2"));
+    assert!(idle2.background.iter().all(|a| a.job == JobSpec::Idle));
+    assert_eq!(idle2.background[1].tenant, "nb-2");
+    assert!(matches!(
+        idle2.measure[0].job,
+        JobSpec::Burn { threads: 2, ops: Some(100), .. }
+    ));
+    // Unique ids; background changes at each level.
+    let mut ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), p.steps.len());
+    assert_eq!(p.changes(), 6);
+    assert_eq!(p.estimate(std::time::Duration::from_secs(1)).1, 18);
+}
+
+#[test]
+fn thread_sweep_levels() {
+    let src = "name = \"w\"\nrepetitions = 3\n[[tenants]]\nrole = \"test\"\n[scenario]\nkind = \"thread-sweep\"\nthreads = \"1..8:2\"\n[scenario.test]\nduration = \"1s\"\n";
+    let p = plan(src);
+    assert_eq!(p.steps.len(), 4 * 3);
+    assert_eq!(p.steps[3].id, "sweep/threads=3/rep=1");
+    assert!(matches!(p.steps[11].measure[0].job, JobSpec::Burn { threads: 7, duration_ms: Some(1000), .. }));
+    assert_eq!(p.estimate(std::time::Duration::ZERO), (std::time::Duration::from_secs(12), 0));
+}
+
+#[test]
+fn load_steps_split_the_load_over_neighbors() {
+    let src = format!(
+        "name = \"l\"\nrepetitions = 2\n{TENANTS}\n[scenario]\nkind = \"load-steps\"\nlevels = \"0:300M:100M\"\n"
+    );
+    let p = plan(&src);
+    assert_eq!(p.steps.len(), 4 * 2);
+    assert_eq!(p.steps[2].id, "load/load=100M/rep=1");
+    assert!(p.needs_endpoint());
+    let top = &p.steps[7];
+    assert_eq!(top.measure.len(), 4);
+    assert!(matches!(&top.measure[0].job, JobSpec::Latency { target, .. } if target == REFLECTOR));
+    for a in &top.measure[1..] {
+        match &a.job {
+            JobSpec::Load { target, rate_bps, duration_ms, .. } => {
+                assert_eq!(target, SINK);
+                assert!((rate_bps - 100e6).abs() < 1.0);
+                assert_eq!(*duration_ms, Some(2500));
+            }
+            other => panic!("not a load: {other:?}"),
+        }
+    }
+    // No load at level 0: only the probe.
+    assert_eq!(p.steps[0].measure.len(), 1);
+}
+
+#[test]
+fn isolation_matrix_is_4_baselines_then_12_pairs() {
+    let src = "name = \"m\"\nrepetitions = 1\n[[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 4\n[[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 4\n[scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\n";
+    let p = plan(src);
+    assert_eq!(p.steps.len(), 16);
+    assert!(p.steps[..4].iter().all(|s| s.group == "baseline" && s.measure.len() == 1));
+    assert!(p.steps[4..].iter().all(|s| s.group == "pair" && s.measure.len() == 2));
+    assert_eq!(p.steps[3].id, "baseline/a=unrestricted/rep=1");
+    assert_eq!(p.steps[10].id, "pair/a=saturated,b=overcommitted/rep=1");
+    assert_eq!(p.steps[10].level, 11.0);
+    let threads = |s: usize, t: usize| match &p.steps[s].measure[t].job {
+        JobSpec::Burn { threads, .. } => *threads,
+        other => panic!("not a burn: {other:?}"),
+    };
+    // a undercommitted = half its vCPUs, saturated = all, overcommitted = twice;
+    // b unrestricted = every host CPU.
+    assert_eq!((threads(0, 0), threads(1, 0), threads(2, 0), threads(3, 0)), (2, 4, 8, 64));
+    assert_eq!(threads(7, 1), 64);
+
+    let net = src.replace("resource = \"cpu\"", "resource = \"network\"\nshare = \"100M\"");
+    let p = plan(&net);
+    assert_eq!(p.steps.len(), 16);
+    assert!(p.needs_endpoint());
+    match &p.steps[15].measure[1].job {
+        JobSpec::Load { rate_bps, .. } => assert!((rate_bps - 1e9).abs() < 1.0),
+        other => panic!("not a load: {other:?}"),
+    }
+}
+
+#[test]
+fn example_experiments_expand() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    for (file, steps) in [
+        ("local-cpu-staircase.toml", 2 * 3 * (1 + 3)),
+        ("local-latency-load.toml", 5 * 3),
+        ("isolation-matrix.toml", 16 * 3),
+    ] {
+        let exp = nnb_orchestrator::experiment::load(&root.join(file), Some(2))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(expand(&exp, 2).steps.len(), steps, "{file}");
+    }
+}

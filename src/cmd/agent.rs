@@ -1,0 +1,85 @@
+//! `nnb agent`: serves typed jobs (burn, steal, latency, load, serve, busy, idle) over
+//! HTTP/JSON for a controller, behind a bearer token.
+//!
+//! The first line on stdout is `listening ADDR` (the bound address, useful with
+//! port 0) so a parent process can read where to connect; logs go to stderr.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use nnb_orchestrator::agent::{self, Agent, Token};
+
+use crate::usage::usage;
+
+/// How long the agent waits for job threads after shutdown before exiting anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Arguments of `nnb agent`.
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// Address to listen on; port 0 picks a free port (printed as `listening ADDR`).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: SocketAddr,
+    /// File whose first line is the bearer token every request must carry
+    /// (keep it private: mode 0600).
+    #[arg(long)]
+    token_file: PathBuf,
+    /// Restrict the agent and all its jobs to these CPUs, e.g. "0,2-3".
+    #[arg(long)]
+    cpus: Option<String>,
+}
+
+/// Runs `nnb agent` until SIGINT or SIGTERM.
+pub fn run(args: AgentArgs) -> anyhow::Result<()> {
+    let token = Token::from_file(&args.token_file).map_err(|e| usage(e.to_string()))?;
+    if let Some(list) = &args.cpus {
+        let cpus = nnb_burn::placement::parse_cpu_list(list)
+            .map_err(|e| usage(format!("--cpus {list}: {e}")))?;
+        agent::restrict_to_cpus(&cpus)
+            .with_context(|| format!("cannot restrict the agent to CPUs {list}"))?;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let served = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(args.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", args.listen))?;
+        let addr = listener.local_addr()?;
+        let agent = Agent::new(token, addr.ip())?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening {addr}")?;
+        out.flush()?;
+        drop(out);
+        tracing::info!(%addr, "agent listening");
+        agent::serve(listener, agent, shutdown_signal()).await?;
+        anyhow::Ok(())
+    });
+    rt.shutdown_timeout(SHUTDOWN_GRACE);
+    served
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {},
+        _ = term => {},
+    }
+    tracing::info!("agent shutting down");
+}

@@ -1,0 +1,369 @@
+//! `nnb run`: run an experiment file (or resume a run) and summarize it.
+//!
+//! The file is checked first (errors point at its line and column, exit 2);
+//! `--dry-run` prints the plan: the steps in order with what each tenant runs, where
+//! the tenants sit, and the estimated duration. A real run writes
+//! `<results>/<run-id>/` (manifest, samples journal, HDR logs), shows a progress bar
+//! on a terminal, and ends with a table per level: the test tenant's mean and its
+//! degradation against the first level.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use nnb_burn::topology::{format_list, Topology};
+use nnb_orchestrator::controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
+use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
+use nnb_orchestrator::jobs::JobSpec;
+use nnb_orchestrator::plan::{self, Assignment, Plan};
+use nnb_orchestrator::provider::{local::carve_cpus, TenantSpec};
+use nnb_orchestrator::results::{summarize, SummaryRow};
+use serde_json::json;
+
+use crate::cmd::cpu::{right, table};
+use crate::usage::usage;
+
+/// Arguments of `nnb run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment file (TOML; see `nnb schema`). Not needed with --resume.
+    #[arg(required_unless_present = "resume")]
+    pub experiment: Option<PathBuf>,
+    /// Print the plan (steps, tenants and their CPUs, estimated duration); run nothing.
+    #[arg(long, conflicts_with = "resume")]
+    pub dry_run: bool,
+    /// Directory holding the runs' result directories.
+    #[arg(long, value_name = "DIR", default_value = "results")]
+    pub results: PathBuf,
+    /// Continue run RUN_ID under --results: its completed steps are kept and the rest
+    /// measured, with the experiment as stored in the run's manifest.
+    #[arg(long, value_name = "RUN_ID", conflicts_with = "experiment")]
+    pub resume: Option<String>,
+    /// No progress bar.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the plan or the outcome as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Read the CPU topology under this root instead of `/` (checks and --dry-run
+    /// placement; for testing against a sysfs fixture).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+/// Runs `nnb run`.
+pub fn run(args: RunArgs) -> anyhow::Result<()> {
+    let root = args
+        .sysfs_root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let topo = Topology::read(&root)
+        .with_context(|| format!("reading the CPU topology under {}", root.display()))?;
+    let host_cpus = topo.online().count();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let opts = RunOptions {
+        quiet: args.quiet,
+        nnb_bin: None,
+        command: std::env::args().collect(),
+    };
+    let mut run = match (&args.resume, &args.experiment) {
+        (Some(id), _) => Run::open(&args.results, id, host_cpus).map_err(|e| match e {
+            controller::ControllerError::Experiment(e) => invalid(e),
+            other => anyhow::Error::new(other).context(format!("cannot resume run {id}")),
+        })?,
+        (None, Some(file)) => {
+            let text = std::fs::read_to_string(file)
+                .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+            let name = file.display().to_string();
+            let exp = experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
+            let plan = plan::expand(&exp, host_cpus);
+            if args.dry_run {
+                return dry_run(&exp, &plan, &topo, args.sysfs_root.is_some(), args.json);
+            }
+            Run::create(&args.results, &name, &text, exp, plan)?
+        }
+        (None, None) => return Err(usage("give an experiment file or --resume RUN_ID")),
+    };
+    let outcome = rt.block_on(async {
+        let cancel = Cancel::on_signals();
+        controller::execute(&mut run, &opts, &cancel).await
+    })?;
+    let samples = nnb_orchestrator::journal::read_samples(&run.dir.samples_path())?;
+    let summary = summarize(&samples);
+    if args.json {
+        let out = json!({ "outcome": outcome, "summary": summary });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print_summary(&run.experiment, &summary, &outcome);
+    }
+    match outcome.status {
+        RunStatus::Completed => Ok(()),
+        RunStatus::Interrupted => anyhow::bail!(
+            "interrupted; what was measured is in {}. Continue with: nnb run --results {} --resume {}",
+            outcome.dir.display(),
+            args.results.display(),
+            outcome.run_id
+        ),
+        RunStatus::Aborted => anyhow::bail!(
+            "aborted after a failed step (on_failure = \"abort\"); results in {}",
+            outcome.dir.display()
+        ),
+    }
+}
+
+/// An invalid experiment is the user's to fix: the located message goes to stderr
+/// as a compiler would print it, and the run exits with 2.
+fn invalid(e: ExperimentError) -> anyhow::Error {
+    match e {
+        ExperimentError::Invalid(d) => {
+            eprintln!("{d}");
+            usage(format!("invalid experiment file {}", d.file))
+        }
+        read @ ExperimentError::Read { .. } => usage(read.to_string()),
+    }
+}
+
+/// Short human form of a job.
+fn describe(job: &JobSpec) -> String {
+    match job {
+        JobSpec::Burn {
+            workload,
+            threads,
+            ops,
+            duration_ms,
+            pin,
+            ..
+        } => {
+            let amount = match (ops, duration_ms) {
+                (Some(n), _) => format!("{n} ops"),
+                (_, Some(ms)) => format!("{ms} ms"),
+                _ => String::new(),
+            };
+            format!("burn {workload} x{threads} {amount} pin={pin}")
+        }
+        JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
+        JobSpec::Idle => "idle".to_string(),
+        JobSpec::Load {
+            target,
+            rate_bps,
+            duration_ms,
+            ..
+        } => match duration_ms {
+            Some(ms) => format!("load {} to {target} for {ms} ms", rate(*rate_bps)),
+            None => format!("load {} to {target}", rate(*rate_bps)),
+        },
+        JobSpec::Latency {
+            target,
+            duration_ms,
+            ..
+        } => format!("latency to {target} for {duration_ms} ms"),
+        other => other.kind().to_string(),
+    }
+}
+
+fn rate(bps: f64) -> String {
+    nnb_netlat::units::format_bits_per_sec(bps)
+}
+
+/// "2 x busy fpadd x1" for a list of assignments, grouped by what they run.
+fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
+    if list.is_empty() {
+        return "-".to_string();
+    }
+    if by_tenant {
+        return list
+            .iter()
+            .map(|a| format!("{}: {}", a.tenant, describe(&a.job)))
+            .collect::<Vec<_>>()
+            .join("; ");
+    }
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for a in list {
+        *counts.entry(describe(&a.job)).or_insert(0) += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(d, n)| format!("{n} x {d}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn fmt_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 120.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{s:.1} s")
+    }
+}
+
+/// Prints the plan without running anything.
+fn dry_run(
+    exp: &Experiment,
+    plan: &Plan,
+    topo: &Topology,
+    fixture: bool,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let specs: Vec<TenantSpec> = exp
+        .tenants
+        .iter()
+        .map(|t| TenantSpec {
+            name: t.name.clone(),
+            role: t.role,
+            vcpus: t.vcpus,
+        })
+        .collect();
+    // Where local tenants would sit; a static fleet's agents are placed already.
+    let (sets, warnings) = match exp.provider {
+        Provider::Local => {
+            let online: Vec<usize> = topo.online().map(|c| c.id).collect();
+            let allowed = if fixture {
+                online
+            } else {
+                let mine = nnb_burn::placement::allowed_cpus();
+                online.into_iter().filter(|c| mine.contains(c)).collect()
+            };
+            let (sets, warnings) = carve_cpus(topo, &allowed, &specs)?;
+            (sets.into_iter().map(Some).collect(), warnings)
+        }
+        Provider::Static { .. } => (vec![None; specs.len()], Vec::new()),
+    };
+    let (estimate, unknown) = plan.estimate(exp.settle);
+    if as_json {
+        let tenants: Vec<_> = specs
+            .iter()
+            .zip(&sets)
+            .map(
+                |(s, cpus)| json!({"name": s.name, "role": s.role, "vcpus": s.vcpus, "cpus": cpus}),
+            )
+            .collect();
+        let out = json!({
+            "experiment": exp,
+            "tenants": tenants,
+            "warnings": warnings,
+            "steps": plan.steps,
+            "estimate_ms": estimate.as_millis() as u64,
+            "steps_without_estimate": unknown,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!(
+        "experiment {} ({}), {} tenants, provider {}",
+        exp.name,
+        exp.scenario.kind(),
+        exp.tenants.len(),
+        match exp.provider {
+            Provider::Local => "local",
+            Provider::Static { .. } => "static",
+        }
+    );
+    let mut t = table(&["tenant", "role", "vCPUs", "CPUs"]);
+    for (s, cpus) in specs.iter().zip(&sets) {
+        t.add_row(vec![
+            s.name.clone().into(),
+            format!("{:?}", s.role).to_lowercase().into(),
+            right(s.vcpus),
+            cpus.as_ref()
+                .map_or("(static host)".to_string(), |c| format_list(c))
+                .into(),
+        ]);
+    }
+    println!("{t}");
+    for w in &warnings {
+        println!("warning: {w}");
+    }
+    let mut t = table(&["#", "step", "background", "measured", "estimate"]);
+    for (i, s) in plan.steps.iter().enumerate() {
+        t.add_row(vec![
+            right(i + 1),
+            s.id.clone().into(),
+            summarize_jobs(&s.background, false).into(),
+            summarize_jobs(&s.measure, true).into(),
+            right(s.estimate.map_or("?".to_string(), fmt_duration)),
+        ]);
+    }
+    println!("{t}");
+    let unknown_note = if unknown > 0 {
+        format!(" + {unknown} fixed-work runs of unknown length")
+    } else {
+        String::new()
+    };
+    println!(
+        "{} steps, {} neighbor reconfigurations (settle {}), estimated {}{unknown_note}",
+        plan.steps.len(),
+        plan.changes(),
+        fmt_duration(exp.settle),
+        fmt_duration(estimate)
+    );
+    Ok(())
+}
+
+/// Formats a metric value for people.
+fn fmt_metric(metric: Option<&str>, v: f64) -> String {
+    match metric {
+        Some("runtime_s") => crate::cmd::cpu::fmt_secs(v),
+        Some("rtt_mean_ns") => nnb_netlat::hist::format_ns(v),
+        Some("rate_bps") => rate(v),
+        Some("ops_per_sec") => format!("{} ops/s", nnb_netlat::units::format_si(v)),
+        _ => format!("{v:.4}"),
+    }
+}
+
+fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
+    let mut t = table(&[
+        "group",
+        "level",
+        "n",
+        "metric",
+        "mean",
+        "stddev",
+        "degradation",
+    ]);
+    for r in rows {
+        let m = r.metric.as_deref();
+        t.add_row(vec![
+            r.group.clone().into(),
+            r.level_label.clone().into(),
+            right(if r.failed > 0 {
+                format!("{} ({} failed)", r.n, r.failed)
+            } else {
+                r.n.to_string()
+            }),
+            m.unwrap_or("-").into(),
+            right(r.mean.map_or("-".to_string(), |v| fmt_metric(m, v))),
+            right(r.stddev.map_or("-".to_string(), |v| fmt_metric(m, v))),
+            right(
+                r.degradation_pct
+                    .map_or("-".to_string(), |d| format!("{d:+.2}%")),
+            ),
+        ]);
+    }
+    println!("{} ({})", exp.name, exp.scenario.kind());
+    println!("{t}");
+    for w in &outcome.warnings {
+        println!("warning: {w}");
+    }
+    let resumed = if outcome.skipped > 0 {
+        format!(", {} already done before this resume", outcome.skipped)
+    } else {
+        String::new()
+    };
+    println!(
+        "{} of {} steps measured, {} failed{resumed}",
+        outcome.measured, outcome.planned, outcome.failed
+    );
+    if let Some(o) = outcome.overhead {
+        println!(
+            "controller overhead per step (wall time outside the measured interval): mean {:.1} ms, median {:.1} ms, max {:.1} ms",
+            o.mean_ms, o.median_ms, o.max_ms
+        );
+    }
+    println!("results: {}", outcome.dir.display());
+}

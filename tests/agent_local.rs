@@ -1,0 +1,208 @@
+//! The local provider with the real `nnb` binary: agents start pinned and healthy,
+//! run jobs, and leave no process behind, even when their controller is killed
+//! with SIGKILL.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
+use nnb_orchestrator::provider::{launch_local, LocalOptions, Role, TenantSpec};
+
+/// Env var that turns [`helper_parent_of_an_agent`] into the helper process.
+const HELPER_ENV: &str = "NNB_TEST_PDEATHSIG_HELPER";
+
+fn options() -> LocalOptions {
+    LocalOptions {
+        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
+        ..LocalOptions::default()
+    }
+}
+
+fn specs() -> Vec<TenantSpec> {
+    let t = |name: &str, role, vcpus| TenantSpec {
+        name: name.into(),
+        role,
+        vcpus,
+    };
+    vec![
+        t("test", Role::Test, 2),
+        t("n1", Role::Neighbor, 1),
+        t("n2", Role::Neighbor, 1),
+    ]
+}
+
+/// Whether process `pid` is gone (absent, or a zombie nobody has reaped yet).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+fn wait_gone(pid: u32, timeout: Duration) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if process_gone(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    process_gone(pid)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
+    let fleet = launch_local(&specs(), &options()).await.unwrap();
+    assert_eq!(fleet.tenants.len(), 3);
+    let pids = fleet.pids();
+    assert_eq!(pids.len(), 4, "three tenants and the endpoint");
+    let host_cpus = nnb_burn::placement::allowed_cpus();
+    for t in &fleet.tenants {
+        let health = t.client().health().await.unwrap();
+        assert_eq!(
+            health.cpus, t.cpus,
+            "agent {} runs on its carved CPUs",
+            t.name
+        );
+        let want =
+            TenantSpec::clone(&specs().into_iter().find(|s| s.name == t.name).unwrap()).vcpus;
+        assert_eq!(
+            t.cpus.len(),
+            want.min(host_cpus.len()),
+            "{}: {:?}",
+            t.name,
+            t.cpus
+        );
+    }
+    if host_cpus.len() < 4 {
+        assert!(
+            fleet.warnings.iter().any(|w| w.contains("shared")),
+            "4 vCPUs on {} CPUs must be recorded as shared: {:?}",
+            host_cpus.len(),
+            fleet.warnings
+        );
+    }
+    // A busy neighbor left running: shutdown must stop it and kill its agent.
+    let n1 = fleet.neighbors().next().unwrap().client();
+    let busy = JobRequest {
+        spec: JobSpec::Busy {
+            workload: "fpadd".into(),
+            threads: 1,
+        },
+        deadline_ms: 600_000,
+    };
+    let busy_id = n1.start(&busy).await.unwrap();
+    let test = fleet.test().unwrap().client();
+    let burn = JobSpec::Burn {
+        workload: "int".into(),
+        threads: 1,
+        ops: Some(50_000),
+        duration_ms: None,
+        pin: "cores".into(),
+        cpus: None,
+    };
+    let id = test
+        .start(&JobRequest {
+            spec: burn,
+            deadline_ms: 60_000,
+        })
+        .await
+        .unwrap();
+    let st = test.wait(&id, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(st.state, JobState::Done, "{st:?}");
+    let cpu = st.result.unwrap()["placement"]["slots"][0]["cpu"]
+        .as_u64()
+        .unwrap() as usize;
+    assert!(fleet.test().unwrap().cpus.contains(&cpu));
+    assert_eq!(n1.status(&busy_id).await.unwrap().state, JobState::Running);
+
+    fleet.shutdown().await.unwrap();
+    for pid in pids {
+        assert!(process_gone(pid), "agent {pid} still exists after shutdown");
+    }
+    assert!(n1.health().await.unwrap_err().agent_is_down());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_fleet_kills_the_agents() {
+    let fleet = launch_local(&specs()[..1], &options()).await.unwrap();
+    let pids = fleet.pids();
+    drop(fleet);
+    for pid in pids {
+        assert!(process_gone(pid), "agent {pid} survived the fleet's drop");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_binary_is_a_clear_error() {
+    let opts = LocalOptions {
+        nnb_bin: Some("/nonexistent/nnb".into()),
+        ..LocalOptions::default()
+    };
+    let err = launch_local(&specs(), &opts).await.unwrap_err().to_string();
+    assert!(err.contains("/nonexistent/nnb"), "{err}");
+}
+
+/// Not a test on its own: with [`HELPER_ENV`] set it launches one agent, prints
+/// `agent PID` and waits to be killed (see the pdeathsig test below).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn helper_parent_of_an_agent() {
+    if std::env::var_os(HELPER_ENV).is_none() {
+        return;
+    }
+    let fleet = launch_local(&specs()[..1], &options()).await.unwrap();
+    for pid in fleet.pids() {
+        println!("agent {pid}");
+    }
+    println!("ready");
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    drop(fleet);
+}
+
+#[test]
+fn agents_die_when_their_controller_is_killed_with_sigkill() {
+    let me = std::env::current_exe().unwrap();
+    let mut helper = Command::new(&me)
+        .args([
+            "helper_parent_of_an_agent",
+            "--exact",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(HELPER_ENV, "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(helper.stdout.take().unwrap());
+    let mut agents = Vec::new();
+    for line in out.lines() {
+        let line = line.unwrap();
+        if let Some(pid) = line.strip_prefix("agent ") {
+            agents.push(pid.trim().parse::<u32>().unwrap());
+        }
+        if line.trim() == "ready" {
+            break;
+        }
+    }
+    assert!(!agents.is_empty(), "the helper started no agent");
+    for &pid in &agents {
+        assert!(Path::new(&format!("/proc/{pid}")).exists() && !process_gone(pid));
+    }
+    // SIGKILL: no destructor, no signal handler runs in the controller.
+    helper.kill().unwrap();
+    helper.wait().unwrap();
+    for pid in agents {
+        assert!(
+            wait_gone(pid, Duration::from_secs(5)),
+            "agent {pid} outlived its SIGKILLed parent"
+        );
+    }
+}

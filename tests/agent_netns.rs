@@ -1,0 +1,247 @@
+//! The local provider's emulated network (root only): namespaces per tenant on a
+//! bridge whose uplink to the endpoint is shaped with `tc`, all removed afterwards.
+
+use std::process::Command;
+use std::time::Duration;
+
+use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
+use nnb_orchestrator::provider::netns::{is_root, list_namespaces};
+use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, Role, TenantSpec};
+
+/// Tests needing root fail under CI and are skipped (with the reason) elsewhere.
+fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{test} needs root, and CI is set"
+    );
+    eprintln!("skipping {test}: the emulated network needs root");
+    false
+}
+
+fn sh(program: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new(program).args(args).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn emulated_network_is_built_shaped_and_removed() {
+    if !root_or_skip("emulated_network_is_built_shaped_and_removed") {
+        return;
+    }
+    let t = |name: &str, role, vcpus| TenantSpec {
+        name: name.into(),
+        role,
+        vcpus,
+    };
+    let specs = [
+        t("test", Role::Test, 1),
+        t("n1", Role::Neighbor, 1),
+        t("n2", Role::Neighbor, 1),
+    ];
+    let opts = LocalOptions {
+        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
+        network: Network::Emulated { host_bw_bps: 200e6 },
+        ..LocalOptions::default()
+    };
+    let fleet = launch_local(&specs, &opts).await.unwrap();
+    let lab = fleet.network().expect("an emulated fleet has a network");
+    let namespaces = lab.namespaces();
+    assert_eq!(
+        namespaces.len(),
+        5,
+        "host, endpoint and three tenants: {namespaces:?}"
+    );
+    let present = list_namespaces().unwrap();
+    for ns in &namespaces {
+        assert!(present.contains(ns), "{ns} missing from {present:?}");
+    }
+    let endpoint = fleet.endpoint.clone().unwrap();
+    for tenant in fleet.tenants.iter().chain([&endpoint]) {
+        let ns = tenant.netns.as_deref().unwrap();
+        assert!(namespaces.iter().any(|n| n == ns));
+        assert_eq!(
+            Some(tenant.addr.ip()),
+            tenant.ip,
+            "{} listens on its namespace address",
+            tenant.name
+        );
+        tenant.client().health().await.unwrap();
+        let (ok, addrs) = sh("ip", &["-n", ns, "-4", "-o", "addr", "show", "dev", "eth0"]);
+        assert!(
+            ok && addrs.contains(&tenant.addr.ip().to_string()),
+            "{ns}: {addrs}"
+        );
+    }
+    for (ns, dev) in [(lab.host_ns(), "up0"), (lab.endpoint_ns(), "eth0")] {
+        let (ok, qdisc) = sh("tc", &["-n", &ns, "qdisc", "show", "dev", dev]);
+        assert!(
+            ok && qdisc.contains("tbf") && qdisc.contains("rate 200Mbit"),
+            "{ns} {dev}: {qdisc}"
+        );
+    }
+    // A tenant reaches the endpoint across the bridge and the shaped uplink: the
+    // reflector answers the test node's probe.
+    let ep = endpoint.client();
+    let serve = ep
+        .start(&JobRequest {
+            spec: JobSpec::Serve {
+                reflector_port: 0,
+                sink_port: 0,
+            },
+            deadline_ms: 60_000,
+        })
+        .await
+        .unwrap();
+    let mut reflector = None;
+    for _ in 0..100 {
+        if let Some(r) = ep.status(&serve).await.unwrap().result {
+            reflector = r["reflector"].as_str().map(str::to_string);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reflector = reflector.expect("the endpoint's reflector address");
+    assert!(
+        reflector.starts_with(&endpoint.ip.unwrap().to_string()),
+        "{reflector}"
+    );
+    assert_eq!(ep.stop(&serve).await.unwrap().state, JobState::Stopped);
+
+    let ctl = format!("{}c", lab.run_id());
+    fleet.shutdown().await.unwrap();
+    let present = list_namespaces().unwrap();
+    for ns in &namespaces {
+        assert!(!present.contains(ns), "{ns} left behind");
+    }
+    let (exists, _) = sh("ip", &["link", "show", &ctl]);
+    assert!(!exists, "the controller's veth {ctl} is left behind");
+}
+
+/// Starts a job and waits for its end, returning its result.
+async fn run_job(c: &nnb_orchestrator::client::AgentClient, spec: JobSpec) -> serde_json::Value {
+    let id = c
+        .start(&JobRequest {
+            spec,
+            deadline_ms: 60_000,
+        })
+        .await
+        .unwrap();
+    let st = c.wait(&id, Duration::from_secs(60)).await.unwrap();
+    assert_eq!(st.state, JobState::Done, "{st:?}");
+    st.result.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_node() {
+    if !root_or_skip("the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_node")
+    {
+        return;
+    }
+    let t = |name: &str, role, vcpus| TenantSpec {
+        name: name.into(),
+        role,
+        vcpus,
+    };
+    let specs = [
+        t("test", Role::Test, 1),
+        t("n1", Role::Neighbor, 1),
+        t("n2", Role::Neighbor, 1),
+    ];
+    let host_bw = 200e6;
+    let opts = LocalOptions {
+        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
+        network: Network::Emulated {
+            host_bw_bps: host_bw,
+        },
+        ..LocalOptions::default()
+    };
+    let fleet = launch_local(&specs, &opts).await.unwrap();
+    let ep = fleet.endpoint.clone().unwrap().client();
+    let serve = ep
+        .start(&JobRequest {
+            spec: JobSpec::Serve {
+                reflector_port: 0,
+                sink_port: 0,
+            },
+            deadline_ms: 120_000,
+        })
+        .await
+        .unwrap();
+    let mut addrs = None;
+    for _ in 0..100 {
+        if let Some(r) = ep.status(&serve).await.unwrap().result {
+            addrs = Some((
+                r["reflector"].as_str().unwrap().to_string(),
+                r["sink"].as_str().unwrap().to_string(),
+            ));
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (reflector, sink) = addrs.expect("endpoint serve addresses");
+    let probe = || JobSpec::Latency {
+        target: reflector.clone(),
+        duration_ms: 1000,
+        msg_size: 64,
+        warmup_ms: 200,
+        busy_poll: false,
+    };
+    let test = fleet.test().unwrap().client();
+    let idle = run_job(&test, probe()).await;
+
+    let load = |c: nnb_orchestrator::client::AgentClient, sink: String| async move {
+        let spec = JobSpec::Load {
+            target: sink,
+            rate_bps: 150e6,
+            streams: 1,
+            msg_size: 1400,
+            duration_ms: Some(3000),
+        };
+        run_job(&c, spec).await
+    };
+    let mut neighbors = fleet
+        .neighbors()
+        .map(|n| n.client())
+        .collect::<Vec<_>>()
+        .into_iter();
+    let l1 = tokio::spawn(load(neighbors.next().unwrap(), sink.clone()));
+    let l2 = tokio::spawn(load(neighbors.next().unwrap(), sink.clone()));
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let loaded = run_job(&test, probe()).await;
+    let (r1, r2) = (l1.await.unwrap(), l2.await.unwrap());
+    let received: f64 = [&r1, &r2]
+        .iter()
+        .map(|r| r["sink"]["rate_bps"].as_f64().unwrap())
+        .sum();
+    let sent: f64 = [&r1, &r2]
+        .iter()
+        .map(|r| r["sent"]["payload_bps"].as_f64().unwrap())
+        .sum();
+    let (p50_idle, p50_loaded) = (
+        idle["rtt"]["p50_ns"].as_u64().unwrap(),
+        loaded["rtt"]["p50_ns"].as_u64().unwrap(),
+    );
+    eprintln!(
+        "sent {:.1} Mbit/s, sink received {:.1} Mbit/s through a {:.0} Mbit/s uplink; test RTT p50 idle {} us, loaded {} us",
+        sent / 1e6, received / 1e6, host_bw / 1e6, p50_idle / 1000, p50_loaded / 1000
+    );
+    assert!(
+        sent > 250e6,
+        "the neighbors must offer more than the uplink carries: {sent}"
+    );
+    assert!(
+        (received - host_bw).abs() / host_bw < 0.05,
+        "received {received} bit/s is not within 5% of the {host_bw} bit/s uplink"
+    );
+    assert!(
+        p50_loaded > 2 * p50_idle,
+        "RTT idle {p50_idle} ns vs loaded {p50_loaded} ns"
+    );
+    fleet.shutdown().await.unwrap();
+}

@@ -1,0 +1,218 @@
+//! End-to-end tests of `nnb cpu`: a real pinned burn on this machine whose threads must
+//! have run where the placement put them, the placement plan for a 96-CPU fixture, and
+//! every kind of bad input exiting with code 2 and a message naming the problem.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nnb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the nnb binary runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "nnb failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("crates/burn/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// Two threads (one if this machine has a single CPU), compact placement: every
+/// thread of every repetition was seen on its planned CPU at start and end, did all
+/// its ops, and produced cpu_burn's checksum; the environment and clock are recorded.
+#[test]
+fn real_burn_runs_where_the_placement_says() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let threads = cpus.to_string();
+    let out = nnb(&[
+        "cpu",
+        "--json",
+        "--threads",
+        &threads,
+        "--pin",
+        "compact",
+        "--ops",
+        "2000000",
+        "--reps",
+        "2",
+        "--warmup",
+        "1",
+    ]);
+    let v = json_of(&out);
+    assert_eq!(v["environment"]["nnb_version"], env!("CARGO_PKG_VERSION"));
+    assert!(v["environment"]["steal_ticks"].is_u64());
+    assert!(v["environment"]["steal_ticks_after"].is_u64());
+    assert!(v["clock"]["freq_hz"].as_f64().unwrap() > 0.0);
+    assert_eq!(v["workload"]["name"], "fpadd");
+    let step = &v["steps"][0];
+    assert_eq!(step["threads"].as_u64().unwrap() as usize, cpus);
+    let slots = step["placement"]["slots"].as_array().unwrap();
+    let runs = step["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "warm-up runs are not reported");
+    let mut checksums = Vec::new();
+    for run in runs {
+        let recs = run["threads"].as_array().unwrap();
+        assert_eq!(recs.len(), slots.len());
+        for (rec, slot) in recs.iter().zip(slots) {
+            let planned = &slot["cpu"];
+            assert!(planned.is_u64(), "compact pins every thread");
+            assert_eq!(&rec["planned_cpu"], planned);
+            assert_eq!(&rec["cpu_start"], planned, "thread ran elsewhere at start");
+            assert_eq!(&rec["cpu_end"], planned, "thread ran elsewhere at end");
+            assert_eq!(rec["affinity"], Value::Array(vec![planned.clone()]));
+            assert_eq!(rec["ops"], 2_000_000);
+            assert!(rec["cycles"].as_u64().unwrap() > 0);
+            checksums.push(rec["checksum"].as_u64().unwrap());
+        }
+        let wall = run["wall_ns"].as_f64().unwrap();
+        let longest = recs
+            .iter()
+            .map(|r| r["elapsed_ns"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert!(wall >= longest && wall > 0.0);
+    }
+    assert!(checksums.windows(2).all(|w| w[0] == w[1]) && checksums[0] != 0);
+    let rt = &step["runtime_s"];
+    assert_eq!(rt["n"], 2);
+    assert!(rt["min"].as_f64().unwrap() <= rt["median"].as_f64().unwrap());
+    assert!(rt["ci95_low"].as_f64().unwrap() <= rt["mean"].as_f64().unwrap());
+}
+
+/// A fixed-time sweep reports every thread count with degradation against the first.
+#[test]
+fn sweep_reports_degradation_per_step() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get().min(2));
+    let sweep = format!("1..{cpus}");
+    let v = json_of(&nnb(&[
+        "cpu",
+        "--json",
+        "--sweep",
+        &sweep,
+        "--duration",
+        "50ms",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+        "--workload",
+        "int",
+    ]));
+    let steps = v["sweep"]["analysis"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), cpus);
+    assert_eq!(steps[0]["degradation_pct"], 0.0);
+    assert_eq!(v["sweep"]["metric"], "s_per_op_per_thread");
+    for (i, s) in v["steps"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(s["threads"].as_u64().unwrap() as usize, i + 1);
+        assert!(s["ops_per_sec"]["mean"].as_f64().unwrap() > 0.0);
+    }
+}
+
+/// CSV: environment in comments, a header, one row per thread per repetition.
+#[test]
+fn csv_has_a_row_per_thread_and_rep() {
+    let out = nnb(&[
+        "cpu",
+        "--csv",
+        "--threads",
+        "1",
+        "--ops",
+        "100000",
+        "--reps",
+        "3",
+        "--warmup",
+        "0",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("# environment: {"));
+    let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(rows[0].starts_with("threads,rep,thread,planned_cpu"));
+    assert_eq!(rows.len(), 1 + 3);
+}
+
+/// Where 96 threads land on an m5.metal under --pin cores: one per physical core
+/// first (cpus 0-47, cores 0-47, package 0 then 1), then the SMT siblings 48-95.
+#[test]
+fn dry_run_places_96_threads_on_m5_metal() {
+    let v = json_of(&nnb(&[
+        "cpu",
+        "--dry-run",
+        "--sysfs-root",
+        &fixture("m5.metal"),
+        "--threads",
+        "96",
+        "--pin",
+        "cores",
+        "--json",
+    ]));
+    assert_eq!(v["topology"]["logical"], 96);
+    let slots = v["placements"][0]["slots"].as_array().unwrap();
+    assert_eq!(slots.len(), 96);
+    for (i, s) in slots.iter().enumerate() {
+        assert_eq!(s["cpu"].as_u64().unwrap() as usize, i, "thread {i}");
+        assert_eq!(s["core"].as_u64().unwrap() as usize, i % 48, "thread {i}");
+        assert_eq!(
+            s["package"].as_u64().unwrap() as usize,
+            (i % 48) / 24,
+            "thread {i}"
+        );
+    }
+    // The human form prints a row per thread.
+    let out = nnb(&[
+        "cpu",
+        "--dry-run",
+        "--sysfs-root",
+        &fixture("m5.metal"),
+        "--threads",
+        "96",
+    ]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 96);
+}
+
+/// Each bad input exits with code 2 and says what is wrong.
+#[test]
+fn bad_input_exits_2_with_a_clear_message() {
+    let offline = fixture("offline-cpu");
+    let cases: &[(&[&str], &str)] = &[
+        (&["cpu", "--threads", "0"], "--threads"),
+        (&["cpu", "--pin", "bogus"], "bogus"),
+        (&["cpu", "--cpus", "9999"], "CPU 9999 does not exist"),
+        (
+            &["cpu", "--dry-run", "--sysfs-root", &offline, "--cpus", "3"],
+            "CPU 3 is offline",
+        ),
+        (&["cpu", "--ops", "0"], "--ops"),
+        (&["cpu", "--reps", "0"], "--reps"),
+        (&["cpu", "--sweep", "4..2"], "ends before it starts"),
+        (&["cpu", "--sweep", "0..2"], "starts at 0"),
+        (&["cpu", "--sweep", "1..4:0"], "step 0"),
+        (&["cpu", "--sweep", "lots"], "START..END"),
+        (&["cpu", "--workload", "avx"], "unknown workload 'avx'"),
+        (&["cpu", "--duration", "0s"], "bad duration"),
+        (&["cpu", "--clock", "hpet"], "unknown clock 'hpet'"),
+        (&["cpu", "--threads", "4096"], "--oversubscribe"),
+        (&["cpu", "--sysfs-root", &offline], "--dry-run"),
+    ];
+    for (args, needle) in cases {
+        let out = nnb(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
+    }
+}

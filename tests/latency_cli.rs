@@ -1,0 +1,176 @@
+//! `nnb latency` end to end: the real binary against its embedded reflector (or a
+//! silent socket), checking the JSON it prints, the human output, the histogram log
+//! and the exit codes for bad input.
+
+use std::net::UdpSocket;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nnb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(args)
+        .output()
+        .expect("run nnb")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = nnb(args);
+    assert!(
+        out.status.success(),
+        "nnb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn ping_pong_count_json() {
+    let v = json(&["latency", "--count", "300", "--warmup", "50ms", "--json"]);
+    assert_eq!(v["mode"], "ping-pong");
+    assert_eq!(v["counts"]["sent"], 300);
+    assert_eq!(v["counts"]["answered"], 300);
+    assert_eq!(v["counts"]["lost"], 0);
+    assert_eq!(v["rtt"]["count"], 300);
+    let p50 = v["rtt"]["p50_ns"].as_u64().expect("p50");
+    assert!(p50 > 0);
+    assert_eq!(v["rtt_half"]["p50_ns"].as_u64(), Some(p50 / 2));
+    assert!(v["rtt_intended"].is_null());
+}
+
+#[test]
+fn busy_poll_duration_human_with_intervals() {
+    let out = nnb(&[
+        "latency",
+        "--busy-poll",
+        "--duration",
+        "300ms",
+        "--interval",
+        "100ms",
+        "--warmup",
+        "50ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("busy-poll receive"), "{text}");
+    assert!(text.contains("RTT/2 (one-way estimate)"), "{text}");
+    assert!(text.contains("p99.99"), "{text}");
+    assert!(text.contains("0.10-0.20s"), "interval lines: {text}");
+}
+
+#[test]
+fn open_loop_reports_both_latencies() {
+    let v = json(&[
+        "latency",
+        "--rate",
+        "2k",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "50ms",
+        "--json",
+    ]);
+    assert_eq!(v["mode"], "open-loop");
+    assert_eq!(v["counts"]["sent"], 600);
+    let intended = v["rtt_intended"]["p50_ns"].as_u64().expect("intended p50");
+    let actual = v["rtt"]["p50_ns"].as_u64().expect("actual p50");
+    assert!(intended >= actual, "{intended} < {actual}");
+}
+
+#[test]
+fn hist_out_writes_an_interval_log() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("rtt.hlog");
+    let p = path.to_str().expect("utf-8 path");
+    let out = nnb(&[
+        "latency",
+        "--duration",
+        "300ms",
+        "--warmup",
+        "0s",
+        "--hist-out",
+        p,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = std::fs::read_to_string(&path).expect("log written");
+    assert!(log.contains("#[Histogram log format version 1.3]"), "{log}");
+    assert!(log.contains("#[BaseTime: "), "{log}");
+    assert!(
+        log.lines().any(|l| l.starts_with("Tag=rtt,0.000,")),
+        "{log}"
+    );
+}
+
+#[test]
+fn neighbor_load_steps() {
+    let v = json(&[
+        "latency",
+        "--neighbor-load",
+        "0:20M:20M",
+        "--count",
+        "200",
+        "--warmup",
+        "100ms",
+        "--json",
+    ]);
+    let levels = v["levels"].as_array().expect("levels");
+    assert_eq!(levels.len(), 2);
+    assert_eq!(levels[0]["target_bps"], 0.0);
+    assert_eq!(levels[1]["target_bps"], 20e6);
+    assert!(levels[1]["sent_bps"].as_f64().expect("sent") > 10e6);
+    assert!(levels[1]["received_bps"].as_f64().is_some());
+    for l in levels {
+        assert_eq!(l["probe"]["counts"]["sent"], 200);
+        assert!(l["above_mean"]["p90_ns"].is_number());
+    }
+}
+
+#[test]
+fn silent_target_counts_loss_and_ends() {
+    let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let target = silent.local_addr().expect("addr").to_string();
+    let v = json(&[
+        "latency",
+        "--target",
+        &target,
+        "--count",
+        "3",
+        "--timeout",
+        "100ms",
+        "--warmup",
+        "0s",
+        "--json",
+    ]);
+    assert_eq!(v["counts"]["lost"], 3);
+    assert_eq!(v["counts"]["answered"], 0);
+}
+
+#[test]
+fn bad_input_exits_2_with_a_reason() {
+    for (args, needle) in [
+        (&["latency", "--rate", "10Mbps"][..], "packets per second"),
+        (&["latency", "--msg-size", "8"][..], "32-byte nnb header"),
+        (&["latency", "--duration", "ten"][..], "duration"),
+        (
+            &["latency", "--target", "no-such-host.invalid:1"][..],
+            "--target",
+        ),
+        (
+            &["latency", "--neighbor-load", "5G:1G:1G"][..],
+            "TO is below FROM",
+        ),
+    ] {
+        let out = nnb(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,103 @@
+//! `nnb load` end to end: the real binary against its embedded sinks, a target that
+//! is not an nnb sink, and bad input.
+
+use std::net::UdpSocket;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nnb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(args)
+        .output()
+        .expect("run nnb")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = nnb(args);
+    assert!(
+        out.status.success(),
+        "nnb {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+#[test]
+fn udp_load_with_sink_view() {
+    let v = json(&[
+        "load",
+        "--rate",
+        "50M",
+        "--duration",
+        "1s",
+        "--interval",
+        "250ms",
+        "--json",
+    ]);
+    assert_eq!(v["protocol"], "udp");
+    assert_eq!(v["target_bps"], 50e6);
+    let sent = v["sent"]["payload_bps"].as_f64().expect("payload rate");
+    assert!((sent - 50e6).abs() < 50e6 * 0.05, "{sent}");
+    assert!(v["sent"]["wire_bps"].as_f64().expect("wire rate") > sent);
+    let sink = &v["sink"];
+    assert_eq!(sink["streams_reported"], 1);
+    assert!(sink["rate_bps"].as_f64().expect("received rate") > 0.0);
+    assert!(v["intervals"].as_array().expect("intervals").len() >= 4);
+}
+
+#[test]
+fn tcp_load_with_sink_view() {
+    let v = json(&[
+        "load",
+        "--tcp",
+        "--rate",
+        "50M",
+        "--duration",
+        "500ms",
+        "--streams",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["protocol"], "tcp");
+    assert_eq!(v["streams"].as_array().expect("streams").len(), 2);
+    assert_eq!(v["sink"]["bytes"], v["sent"]["bytes"]);
+}
+
+#[test]
+fn human_output_says_when_the_sink_view_is_unavailable() {
+    let mute = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let target = mute.local_addr().expect("addr").to_string();
+    let out = nnb(&[
+        "load",
+        "--target",
+        &target,
+        "--rate",
+        "5M",
+        "--duration",
+        "300ms",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sink view unavailable"), "{text}");
+    assert!(text.contains("payload rate"), "{text}");
+}
+
+#[test]
+fn bad_input_exits_2_with_a_reason() {
+    for (args, needle) in [
+        (&["load", "--rate", "10X"][..], "unknown unit"),
+        (&["load", "--rate", "0"][..], "zero rate"),
+        (&["load", "--streams", "0"][..], "at least one stream"),
+        (&["load", "--cpus", "4096"][..], "not available"),
+    ] {
+        let out = nnb(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

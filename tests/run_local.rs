@@ -1,0 +1,300 @@
+//! `nnb run` end to end with the local provider: a real staircase with real agents,
+//! the samples it journals, no agent left behind, and a resume after `kill -9`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+
+/// A staircase of a 1-vCPU test tenant and two 1-vCPU neighbors, busy then idle,
+/// small enough for a debug build on a shared 2-core VM.
+fn staircase(reps: u32, ops: u64) -> String {
+    format!(
+        r#"name = "e2e-staircase"
+repetitions = {reps}
+settle = "100ms"
+step_timeout = "60s"
+on_failure = "retry 1"
+
+[[tenants]]
+name = "test"
+role = "test"
+vcpus = 1
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+vcpus = 1
+
+[scenario]
+kind = "neighbor-staircase"
+neighbor_state = "both"
+
+[scenario.test]
+workload = "fpadd"
+ops = {ops}
+"#
+    )
+}
+
+fn write_experiment(dir: &Path, text: &str) -> PathBuf {
+    let path = dir.join("exp.toml");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    path
+}
+
+fn nnb(args: &[&str]) -> Output {
+    Command::new(NNB)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running nnb: {e}"))
+}
+
+/// The only run directory under `results`.
+fn run_dir(results: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(results)
+        .unwrap_or_else(|e| panic!("{}: {e}", results.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "expected one run in {}", results.display());
+    dirs[0].clone()
+}
+
+fn samples(run: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
+        .collect()
+}
+
+fn manifest(run: &Path) -> Value {
+    let text = std::fs::read_to_string(run.join("manifest.json"))
+        .unwrap_or_else(|e| panic!("manifest: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("manifest: {e}"))
+}
+
+/// Whether process `pid` is gone (absent, or a zombie).
+fn process_gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// Agent pids recorded in every session of the manifest.
+fn agent_pids(m: &Value) -> Vec<u64> {
+    m["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.as_u64())
+        .collect()
+}
+
+fn assert_agents_gone(m: &Value) {
+    let pids = agent_pids(m);
+    assert!(!pids.is_empty(), "no agent pids recorded");
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end && !pids.iter().all(|&p| process_gone(p)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let alive: Vec<u64> = pids.into_iter().filter(|&p| !process_gone(p)).collect();
+    assert!(alive.is_empty(), "agents still running: {alive:?}");
+}
+
+/// Step ids in the order the plan has them.
+fn expected_ids(reps: u32) -> Vec<String> {
+    let mut ids = Vec::new();
+    for state in ["busy", "idle"] {
+        for n in 0..=2 {
+            for r in 1..=reps {
+                ids.push(format!("{state}/neighbors={n}/rep={r}"));
+            }
+        }
+    }
+    ids
+}
+
+#[test]
+fn local_staircase_records_every_step_and_leaves_no_agent() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = write_experiment(dir.path(), &staircase(2, 2_000_000));
+    let results = dir.path().join("results");
+    let out = nnb(&[
+        "run",
+        exp.to_str().unwrap_or_default(),
+        "--results",
+        results.to_str().unwrap_or_default(),
+        "--quiet",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "nnb run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
+    assert_eq!(outcome["outcome"]["status"], "completed");
+    assert_eq!(outcome["outcome"]["measured"], 12);
+    let run = run_dir(&results);
+    let records = samples(&run);
+    let ids: Vec<String> = records
+        .iter()
+        .map(|r| r["step"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(ids, expected_ids(2));
+    for r in &records {
+        assert_eq!(r["format_version"], 1);
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["tenant"], "test");
+        assert_eq!(r["metric"], "runtime_s");
+        let runtime = r["runtime_s"].as_f64().unwrap_or(0.0);
+        assert!(runtime > 0.0, "no runtime in {r}");
+        assert_eq!(r["result"]["burn"]["total_ops"], 2_000_000);
+    }
+    // The summary has one row per level, degradation against neighbors=0.
+    let summary = outcome["summary"].as_array().cloned().unwrap_or_default();
+    assert_eq!(summary.len(), 6);
+    assert_eq!(summary[0]["degradation_pct"], 0.0);
+    let m = manifest(&run);
+    assert_eq!(m["sessions"][0]["status"], "completed");
+    assert_eq!(m["planned_steps"], 12);
+    let tenants = m["sessions"][0]["tenants"].as_array().cloned().unwrap_or_default();
+    assert_eq!(tenants.len(), 4, "3 tenants and the endpoint");
+    assert!(tenants.iter().all(|t| t["health"]["version"].is_string()));
+    assert_agents_gone(&m);
+}
+
+#[test]
+fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
+    let results = dir.path().join("results");
+    let results_arg = results.to_str().unwrap_or_default().to_string();
+    let mut child = Command::new(NNB)
+        .args(["run", exp.to_str().unwrap_or_default(), "--results", &results_arg, "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
+    // Wait until a few steps are journaled, then kill the controller outright.
+    let end = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        assert!(Instant::now() < end, "no steps journaled in time");
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("nnb run ended before it was killed: {st}");
+        }
+        let found = std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(run) = found {
+            if samples(&run).len() >= 4 {
+                break run;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
+    let _ = child.wait();
+    let before = samples(&run).len();
+    assert!(before < 18, "the run finished before the kill");
+    // The agents die with their controller (parent-death signal).
+    let m = manifest(&run);
+    assert_eq!(m["sessions"][0]["status"], "running", "killed, so never finalized");
+    assert_agents_gone(&m);
+
+    let run_id = run
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string();
+    let out = nnb(&["run", "--results", &results_arg, "--resume", &run_id, "--quiet", "--json"]);
+    assert!(
+        out.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
+    let skipped = outcome["outcome"]["skipped"].as_u64().unwrap_or(0);
+    assert!(skipped >= 4, "resume skipped only {skipped} steps");
+    assert_eq!(
+        skipped + outcome["outcome"]["measured"].as_u64().unwrap_or(0),
+        18
+    );
+    let records = samples(&run);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for r in &records {
+        *seen.entry(r["step"].as_str().unwrap_or_default().to_string()).or_insert(0) += 1;
+    }
+    let expected = expected_ids(3);
+    assert_eq!(seen.len(), expected.len());
+    for id in &expected {
+        assert_eq!(seen.get(id), Some(&1), "step {id} recorded {:?} times", seen.get(id));
+    }
+    // Plan order is kept across the resume.
+    let ids: Vec<&str> = records.iter().map(|r| r["step"].as_str().unwrap_or_default()).collect();
+    assert_eq!(ids, expected.iter().map(String::as_str).collect::<Vec<_>>());
+    let m = manifest(&run);
+    assert_eq!(m["sessions"].as_array().map(Vec::len), Some(2));
+    assert_eq!(m["sessions"][1]["status"], "completed");
+    assert_agents_gone(&m);
+}
+
+#[test]
+fn an_invalid_file_exits_2_and_names_the_line() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = write_experiment(
+        dir.path(),
+        &staircase(2, 1000).replace("settle = \"100ms\"", "settle = \"100 parsecs\""),
+    );
+    let out = nnb(&["run", exp.to_str().unwrap_or_default(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("exp.toml:3:10: error: "), "{err}");
+    assert!(err.contains("3 | settle = \"100 parsecs\""), "{err}");
+}
+
+#[test]
+fn dry_run_prints_the_plan_without_starting_agents() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = write_experiment(dir.path(), &staircase(2, 1000));
+    let results = dir.path().join("results");
+    let out = nnb(&[
+        "run",
+        exp.to_str().unwrap_or_default(),
+        "--dry-run",
+        "--json",
+        "--results",
+        results.to_str().unwrap_or_default(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(plan["steps"].as_array().map(Vec::len), Some(12));
+    assert_eq!(plan["tenants"].as_array().map(Vec::len), Some(3));
+    assert!(plan["tenants"][0]["cpus"].is_array());
+    assert!(!results.exists(), "a dry run wrote results");
+}
+
+#[test]
+fn schema_is_json_for_editors() {
+    let out = nnb(&["schema"]);
+    assert!(out.status.success());
+    let schema: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert!(schema["properties"]["tenants"].is_object(), "{schema}");
+    assert!(schema["properties"]["scenario"].is_object());
+}
