@@ -62,6 +62,19 @@ async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
     assert_eq!(fleet.tenants.len(), 3);
     let pids = fleet.pids();
     assert_eq!(pids.len(), 4, "three tenants and the endpoint");
+    for &pid in &pids {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let at = args.iter().position(|a| a == "--token-file").unwrap();
+        assert!(
+            !Path::new(&args[at + 1]).exists(),
+            "token file {} outlives the agents' start",
+            args[at + 1]
+        );
+    }
     let host_cpus = nnb_burn::placement::allowed_cpus();
     for t in &fleet.tenants {
         let health = t.client().health().await.unwrap();
@@ -70,8 +83,7 @@ async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
             "agent {} runs on its carved CPUs",
             t.name
         );
-        let want =
-            TenantSpec::clone(&specs().into_iter().find(|s| s.name == t.name).unwrap()).vcpus;
+        let want = specs().iter().find(|s| s.name == t.name).unwrap().vcpus;
         assert_eq!(
             t.cpus.len(),
             want.min(host_cpus.len()),
@@ -205,4 +217,61 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
             "agent {pid} outlived its SIGKILLed parent"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "cli-token\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(["agent", "--cpus", "0", "--token-file"])
+        .arg(&token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let addr: std::net::SocketAddr = first
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap_or_else(|| panic!("first line {first:?}"))
+        .parse()
+        .unwrap();
+    assert!(addr.ip().is_loopback(), "127.0.0.1 by default: {addr}");
+    let client = nnb_orchestrator::client::AgentClient::new(addr, "cli-token".into());
+    assert_eq!(
+        client.health().await.unwrap().cpus,
+        vec![0],
+        "--cpus pins the agent"
+    );
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let end = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < end, "the agent ignored SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+}
+
+#[test]
+fn nnb_agent_without_a_readable_token_file_is_a_usage_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(["agent", "--token-file", "/nonexistent/token"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/token"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing may be listening");
 }

@@ -144,8 +144,8 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         "nnb run failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let outcome: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
+    let outcome: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
     assert_eq!(outcome["outcome"]["status"], "completed");
     assert_eq!(outcome["outcome"]["measured"], 12);
     let run = run_dir(&results);
@@ -171,7 +171,10 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
     let m = manifest(&run);
     assert_eq!(m["sessions"][0]["status"], "completed");
     assert_eq!(m["planned_steps"], 12);
-    let tenants = m["sessions"][0]["tenants"].as_array().cloned().unwrap_or_default();
+    let tenants = m["sessions"][0]["tenants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(tenants.len(), 4, "3 tenants and the endpoint");
     assert!(tenants.iter().all(|t| t["health"]["version"].is_string()));
     assert_agents_gone(&m);
@@ -184,7 +187,13 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
     let results = dir.path().join("results");
     let results_arg = results.to_str().unwrap_or_default().to_string();
     let mut child = Command::new(NNB)
-        .args(["run", exp.to_str().unwrap_or_default(), "--results", &results_arg, "--quiet"])
+        .args([
+            "run",
+            exp.to_str().unwrap_or_default(),
+            "--results",
+            &results_arg,
+            "--quiet",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -214,7 +223,10 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
     assert!(before < 18, "the run finished before the kill");
     // The agents die with their controller (parent-death signal).
     let m = manifest(&run);
-    assert_eq!(m["sessions"][0]["status"], "running", "killed, so never finalized");
+    assert_eq!(
+        m["sessions"][0]["status"], "running",
+        "killed, so never finalized"
+    );
     assert_agents_gone(&m);
 
     let run_id = run
@@ -222,14 +234,22 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
         .and_then(|n| n.to_str())
         .unwrap_or_default()
         .to_string();
-    let out = nnb(&["run", "--results", &results_arg, "--resume", &run_id, "--quiet", "--json"]);
+    let out = nnb(&[
+        "run",
+        "--results",
+        &results_arg,
+        "--resume",
+        &run_id,
+        "--quiet",
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "resume failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let outcome: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
+    let outcome: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
     let skipped = outcome["outcome"]["skipped"].as_u64().unwrap_or(0);
     assert!(skipped >= 4, "resume skipped only {skipped} steps");
     assert_eq!(
@@ -239,15 +259,25 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
     let records = samples(&run);
     let mut seen: HashMap<String, usize> = HashMap::new();
     for r in &records {
-        *seen.entry(r["step"].as_str().unwrap_or_default().to_string()).or_insert(0) += 1;
+        *seen
+            .entry(r["step"].as_str().unwrap_or_default().to_string())
+            .or_insert(0) += 1;
     }
     let expected = expected_ids(3);
     assert_eq!(seen.len(), expected.len());
     for id in &expected {
-        assert_eq!(seen.get(id), Some(&1), "step {id} recorded {:?} times", seen.get(id));
+        assert_eq!(
+            seen.get(id),
+            Some(&1),
+            "step {id} recorded {:?} times",
+            seen.get(id)
+        );
     }
     // Plan order is kept across the resume.
-    let ids: Vec<&str> = records.iter().map(|r| r["step"].as_str().unwrap_or_default()).collect();
+    let ids: Vec<&str> = records
+        .iter()
+        .map(|r| r["step"].as_str().unwrap_or_default())
+        .collect();
     assert_eq!(ids, expected.iter().map(String::as_str).collect::<Vec<_>>());
     let m = manifest(&run);
     assert_eq!(m["sessions"].as_array().map(Vec::len), Some(2));
@@ -282,7 +312,11 @@ fn dry_run_prints_the_plan_without_starting_agents() {
         "--results",
         results.to_str().unwrap_or_default(),
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plan["steps"].as_array().map(Vec::len), Some(12));
     assert_eq!(plan["tenants"].as_array().map(Vec::len), Some(3));
@@ -297,4 +331,148 @@ fn schema_is_json_for_editors() {
     let schema: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
     assert!(schema["properties"]["tenants"].is_object(), "{schema}");
     assert!(schema["properties"]["scenario"].is_object());
+}
+
+#[test]
+fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let text = staircase(2, 2_000_000).replace("settle = \"100ms\"", "settle = \"300ms\"");
+    let exp = write_experiment(dir.path(), &text);
+    let results = dir.path().join("results");
+    let results_arg = results.to_str().unwrap_or_default().to_string();
+    let child = Command::new(NNB)
+        .args([
+            "run",
+            exp.to_str().unwrap_or_default(),
+            "--results",
+            &results_arg,
+            "--quiet",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
+    // Once the first step is in, kill neighbor nb-2's agent (children are started in
+    // tenant order: test, nb-1, nb-2, then the endpoint).
+    let end = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        assert!(Instant::now() < end, "no step journaled in time");
+        let found = std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(run) = found.filter(|r| !samples(r).is_empty()) {
+            break run;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let pids = agent_pids(&manifest(&run));
+    assert_eq!(pids.len(), 4);
+    let killed = Command::new("kill")
+        .args(["-9", &pids[2].to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill: {e}"));
+    assert!(killed.success());
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
+    assert!(
+        out.status.success(),
+        "the run should go on: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let records = samples(&run);
+    assert_eq!(records.len(), 12, "every step recorded once, failed or not");
+    for r in &records {
+        let label = r["level_label"].as_str().unwrap_or_default();
+        if label == "neighbors=2" {
+            assert_eq!(r["status"], "failed", "{r}");
+            assert_eq!(r["attempts"], 2, "retried once: {r}");
+            let error = r["error"].as_str().unwrap_or_default();
+            assert!(
+                error.contains("nb-2"),
+                "error names the dead tenant: {error}"
+            );
+        } else {
+            assert_eq!(r["status"], "ok", "{r}");
+        }
+    }
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(outcome["outcome"]["failed"], 4);
+    assert_agents_gone(&manifest(&run));
+}
+
+#[test]
+fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
+    let results = dir.path().join("results");
+    let results_arg = results.to_str().unwrap_or_default().to_string();
+    let child = Command::new(NNB)
+        .args([
+            "run",
+            exp.to_str().unwrap_or_default(),
+            "--results",
+            &results_arg,
+            "--quiet",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
+    let end = Instant::now() + Duration::from_secs(120);
+    let run = loop {
+        assert!(Instant::now() < end, "no steps journaled in time");
+        let found = std::fs::read_dir(&results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(run) = found.filter(|r| samples(r).len() >= 2) {
+            break run;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill -INT: {e}"));
+    assert!(sent.success());
+    let out = child
+        .wait_with_output()
+        .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
+    assert_eq!(out.status.code(), Some(1), "an interrupted run exits 1");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--resume"), "says how to continue: {err}");
+    let m = manifest(&run);
+    assert_eq!(m["sessions"][0]["status"], "interrupted");
+    assert_agents_gone(&m);
+    let kept = samples(&run);
+    assert!(kept.len() >= 2 && kept.len() < 18);
+    assert!(
+        kept.iter().all(|r| r["status"] == "ok"),
+        "nothing recorded as failed"
+    );
+
+    let run_id = run.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let out = nnb(&[
+        "run",
+        "--results",
+        &results_arg,
+        "--resume",
+        run_id,
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ids: Vec<String> = samples(&run)
+        .iter()
+        .map(|r| r["step"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(ids, expected_ids(3));
 }

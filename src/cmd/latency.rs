@@ -17,7 +17,9 @@ use nnb_netlat::units::{
 };
 use serde::Serialize;
 
-use super::load::{embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape};
+use super::load::{
+    embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape, Services,
+};
 use crate::usage::usage;
 
 /// Arguments of `nnb latency`.
@@ -96,15 +98,33 @@ pub struct LatencyArgs {
 
 /// Runs `nnb latency`.
 pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
-    let needs_sink = args.neighbor_load.is_some() && args.load_target.is_none();
-    let server = if args.target.is_none() || needs_sink {
-        Some(embedded_server(args.target.is_none(), args.busy_poll)?)
-    } else {
-        None
+    // The embedded reflector busy-polls with --busy-poll; the embedded sink for the
+    // neighbor load never does (a second spinning thread would starve the probe).
+    let reflector_server = match args.target {
+        Some(_) => None,
+        None => Some(embedded_server(
+            Services {
+                reflector: true,
+                sink: false,
+                tcp: false,
+            },
+            args.busy_poll,
+        )?),
     };
-    let target = match (&args.target, &server) {
+    let sink_server = match (&args.neighbor_load, &args.load_target) {
+        (Some(_), None) => Some(embedded_server(
+            Services {
+                reflector: false,
+                sink: true,
+                tcp: false,
+            },
+            false,
+        )?),
+        _ => None,
+    };
+    let target = match (&args.target, &reflector_server) {
         (Some(t), _) => resolve("--target", t)?,
-        (None, Some(s)) => s
+        (_, Some(s)) => s
             .reflector_addr()
             .context("the embedded reflector has no address")?,
         (None, None) => return Err(usage("--target is needed")),
@@ -153,14 +173,14 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
-                print_probe(&report, server.is_some() && args.target.is_none());
+                print_probe(&report, reflector_server.is_some());
             }
             Ok(())
         }
         Some(steps) => {
-            let load_target = match (&args.load_target, &server) {
+            let load_target = match (&args.load_target, &sink_server) {
                 (Some(t), _) => resolve("--load-target", t)?,
-                (None, Some(s)) => s.sink_addr().context("the embedded sink has no address")?,
+                (_, Some(s)) => s.sink_addr().context("the embedded sink has no address")?,
                 (None, None) => return Err(usage("--load-target is needed")),
             };
             let load = load_config(

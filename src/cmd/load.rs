@@ -107,10 +107,21 @@ pub(crate) fn stream_cpus(flag: &str, given: &[usize], no_pin: bool) -> anyhow::
     Ok(given.to_vec())
 }
 
-/// Starts the embedded `serve` (sinks and, when asked, the reflector) on 127.0.0.1.
-pub(crate) fn embedded_server(reflector: bool, busy_poll: bool) -> anyhow::Result<Server> {
+/// Which services the embedded `serve` runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Services {
+    pub reflector: bool,
+    pub sink: bool,
+    pub tcp: bool,
+}
+
+/// Starts the embedded `serve` on 127.0.0.1 with only the services needed (a
+/// busy-polling service left idle would still take a CPU).
+pub(crate) fn embedded_server(services: Services, busy_poll: bool) -> anyhow::Result<Server> {
     let cfg = ServeConfig {
-        reflector_port: reflector.then_some(0),
+        reflector_port: services.reflector.then_some(0),
+        sink_port: services.sink.then_some(0),
+        tcp_port: services.tcp.then_some(0),
         busy_poll,
         ..ServeConfig::default()
     };
@@ -184,7 +195,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let (server, target) = match &args.target {
         Some(t) => (None, resolve("--target", t)?),
         None => {
-            let s = embedded_server(false, false)?;
+            let services = Services {
+                reflector: false,
+                sink: !args.tcp,
+                tcp: args.tcp,
+            };
+            let s = embedded_server(services, false)?;
             let addr = if args.tcp {
                 s.tcp_addr()
             } else {

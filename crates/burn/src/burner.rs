@@ -29,8 +29,13 @@ use crate::workload::Workload;
 pub enum Work {
     /// Fixed work: this many ops per thread; the runtime is the result.
     Ops(u64),
-    /// Fixed time: run this long; ops/s is the result.
+    /// Fixed time: run this long; ops/s is the result. Serialized as nanoseconds.
+    #[serde(rename = "duration_ns", serialize_with = "serialize_ns")]
     Duration(Duration),
+}
+
+fn serialize_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Pinning a thread failed, or the thread is not where it was put.

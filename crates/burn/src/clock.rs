@@ -97,23 +97,44 @@ pub struct Clock {
 }
 
 impl Clock {
-    /// Calibrates the best trustworthy clock of this machine (`--clock auto`).
+    /// Calibrates the best trustworthy clock of this machine (`--clock auto`): the
+    /// hardware counter when it is invariant and calibrates consistently, else
+    /// `clock_gettime` with the reason in [`ClockInfo::warning`].
     pub fn calibrate() -> Clock {
-        match Self::with_choice(ClockChoice::Auto) {
-            Ok(clock) => clock,
-            // Auto never asks for a counter that does not exist.
-            Err(_) => Self::monotonic(None),
+        let facts = CounterFacts::read();
+        if !facts.available {
+            return Self::monotonic(Some(
+                "no hardware counter on this architecture: using clock_gettime".into(),
+            ));
         }
+        if !facts.trusted() {
+            return Self::monotonic(Some(format!(
+                "{} is not invariant (invariant={}, constant_tsc={}, nonstop_tsc={}): \
+                 using clock_gettime(CLOCK_MONOTONIC_RAW)",
+                facts.name, facts.invariant, facts.constant_tsc, facts.nonstop_tsc
+            )));
+        }
+        let clock = Self::counter(&facts, None);
+        if clock.info.calibration_error_ppm > MAX_TRUSTED_ERROR_PPM {
+            return Self::monotonic(Some(format!(
+                "{} calibration scattered by {:.0} ppm (> {MAX_TRUSTED_ERROR_PPM} ppm): \
+                 using clock_gettime(CLOCK_MONOTONIC_RAW)",
+                facts.name, clock.info.calibration_error_ppm
+            )));
+        }
+        clock
     }
 
-    /// Calibrates the clock the user chose.
+    /// Calibrates the clock the user chose; `--clock tsc` where no counter exists is
+    /// an error.
     pub fn with_choice(choice: ClockChoice) -> Result<Clock, ClockError> {
-        let facts = CounterFacts::read();
         match choice {
+            ClockChoice::Auto => Ok(Self::calibrate()),
             ClockChoice::Monotonic => Ok(Self::monotonic(Some(
                 "clock_gettime(CLOCK_MONOTONIC_RAW) forced by --clock monotonic".to_string(),
             ))),
             ClockChoice::Tsc => {
+                let facts = CounterFacts::read();
                 if !facts.available {
                     return Err(ClockError::NoCounter);
                 }
@@ -124,29 +145,6 @@ impl Clock {
                     )
                 });
                 Ok(Self::counter(&facts, warning))
-            }
-            ClockChoice::Auto => {
-                if !facts.available {
-                    return Ok(Self::monotonic(Some(
-                        "no hardware counter on this architecture: using clock_gettime".into(),
-                    )));
-                }
-                if !facts.trusted() {
-                    return Ok(Self::monotonic(Some(format!(
-                        "{} is not invariant (invariant={}, constant_tsc={}, nonstop_tsc={}): \
-                         using clock_gettime(CLOCK_MONOTONIC_RAW)",
-                        facts.name, facts.invariant, facts.constant_tsc, facts.nonstop_tsc
-                    ))));
-                }
-                let clock = Self::counter(&facts, None);
-                if clock.info.calibration_error_ppm > MAX_TRUSTED_ERROR_PPM {
-                    return Ok(Self::monotonic(Some(format!(
-                        "{} calibration scattered by {:.0} ppm (> {MAX_TRUSTED_ERROR_PPM} ppm): \
-                         using clock_gettime(CLOCK_MONOTONIC_RAW)",
-                        facts.name, clock.info.calibration_error_ppm
-                    ))));
-                }
-                Ok(clock)
             }
         }
     }
@@ -193,7 +191,7 @@ impl Clock {
             },
         };
         if let Some(w) = &clock.info.warning {
-            tracing::warn!("{w}");
+            tracing::debug!("clock: {w}");
         }
         clock.info.read_cost_ns = clock.measure_read_cost();
         clock
@@ -208,7 +206,7 @@ impl Clock {
         let error_ppm = var.sqrt() / mean * 1e6;
         tracing::debug!(?freqs, mean, error_ppm, "counter calibration");
         if let Some(w) = &warning {
-            tracing::warn!("{w}");
+            tracing::debug!("clock: {w}");
         }
         let mut clock = Clock {
             source: Source::Counter,

@@ -230,14 +230,6 @@ impl Cancel {
         Cancel(rx)
     }
 
-    /// A signal that never fires (tests, library use).
-    pub fn never() -> Cancel {
-        let (tx, rx) = watch::channel(false);
-        // Keep the sender alive so the receiver never sees a closed channel.
-        std::mem::forget(tx);
-        Cancel(rx)
-    }
-
     fn is_set(&self) -> bool {
         *self.0.borrow()
     }
@@ -401,7 +393,11 @@ async fn record_fleet(run: &mut Run, fleet: &Fleet) -> Result<(), ControllerErro
         .map(|t| (t, role_name(t.role)))
         .chain(fleet.endpoint.iter().map(|t| (t, "endpoint")))
         .collect();
-    let healths = join_all(all.iter().map(|(t, _)| async move { t.client().health().await })).await;
+    let healths = join_all(
+        all.iter()
+            .map(|(t, _)| async move { t.client().health().await }),
+    )
+    .await;
     let tenants = all
         .iter()
         .zip(healths)
@@ -446,7 +442,11 @@ struct StepFailure(String);
 
 impl From<(String, AgentError)> for StepFailure {
     fn from((tenant, e): (String, AgentError)) -> Self {
-        let down = if e.agent_is_down() { " (agent down?)" } else { "" };
+        let down = if e.agent_is_down() {
+            " (agent down?)"
+        } else {
+            ""
+        };
         StepFailure(format!("tenant {tenant}{down}: {e}"))
     }
 }
@@ -534,7 +534,9 @@ impl Endpoint {
                 return Ok(Endpoint { reflector, sink });
             }
             if Instant::now() >= end {
-                return Err(fail(format!("serve published no addresses within {SERVE_START:?}")));
+                return Err(fail(format!(
+                    "serve published no addresses within {SERVE_START:?}"
+                )));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -543,10 +545,8 @@ impl Endpoint {
     /// `spec` with the target placeholders replaced by the bound addresses.
     fn resolve(this: Option<&Endpoint>, spec: &JobSpec) -> JobSpec {
         let mut spec = spec.clone();
-        if let (
-            Some(ep),
-            JobSpec::Latency { target, .. } | JobSpec::Load { target, .. },
-        ) = (this, &mut spec)
+        if let (Some(ep), JobSpec::Latency { target, .. } | JobSpec::Load { target, .. }) =
+            (this, &mut spec)
         {
             if target == SINK {
                 *target = ep.sink.clone();
@@ -630,7 +630,9 @@ impl Driver<'_> {
                                     .as_ref()
                                     .and_then(|r| measured_secs(&m.assignment.job, r))
                             })
-                            .fold(None, |acc: Option<f64>, s| Some(acc.map_or(s, |a| a.max(s))));
+                            .fold(None, |acc: Option<f64>, s| {
+                                Some(acc.map_or(s, |a| a.max(s)))
+                            });
                         if let Some(job_secs) = job_secs {
                             let total = begun.elapsed().saturating_sub(settled).as_secs_f64();
                             self.overheads.push((total - job_secs).max(0.0) * 1e3);
@@ -638,6 +640,12 @@ impl Driver<'_> {
                         outcome.measured += 1;
                         progress.advance();
                         continue 'steps;
+                    }
+                    Err(StepFailure(_)) if cancel.is_set() => {
+                        // Agents share the terminal's process group and may have
+                        // died of the same Ctrl-C: not a failure of the step.
+                        status = RunStatus::Interrupted;
+                        break 'steps;
                     }
                     Err(StepFailure(msg)) => {
                         progress.note(&format!(
@@ -731,7 +739,13 @@ impl Driver<'_> {
                 .start(&req)
                 .await
                 .map_err(|e| StepFailure::from((t.to_string(), e)))?;
-            Ok::<_, StepFailure>((t.to_string(), Running { spec: (*spec).clone(), id }))
+            Ok::<_, StepFailure>((
+                t.to_string(),
+                Running {
+                    spec: (*spec).clone(),
+                    id,
+                },
+            ))
         });
         let started = join_all(starts).await;
         let mut first_error = None;
@@ -789,11 +803,17 @@ impl Driver<'_> {
                 .map_err(|e| StepFailure::from((a.tenant.clone(), e)))
         });
         let ids = join_all(starts).await;
+        if ids.iter().any(Result::is_err) {
+            self.stop_started(jobs, &ids).await;
+            return Err(ids
+                .into_iter()
+                .find_map(Result::err)
+                .unwrap_or_else(|| StepFailure("a job did not start".to_string())));
+        }
         let waits = jobs.iter().zip(&ids).map(|(a, id)| async move {
-            let id = match id {
-                Ok(id) => id,
-                Err(StepFailure(m)) => return Err(StepFailure(m.clone())),
-            };
+            let id = id
+                .as_ref()
+                .map_err(|StepFailure(m)| StepFailure(m.clone()))?;
             let c = self.client(&a.tenant)?;
             let status = c
                 .wait(id, timeout)
@@ -815,15 +835,20 @@ impl Driver<'_> {
         });
         let ends = join_all(waits).await;
         if ends.iter().any(Result::is_err) {
-            // Stop what still runs so the retry starts clean; errors here are moot.
-            let stops = jobs.iter().zip(&ids).filter_map(|(a, id)| {
-                let id = id.as_ref().ok()?;
-                let c = self.client(&a.tenant).ok()?;
-                Some(async move { c.stop(id).await })
-            });
-            join_all(stops).await;
+            self.stop_started(jobs, &ids).await;
         }
         ends.into_iter().collect()
+    }
+
+    /// Stops the measured jobs that started, so a retry starts clean; errors here
+    /// are moot (the job may have ended or its agent died).
+    async fn stop_started(&self, jobs: &[Assignment], ids: &[Result<String, StepFailure>]) {
+        let stops = jobs.iter().zip(ids).filter_map(|(a, id)| {
+            let id = id.as_ref().ok()?;
+            let c = self.client(&a.tenant).ok()?;
+            Some(async move { c.stop(id).await })
+        });
+        join_all(stops).await;
     }
 
     /// Stops every background job (best effort) and forgets them.

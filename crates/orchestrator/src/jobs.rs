@@ -154,7 +154,12 @@ pub struct JobStatus {
     pub kind: String,
     /// Where the job is.
     pub state: JobState,
-    /// The library's result as JSON (`serde_json::to_value` of its result type).
+    /// The result as JSON, by kind: `burn` `{placement, clock, burn}` (placement,
+    /// `ClockInfo` and `BurnResult` of nnb_burn); `busy` `{placement, slices,
+    /// total_ops, ops_per_sec}`; `steal` a `StealReport`; `latency` a netlat
+    /// `ProbeReport`; `load` a netlat `LoadReport`; `serve` `{reflector, sink}`
+    /// (bound addresses) while running, its final `ServeSnapshot` once stopped;
+    /// `idle` `null`.
     pub result: Option<serde_json::Value>,
     /// Why the job failed or was cut short.
     pub error: Option<String>,

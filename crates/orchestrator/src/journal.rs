@@ -217,7 +217,10 @@ mod tests {
         assert!(j.is_done("a") && j.is_done("b") && !j.is_done("c"));
         drop(j);
         let (j, rec) = Journal::open(&path)?;
-        assert_eq!((rec.kept_steps, rec.kept_records, rec.truncated_bytes), (2, 3, 0));
+        assert_eq!(
+            (rec.kept_steps, rec.kept_records, rec.truncated_bytes),
+            (2, 3, 0)
+        );
         assert!(j.is_done("b"));
         let all = read_samples(&path)?;
         assert_eq!(all.len(), 3);
@@ -232,17 +235,25 @@ mod tests {
         let (mut j, _) = Journal::open(&path)?;
         j.append_step(&[record("a", 1, 1)])?;
         drop(j);
-        let good_len = std::fs::metadata(&path).map_err(io_err("stat", &path))?.len();
+        let good_len = std::fs::metadata(&path)
+            .map_err(io_err("stat", &path))?
+            .len();
         // A kill -9 in the middle of writing the next line.
         let line = serde_json::to_string(&record("b", 1, 1)).unwrap_or_default();
-        let mut f = OpenOptions::new().append(true).open(&path).map_err(io_err("open", &path))?;
-        f.write_all(&line.as_bytes()[..line.len() / 2]).map_err(io_err("write", &path))?;
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io_err("open", &path))?;
+        f.write_all(&line.as_bytes()[..line.len() / 2])
+            .map_err(io_err("write", &path))?;
         drop(f);
         let (mut j, rec) = Journal::open(&path)?;
         assert_eq!(rec.kept_steps, 1);
         assert_eq!(rec.truncated_bytes, (line.len() / 2) as u64);
         assert!(!j.is_done("b"));
-        let len = std::fs::metadata(&path).map_err(io_err("stat", &path))?.len();
+        let len = std::fs::metadata(&path)
+            .map_err(io_err("stat", &path))?
+            .len();
         assert_eq!(len, good_len);
         // Appending after recovery yields a clean file.
         j.append_step(&[record("b", 1, 1)])?;
@@ -259,9 +270,13 @@ mod tests {
         j.append_step(&[record("a", 1, 1)])?;
         drop(j);
         // Only the first of two records made it (whole line, newline included).
-        let mut f = OpenOptions::new().append(true).open(&path).map_err(io_err("open", &path))?;
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io_err("open", &path))?;
         let line = serde_json::to_string(&record("b", 1, 2)).unwrap_or_default() + "\n";
-        f.write_all(line.as_bytes()).map_err(io_err("write", &path))?;
+        f.write_all(line.as_bytes())
+            .map_err(io_err("write", &path))?;
         drop(f);
         let (j, rec) = Journal::open(&path)?;
         assert!(j.is_done("a") && !j.is_done("b"));

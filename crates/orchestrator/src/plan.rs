@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::experiment::{
-    Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Resource,
-    Role, Scenario, Staircase, TenantDef, ThreadSweep,
+    Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Resource, Role,
+    Scenario, Staircase, TenantDef, ThreadSweep,
 };
 use crate::jobs::JobSpec;
 
@@ -316,7 +316,8 @@ impl MatrixState {
                 let (threads, pin) = match self {
                     MatrixState::Undercommitted => ((v * UNDERCOMMIT).floor().max(1.0), "cores"),
                     MatrixState::Saturated => (v, "cores"),
-                    MatrixState::Overcommitted => (v * OVERCOMMIT_CPU, "cores"),
+                    // More threads than vCPUs: unpinned, sharing the tenant's CPUs.
+                    MatrixState::Overcommitted => (v * OVERCOMMIT_CPU, "none"),
                     // As many threads as the host has CPUs, placed by the scheduler.
                     MatrixState::Unrestricted => (host_cpus.max(1) as f64, "none"),
                 };

@@ -288,7 +288,15 @@ pub struct SampleParts {
 
 impl Sample {
     /// The record for part `part` (1-based) of `parts` of `step`.
-    pub fn new(run_id: &str, scenario: &str, step_index: usize, step: &Step, part: usize, parts: usize, p: SampleParts) -> Sample {
+    pub fn new(
+        run_id: &str,
+        scenario: &str,
+        step_index: usize,
+        step: &Step,
+        part: usize,
+        parts: usize,
+        p: SampleParts,
+    ) -> Sample {
         let m = p.metrics;
         Sample {
             format_version: FORMAT_VERSION,
@@ -470,12 +478,23 @@ impl RunDir {
 
     /// Writes a raw HDR log for `tenant` at step `step_id`; returns its path relative
     /// to the run directory (`hdr/<step>.<tenant>.hlog`, `/` and `=` made safe).
-    pub fn write_hdr(&self, step_id: &str, tenant: &str, log: &str) -> Result<String, ResultsError> {
+    pub fn write_hdr(
+        &self,
+        step_id: &str,
+        tenant: &str,
+        log: &str,
+    ) -> Result<String, ResultsError> {
         let dir = self.path.join("hdr");
         fs::create_dir_all(&dir).map_err(io_err("cannot create", &dir))?;
         let safe: String = step_id
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .collect();
         let rel = format!("hdr/{safe}.{tenant}.hlog");
         let path = self.path.join(&rel);
@@ -485,7 +504,8 @@ impl RunDir {
             .truncate(true)
             .open(&path)
             .map_err(io_err("cannot create", &path))?;
-        f.write_all(log.as_bytes()).map_err(io_err("cannot write", &path))?;
+        f.write_all(log.as_bytes())
+            .map_err(io_err("cannot write", &path))?;
         f.sync_data().map_err(io_err("cannot sync", &path))?;
         Ok(rel)
     }
@@ -575,8 +595,8 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
             let mean = acc.values.iter().sum::<f64>() / n as f64;
             acc.row.mean = Some(mean);
             if n > 1 {
-                let var = acc.values.iter().map(|v| (v - mean).powi(2)).sum::<f64>()
-                    / (n - 1) as f64;
+                let var =
+                    acc.values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
                 acc.row.stddev = Some(var.sqrt());
             }
         }
@@ -653,19 +673,27 @@ mod tests {
             higher_is_better: Some(higher),
             ..Metrics::default()
         };
-        Sample::new("r", "s", 0, &step, 1, 1, SampleParts {
-            tenant: "test".into(),
-            role: "test".into(),
-            job: "burn".into(),
-            status: SampleStatus::Ok,
-            error: None,
-            attempts: 1,
-            started_at: SystemTime::now(),
-            elapsed_ms: 0.0,
-            metrics,
-            hdr_log: None,
-            result: None,
-        })
+        Sample::new(
+            "r",
+            "s",
+            0,
+            &step,
+            1,
+            1,
+            SampleParts {
+                tenant: "test".into(),
+                role: "test".into(),
+                job: "burn".into(),
+                status: SampleStatus::Ok,
+                error: None,
+                attempts: 1,
+                started_at: SystemTime::now(),
+                elapsed_ms: 0.0,
+                metrics,
+                hdr_log: None,
+                result: None,
+            },
+        )
     }
 
     #[test]
@@ -690,6 +718,9 @@ mod tests {
         let fixed = metrics("burn", true, &r);
         assert_eq!((fixed.metric, fixed.value), (Some("runtime_s"), Some(2.5)));
         let timed = metrics("burn", false, &r);
-        assert_eq!((timed.metric, timed.value), (Some("ops_per_sec"), Some(400.0)));
+        assert_eq!(
+            (timed.metric, timed.value),
+            (Some("ops_per_sec"), Some(400.0))
+        );
     }
 }

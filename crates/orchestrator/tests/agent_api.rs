@@ -103,6 +103,7 @@ async fn bad_requests_are_400_with_a_reason_and_the_agent_keeps_serving() {
             r#"{"spec":{"kind":"burn","workload":"int"},"deadline_ms":1000}"#,
             "missing field",
         ),
+        (r#"{"spec":{"kind":"idle"},"deadline_ms":0}"#, "above zero"),
         (
             r#"{"spec":{"kind":"idle"},"deadline_ms":10,"extra":1}"#,
             "unknown field",
@@ -384,4 +385,40 @@ async fn a_dead_agent_is_reported_as_unreachable_with_its_address() {
         .unwrap_err();
     assert!(err.agent_is_down(), "{err:?}");
     assert!(err.to_string().contains(&port.to_string()), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uninterruptible_job_past_its_deadline_is_timed_out_and_keeps_its_late_result() {
+    let addr = start_agent().await;
+    let c = client(addr);
+    let spec = JobSpec::Burn {
+        workload: "fpadd".into(),
+        threads: 1,
+        ops: None,
+        duration_ms: Some(1000),
+        pin: "cores".into(),
+        cpus: None,
+    };
+    let id = c
+        .start(&JobRequest {
+            spec,
+            deadline_ms: 100,
+        })
+        .await
+        .unwrap();
+    let st = c.wait(&id, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(st.state, JobState::TimedOut, "{st:?}");
+    assert!(st.result.is_none(), "the burn cannot have finished yet");
+    let mut late = None;
+    for _ in 0..100 {
+        let st = c.status(&id).await.unwrap();
+        assert_eq!(st.state, JobState::TimedOut, "the state stays timed out");
+        if st.result.is_some() {
+            late = st.result;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let late = late.expect("the burn's thread delivered no result");
+    assert!(late["burn"]["total_ops"].as_u64().unwrap() > 0);
 }

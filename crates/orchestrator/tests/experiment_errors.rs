@@ -127,7 +127,10 @@ fn missing_test_tenant() {
 
 #[test]
 fn unknown_scenario_kind() {
-    let src = broken("kind = \"neighbor-staircase\"", "kind = \"neighbour-stairs\"");
+    let src = broken(
+        "kind = \"neighbor-staircase\"",
+        "kind = \"neighbour-stairs\"",
+    );
     assert_error(&src, "neighbour-stairs", "unknown scenario kind");
 }
 
@@ -194,8 +197,7 @@ fn toml_syntax_error() {
 
 #[test]
 fn schema_lists_every_scenario_kind() {
-    let schema = serde_json::to_string(&nnb_orchestrator::experiment::schema())
-        .unwrap_or_default();
+    let schema = serde_json::to_string(&nnb_orchestrator::experiment::schema()).unwrap_or_default();
     for kind in nnb_orchestrator::experiment::SCENARIO_KINDS {
         assert!(schema.contains(kind), "schema lacks {kind}");
     }

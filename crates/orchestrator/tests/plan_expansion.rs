@@ -46,7 +46,11 @@ fn staircase_busy_and_idle_with_warmup() {
     assert_eq!(idle2.background[1].tenant, "nb-2");
     assert!(matches!(
         idle2.measure[0].job,
-        JobSpec::Burn { threads: 2, ops: Some(100), .. }
+        JobSpec::Burn {
+            threads: 2,
+            ops: Some(100),
+            ..
+        }
     ));
     // Unique ids; background changes at each level.
     let mut ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
@@ -63,8 +67,18 @@ fn thread_sweep_levels() {
     let p = plan(src);
     assert_eq!(p.steps.len(), 4 * 3);
     assert_eq!(p.steps[3].id, "sweep/threads=3/rep=1");
-    assert!(matches!(p.steps[11].measure[0].job, JobSpec::Burn { threads: 7, duration_ms: Some(1000), .. }));
-    assert_eq!(p.estimate(std::time::Duration::ZERO), (std::time::Duration::from_secs(12), 0));
+    assert!(matches!(
+        p.steps[11].measure[0].job,
+        JobSpec::Burn {
+            threads: 7,
+            duration_ms: Some(1000),
+            ..
+        }
+    ));
+    assert_eq!(
+        p.estimate(std::time::Duration::ZERO),
+        (std::time::Duration::from_secs(12), 0)
+    );
 }
 
 #[test]
@@ -81,7 +95,12 @@ fn load_steps_split_the_load_over_neighbors() {
     assert!(matches!(&top.measure[0].job, JobSpec::Latency { target, .. } if target == REFLECTOR));
     for a in &top.measure[1..] {
         match &a.job {
-            JobSpec::Load { target, rate_bps, duration_ms, .. } => {
+            JobSpec::Load {
+                target,
+                rate_bps,
+                duration_ms,
+                ..
+            } => {
                 assert_eq!(target, SINK);
                 assert!((rate_bps - 100e6).abs() < 1.0);
                 assert_eq!(*duration_ms, Some(2500));
@@ -98,8 +117,12 @@ fn isolation_matrix_is_4_baselines_then_12_pairs() {
     let src = "name = \"m\"\nrepetitions = 1\n[[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 4\n[[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 4\n[scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\n";
     let p = plan(src);
     assert_eq!(p.steps.len(), 16);
-    assert!(p.steps[..4].iter().all(|s| s.group == "baseline" && s.measure.len() == 1));
-    assert!(p.steps[4..].iter().all(|s| s.group == "pair" && s.measure.len() == 2));
+    assert!(p.steps[..4]
+        .iter()
+        .all(|s| s.group == "baseline" && s.measure.len() == 1));
+    assert!(p.steps[4..]
+        .iter()
+        .all(|s| s.group == "pair" && s.measure.len() == 2));
     assert_eq!(p.steps[3].id, "baseline/a=unrestricted/rep=1");
     assert_eq!(p.steps[10].id, "pair/a=saturated,b=overcommitted/rep=1");
     assert_eq!(p.steps[10].level, 11.0);
@@ -109,10 +132,16 @@ fn isolation_matrix_is_4_baselines_then_12_pairs() {
     };
     // a undercommitted = half its vCPUs, saturated = all, overcommitted = twice;
     // b unrestricted = every host CPU.
-    assert_eq!((threads(0, 0), threads(1, 0), threads(2, 0), threads(3, 0)), (2, 4, 8, 64));
+    assert_eq!(
+        (threads(0, 0), threads(1, 0), threads(2, 0), threads(3, 0)),
+        (2, 4, 8, 64)
+    );
     assert_eq!(threads(7, 1), 64);
 
-    let net = src.replace("resource = \"cpu\"", "resource = \"network\"\nshare = \"100M\"");
+    let net = src.replace(
+        "resource = \"cpu\"",
+        "resource = \"network\"\nshare = \"100M\"",
+    );
     let p = plan(&net);
     assert_eq!(p.steps.len(), 16);
     assert!(p.needs_endpoint());

@@ -96,11 +96,18 @@ impl StreamState {
     }
 }
 
-/// Streams of one sender address, and the garbage it sent.
+/// A sender address with streams in the table: how many, and the garbage it sent.
 #[derive(Debug, Default)]
 struct Peer {
-    streams: Vec<StreamState>,
+    live: usize,
     garbage: u64,
+}
+
+/// One stream in the table.
+#[derive(Debug)]
+struct Slot {
+    peer: SocketAddr,
+    state: StreamState,
 }
 
 /// Sums over streams, evicted ones included.
@@ -145,11 +152,17 @@ pub struct SinkSnapshot {
 }
 
 /// All the sink's accounting: a bounded table of streams plus totals.
+///
+/// Streams live in a dense vector indexed by (sender, stream id); the last stream
+/// used is remembered, so a run of datagrams of one stream (what a batched sender
+/// produces) costs no hash lookup.
 #[derive(Debug)]
 pub struct SinkState {
+    slots: Vec<Slot>,
+    index: HashMap<(SocketAddr, u32), usize>,
     peers: HashMap<SocketAddr, Peer>,
+    last: Option<(SocketAddr, u32, usize)>,
     max_streams: usize,
-    live: usize,
     /// Totals of evicted streams, plus the table-independent counters.
     retired: SinkTotals,
     garbage: GarbageCounts,
@@ -159,9 +172,11 @@ impl SinkState {
     /// An empty sink that tracks at most `max_streams` streams (at least 1).
     pub fn new(max_streams: usize) -> Self {
         SinkState {
+            slots: Vec::new(),
+            index: HashMap::new(),
             peers: HashMap::new(),
+            last: None,
             max_streams: max_streams.max(1),
-            live: 0,
             retired: SinkTotals::default(),
             garbage: GarbageCounts::default(),
         }
@@ -206,77 +221,90 @@ impl SinkState {
         SinkOutcome::Garbage(kind)
     }
 
+    fn peer_garbage(&self, peer: &SocketAddr) -> u64 {
+        self.peers.get(peer).map_or(0, |p| p.garbage)
+    }
+
     /// The report of one stream; an empty one if the stream is unknown.
     pub fn stream_report(&self, peer: &SocketAddr, stream: u32) -> StreamReport {
-        self.peers
-            .get(peer)
-            .and_then(|p| {
-                p.streams
-                    .iter()
-                    .find(|s| s.id == stream)
-                    .map(|s| s.report(peer, p.garbage))
-            })
-            .unwrap_or_else(|| StreamReport::empty(peer.to_string(), stream))
+        match self.index.get(&(*peer, stream)) {
+            Some(&i) => self.slots[i].state.report(peer, self.peer_garbage(peer)),
+            None => StreamReport::empty(peer.to_string(), stream),
+        }
     }
 
     fn stream_mut(&mut self, peer: SocketAddr, stream: u32, now_ns: u64) -> &mut StreamState {
-        let known = self
-            .peers
-            .get(&peer)
-            .is_some_and(|p| p.streams.iter().any(|s| s.id == stream));
-        if !known && self.live >= self.max_streams {
+        if let Some((p, s, i)) = self.last {
+            if p == peer && s == stream {
+                return &mut self.slots[i].state;
+            }
+        }
+        let i = match self.index.get(&(peer, stream)) {
+            Some(&i) => i,
+            None => self.insert(peer, stream, now_ns),
+        };
+        self.last = Some((peer, stream, i));
+        &mut self.slots[i].state
+    }
+
+    /// Adds a new stream (evicting first if the table is full); returns its slot.
+    fn insert(&mut self, peer: SocketAddr, stream: u32, now_ns: u64) -> usize {
+        if self.slots.len() >= self.max_streams {
             self.evict_oldest();
         }
-        let p = self.peers.entry(peer).or_default();
-        let i = match p.streams.iter().position(|s| s.id == stream) {
-            Some(i) => i,
-            None => {
-                self.live += 1;
-                self.retired.streams_seen += 1;
-                p.streams.push(StreamState::new(stream, now_ns));
-                p.streams.len() - 1
-            }
-        };
-        &mut p.streams[i]
+        self.slots.push(Slot {
+            peer,
+            state: StreamState::new(stream, now_ns),
+        });
+        let i = self.slots.len() - 1;
+        self.index.insert((peer, stream), i);
+        self.peers.entry(peer).or_default().live += 1;
+        self.retired.streams_seen += 1;
+        i
     }
 
     /// Evicts the eighth of the streams idle the longest (at least one), folding their
     /// counters into the totals; amortises the scan over many new streams.
     fn evict_oldest(&mut self) {
-        let mut idle: Vec<(u64, SocketAddr, u32)> = self
-            .peers
+        let mut idle: Vec<(u64, usize)> = self
+            .slots
             .iter()
-            .flat_map(|(a, p)| p.streams.iter().map(move |s| (s.last_ns, *a, s.id)))
+            .enumerate()
+            .map(|(i, s)| (s.state.last_ns, i))
             .collect();
         let n = (self.max_streams / 8).clamp(1, idle.len());
         idle.select_nth_unstable(n - 1);
-        for &(_, addr, id) in &idle[..n] {
-            if let Some(p) = self.peers.get_mut(&addr) {
-                if let Some(i) = p.streams.iter().position(|s| s.id == id) {
-                    let s = p.streams.swap_remove(i);
-                    self.retired.add_stream(&s);
-                    self.retired.evicted_streams += 1;
-                    self.live -= 1;
-                }
-                if p.streams.is_empty() {
-                    self.peers.remove(&addr);
+        let mut victims: Vec<usize> = idle[..n].iter().map(|&(_, i)| i).collect();
+        // Highest index first: swap_remove then only moves survivors into holes.
+        victims.sort_unstable_by(|a, b| b.cmp(a));
+        for i in victims {
+            let gone = self.slots.swap_remove(i);
+            self.index.remove(&(gone.peer, gone.state.id));
+            if let Some(moved) = self.slots.get(i) {
+                self.index.insert((moved.peer, moved.state.id), i);
+            }
+            if let Some(p) = self.peers.get_mut(&gone.peer) {
+                p.live -= 1;
+                if p.live == 0 {
+                    self.peers.remove(&gone.peer);
                 }
             }
+            self.retired.add_stream(&gone.state);
+            self.retired.evicted_streams += 1;
         }
+        self.last = None;
         tracing::debug!(evicted = n, "sink stream table full");
     }
 
     /// Reports of all live streams and totals over all streams ever seen.
     pub fn snapshot(&self) -> SinkSnapshot {
         let mut totals = self.retired;
-        let mut streams = Vec::with_capacity(self.live);
-        for (addr, p) in &self.peers {
-            for s in &p.streams {
-                totals.add_stream(s);
-                streams.push(s.report(addr, p.garbage));
-            }
+        let mut streams = Vec::with_capacity(self.slots.len());
+        for s in &self.slots {
+            totals.add_stream(&s.state);
+            streams.push(s.state.report(&s.peer, self.peer_garbage(&s.peer)));
         }
-        totals.live_streams = self.live as u64;
+        totals.live_streams = self.slots.len() as u64;
         streams.sort_by(|a, b| (&a.peer, a.stream).cmp(&(&b.peer, b.stream)));
         SinkSnapshot {
             streams,

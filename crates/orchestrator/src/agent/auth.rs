@@ -1,7 +1,7 @@
 //! Bearer-token authentication of every agent request.
 //!
 //! The token is compared in constant time (`subtle`) so that response timing does
-//! not reveal how many leading bytes of a guess were right.
+//! not reveal how many leading bytes of a guess were right, nor the token's length.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -76,10 +76,17 @@ impl Token {
         &self.0
     }
 
-    /// Whether `presented` equals the token, compared in constant time (for equal
-    /// lengths; a length mismatch is rejected at once).
+    /// Whether `presented` equals the token. The time taken depends only on the
+    /// presented length, not on how much of it matches nor on the token's length.
     pub fn matches(&self, presented: &str) -> bool {
-        self.0.as_bytes().ct_eq(presented.as_bytes()).into()
+        let (secret, guess) = (self.0.as_bytes(), presented.as_bytes());
+        let mut equal = (secret.len() as u64).ct_eq(&(guess.len() as u64));
+        for (i, b) in guess.iter().enumerate() {
+            // `secret` is never empty (see `Token::new`); cycling it keeps one
+            // comparison per presented byte whatever the lengths.
+            equal &= b.ct_eq(&secret[i % secret.len()]);
+        }
+        equal.into()
     }
 }
 
@@ -104,4 +111,27 @@ fn unauthorized(why: &str) -> Response {
         header::HeaderValue::from_static("Bearer"),
     );
     resp.into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Token;
+
+    #[test]
+    fn only_the_exact_token_matches() {
+        let t = Token::new("  abc123\n").unwrap();
+        assert!(t.matches("abc123"));
+        for wrong in ["", "abc12", "abc1234", "abc124", "ABC123", "abc123abc123"] {
+            assert!(!t.matches(wrong), "{wrong:?}");
+        }
+        assert!(Token::new(" \n").is_none(), "an empty token is refused");
+    }
+
+    #[test]
+    fn generated_tokens_are_long_and_distinct() {
+        let (a, b) = (Token::generate(), Token::generate());
+        assert_eq!(a.secret().len(), 64);
+        assert_ne!(a.secret(), b.secret());
+        assert!(a.matches(a.secret()) && !a.matches(b.secret()));
+    }
 }

@@ -136,6 +136,9 @@ async fn start_job(State(agent): State<Arc<Agent>>, body: Bytes) -> Response {
             )
         }
     };
+    if req.deadline_ms == 0 {
+        return error_response(StatusCode::BAD_REQUEST, "deadline_ms must be above zero");
+    }
     let job = match runner::prepare(&req.spec, &agent.job_env()) {
         Ok(j) => j,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),

@@ -146,8 +146,11 @@ pub fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
                 Some(list) => PinStrategy::List(list.clone()),
                 None => pin.parse::<PinStrategy>().map_err(|e| e.to_string())?,
             };
-            let placement = placement::plan(&env.topology, &strategy, *threads, &env.cpus, false)
-                .map_err(|e| e.to_string())?;
+            // Unpinned threads may outnumber the CPUs (an overcommitted tenant).
+            let oversubscribe = strategy == PinStrategy::None;
+            let placement =
+                placement::plan(&env.topology, &strategy, *threads, &env.cpus, oversubscribe)
+                    .map_err(|e| e.to_string())?;
             Ok(Job::Burn {
                 workload: workload(name)?,
                 work,

@@ -17,7 +17,7 @@
 use std::cmp::Reverse;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,6 +29,7 @@ use super::netns::NetLab;
 use super::{Fleet, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
 use crate::client::AgentClient;
+use crate::jobs::Health;
 
 /// How the tenants are networked.
 #[derive(Clone, Debug, PartialEq, Default)]
@@ -147,6 +148,9 @@ pub async fn launch_local(
         .prefix("nnb-fleet-")
         .tempdir()
         .map_err(ProviderError::io("creating a directory for agent tokens"))?;
+    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o700)).map_err(
+        ProviderError::io("making the agent token directory private"),
+    )?;
     let mut fleet = Fleet {
         tenants: Vec::with_capacity(specs.len()),
         endpoint: None,
@@ -223,14 +227,26 @@ pub async fn launch_local(
     });
     let mut checks = tokio::task::JoinSet::new();
     for t in fleet.tenants.iter().chain(fleet.endpoint.as_ref()) {
-        let (name, client, timeout) = (t.name.clone(), t.client(), opts.start_timeout);
-        checks.spawn(async move { wait_healthy(&name, &client, timeout).await });
+        let (t, timeout) = (t.clone(), opts.start_timeout);
+        checks.spawn(async move {
+            let health = wait_healthy(&t.name, &t.client(), timeout).await?;
+            // The kernel may narrow an affinity (cpuset cgroups): record it if so.
+            Ok::<_, ProviderError>((health.cpus != t.cpus).then(|| {
+                format!(
+                    "agent {} was given CPUs {} but runs on {}",
+                    t.name,
+                    format_list(&t.cpus),
+                    format_list(&health.cpus)
+                )
+            }))
+        });
     }
     while let Some(joined) = checks.join_next().await {
-        joined.map_err(|e| ProviderError::AgentStart {
+        let mismatch = joined.map_err(|e| ProviderError::AgentStart {
             tenant: "?".into(),
             message: format!("health check task failed: {e}"),
         })??;
+        fleet.warnings.extend(mismatch);
     }
     // Every agent has read its token: the files are no longer needed.
     drop(scratch);
@@ -359,16 +375,16 @@ async fn read_address(
     })
 }
 
-/// Polls `/health` until it answers or `timeout` passes.
+/// Polls `/health` until it answers (returning what it says) or `timeout` passes.
 async fn wait_healthy(
     name: &str,
     client: &AgentClient,
     timeout: Duration,
-) -> Result<(), ProviderError> {
+) -> Result<Health, ProviderError> {
     let end = Instant::now() + timeout;
     loop {
         match client.health().await {
-            Ok(_) => return Ok(()),
+            Ok(h) => return Ok(h),
             Err(e) if Instant::now() >= end => {
                 return Err(ProviderError::AgentStart {
                     tenant: name.to_string(),

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!   root ns (controller)                 "host" ns                     "endpoint" ns
-//!   nbXXXX-Nc 10.A.B.1 ──veth── ctl ─┐
+//!   nnbXXXX-Nc 10.A.B.1 ──veth── ctl ─┐
 //!   tenant ns t0: eth0 10.A.B.10 ─veth─ vt0 ─┤
 //!   tenant ns t1: eth0 10.A.B.11 ─veth─ vt1 ─┼─ br0 ── up0 ══veth══ eth0 10.A.B.2
 //!   ...                                      ┘   (tbf, host_bw)    (tbf, host_bw)
@@ -19,7 +19,7 @@
 //! the agents over its own veth into the bridge, which does not cross the shaped
 //! link. All addresses are in one /24 chosen so it is unused on this machine.
 //!
-//! Names carry the controller's pid (`nb<pid hex>-<n>-...`), so concurrent runs do
+//! Names carry the controller's pid (`nnb<pid hex>-<n>-...`), so concurrent runs do
 //! not collide, and leftovers of a controller killed with `-9` (whose agents died
 //! with it) are removed by the next run.
 
@@ -116,7 +116,7 @@ impl NetLab {
         remove_stale();
         let n = NEXT_LAB.fetch_add(1, Ordering::Relaxed);
         let mut lab = NetLab {
-            run: format!("nb{:x}-{n:x}", std::process::id()),
+            run: format!("nnb{:x}-{n:x}", std::process::id()),
             tenants,
             prefix: free_prefix(n)?,
             removed: false,
@@ -206,7 +206,7 @@ impl NetLab {
         Ok(())
     }
 
-    /// The run's name prefix (`nb<pid hex>-<n>`).
+    /// The run's name prefix (`nnb<pid hex>-<n>`).
     pub fn run_id(&self) -> &str {
         &self.run
     }
@@ -308,22 +308,70 @@ fn free_prefix(n: u32) -> Result<[u8; 3], ProviderError> {
         })
 }
 
-/// Removes namespaces of earlier runs whose controller no longer exists.
+/// The controller pid in a namespace name this module made
+/// (`nnb<pid hex>-<n hex>-<host|ep|t<i>>`), `None` for any other name.
+fn owner_pid(ns: &str) -> Option<u32> {
+    let rest = ns.strip_prefix("nnb")?;
+    let mut parts = rest.split('-');
+    let (pid, n, role) = (parts.next()?, parts.next()?, parts.next()?);
+    let role_ok = role == "host"
+        || role == "ep"
+        || role
+            .strip_prefix('t')
+            .is_some_and(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let hex = |x: &str| !x.is_empty() && x.bytes().all(|b| b.is_ascii_hexdigit());
+    if parts.next().is_some() || !role_ok || !hex(n) || !hex(pid) {
+        return None;
+    }
+    u32::from_str_radix(pid, 16).ok()
+}
+
+/// Removes namespaces of earlier runs whose controller no longer exists (killed
+/// with `-9`: its agents died with it, its namespaces did not).
 fn remove_stale() {
     let Ok(names) = list_namespaces() else {
         return;
     };
     for ns in names {
-        let Some(pid) = ns
-            .strip_prefix("nb")
-            .and_then(|r| r.split('-').next())
-            .and_then(|hex| u32::from_str_radix(hex, 16).ok())
-        else {
+        let Some(pid) = owner_pid(&ns) else {
             continue;
         };
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             tracing::info!(namespace = %ns, "removing a namespace left by a dead run");
             let _ = run("ip", &["netns", "del", &ns]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_namespace_names_have_an_owner() {
+        assert_eq!(owner_pid("nnb1f-0-host"), Some(0x1f));
+        assert_eq!(owner_pid("nnb1f-a-ep"), Some(0x1f));
+        assert_eq!(owner_pid("nnbabc-2-t12"), Some(0xabc));
+        for other in [
+            "nnb1f-0",
+            "nnb1f-0-t",
+            "nnb1f-0-tx",
+            "nnbzz-0-host",
+            "nbad-0-host",
+            "nnb1f-0-host-x",
+            "mynet",
+        ] {
+            assert_eq!(owner_pid(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn tbf_burst_covers_a_millisecond_and_the_queue_holds_more() {
+        let args = tbf_args(200e6);
+        assert_eq!(args[1], "200000000bit");
+        let burst: u64 = args[3].parse().unwrap();
+        let limit: u64 = args[5].parse().unwrap();
+        assert!(burst >= 25_000, "{burst}");
+        assert!(limit > burst, "{limit} <= {burst}");
     }
 }

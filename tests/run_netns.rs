@@ -1,0 +1,109 @@
+//! `nnb run` of a load-steps experiment on the emulated network (root only): two
+//! neighbors offering 150 Mbit/s each through one 200 Mbit/s host NIC raise the test
+//! node's latency, and the load that gets through is the host bandwidth.
+
+#[path = "support/netns.rs"]
+mod netns;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+const EXPERIMENT: &str = r#"name = "e2e-latency-load"
+repetitions = 3
+settle = "500ms"
+step_timeout = "60s"
+on_failure = "abort"
+
+[network]
+mode = "emulated"
+host_bw = "200M"
+
+[[tenants]]
+name = "test"
+role = "test"
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+
+[scenario]
+kind = "load-steps"
+levels = ["0", "300M"]
+msg_size = 1400
+
+[scenario.probe]
+duration = "2s"
+warmup = "500ms"
+"#;
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+#[test]
+fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
+    if !netns::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(&exp, EXPERIMENT).unwrap_or_else(|e| panic!("{e}"));
+    let results = dir.path().join("results");
+    let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args([
+            "run",
+            exp.to_str().unwrap_or_default(),
+            "--quiet",
+            "--json",
+            "--results",
+        ])
+        .arg(&results)
+        .output()
+        .unwrap_or_else(|e| panic!("running nnb: {e}"));
+    assert!(
+        out.status.success(),
+        "nnb run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let run = std::path::PathBuf::from(outcome["outcome"]["dir"].as_str().unwrap_or_default());
+    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let rtt = |label: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r["level_label"] == label && r["role"] == "test")
+            .filter_map(|r| r["rtt_mean_ns"].as_f64())
+            .collect()
+    };
+    let (idle, loaded) = (rtt("load=0"), rtt("load=300M"));
+    assert_eq!((idle.len(), loaded.len()), (3, 3), "{records:?}");
+    assert!(
+        mean(&loaded) > 1.5 * mean(&idle),
+        "RTT under load {:.0} ns is not clearly above idle {:.0} ns",
+        mean(&loaded),
+        mean(&idle)
+    );
+    // Aggregate received neighbor load per repetition at the 300M step.
+    let aggregate: Vec<f64> = (1..=3)
+        .map(|rep| {
+            records
+                .iter()
+                .filter(|r| r["level_label"] == "load=300M" && r["rep"] == rep)
+                .filter(|r| r["role"] == "neighbor")
+                .filter_map(|r| r["rate_bps"].as_f64())
+                .sum()
+        })
+        .collect();
+    let got = mean(&aggregate);
+    assert!(
+        (got - 200e6).abs() / 200e6 <= 0.05,
+        "aggregate neighbor load {:.1} Mbit/s is not within 5% of 200 Mbit/s",
+        got / 1e6
+    );
+}
