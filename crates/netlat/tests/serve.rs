@@ -70,7 +70,7 @@ fn wait_for(server: &Server, done: impl Fn(&ServeSnapshot) -> bool) -> ServeSnap
         if done(&snap) || Instant::now() > deadline {
             return snap;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -148,6 +148,76 @@ fn sink_counts_loss_duplicates_and_reordering_per_stream() {
     assert_eq!(sink.totals.seq.received, 17);
     assert!(sink.totals.reports_sent >= 3);
     assert_eq!(sink.garbage.total(), 0);
+}
+
+#[test]
+fn sink_detects_data_arriving_faster_than_it_was_sent() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let sink = server.sink_addr().unwrap();
+    let sock = client();
+    // 100 datagrams stamped 1 ms apart (as if sent over 100 ms) but sent back to back:
+    // held data released at once, a buffer burst in seed 003's sense.
+    for seq in 0..100u64 {
+        sock.send_to(
+            &datagram(Kind::Load, seq, seq * 1_000_000, 5, &[0; 100]),
+            sink,
+        )
+        .unwrap();
+    }
+    let r = request_report(&sock, sink, 5);
+    assert_eq!(r.seq.received, 100);
+    assert!(r.bursts >= 1, "{r:?}");
+    assert!(r.burst_bytes >= 50 * 132, "{r:?}");
+}
+
+#[test]
+fn sink_counts_every_segment_of_a_gso_send() {
+    use std::os::fd::AsRawFd;
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let sink = server.sink_addr().unwrap();
+    let sock = client();
+    // Nine 100-byte datagrams and a 60-byte one in one send (UDP_SEGMENT).
+    let mut buf = Vec::new();
+    for seq in 0..10u64 {
+        let len = if seq == 9 { 60 } else { 100 };
+        buf.extend(datagram(
+            Kind::Load,
+            seq,
+            seq,
+            3,
+            &vec![0; len - HEADER_LEN],
+        ));
+    }
+    let size: libc::c_int = 100;
+    // SAFETY: a valid fd and a pointer to an int of the declared size.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            std::ptr::from_ref(&size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        eprintln!("skipping: this kernel has no UDP_SEGMENT");
+        return;
+    }
+    sock.send_to(&buf, sink).unwrap();
+    let size: libc::c_int = 0;
+    // SAFETY: as above; 0 turns segmentation off for the report request.
+    unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_UDP,
+            libc::UDP_SEGMENT,
+            std::ptr::from_ref(&size).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    let r = request_report(&sock, sink, 3);
+    assert_eq!((r.seq.received, r.seq.lost(), r.bytes), (10, 0, 960));
+    assert_eq!(server.stop().garbage().total(), 0);
 }
 
 #[test]
@@ -240,18 +310,23 @@ fn garbage_flood_is_counted_and_serving_goes_on() {
     let sock = client();
     let (to_refl, want_refl) = garbage_set(2000, 0x9e37_79b9_7f4a_7c15, Kind::Pong);
     let (to_sink, want_sink) = garbage_set(2000, 0x2545_f491_4f6c_dd1d, Kind::Ping);
-    for (i, (a, b)) in to_refl.iter().zip(&to_sink).enumerate() {
-        sock.send_to(a, refl).unwrap();
-        sock.send_to(b, sink).unwrap();
-        // Pace the flood so loopback queues never overflow: counts must be exact.
-        if i % 64 == 63 {
-            std::thread::sleep(Duration::from_millis(1));
+    // Flood in chunks, each sent as fast as the socket takes it, then wait until the
+    // server has counted the chunk: no queue can overflow (even with a small
+    // net.core.rmem_max), so the counts must be exact.
+    let chunks = to_refl.chunks(64).zip(to_sink.chunks(64));
+    let mut sent = 0u64;
+    for (a, b) in chunks {
+        for (x, y) in a.iter().zip(b) {
+            sock.send_to(x, refl).unwrap();
+            sock.send_to(y, sink).unwrap();
         }
+        sent += a.len() as u64;
+        wait_for(&server, |s| {
+            s.reflector.unwrap().garbage.total() >= sent
+                && s.sink.as_ref().unwrap().garbage.total() >= sent
+        });
     }
-    let snap = wait_for(&server, |s| {
-        s.reflector.unwrap().garbage.total() >= want_refl.total()
-            && s.sink.as_ref().unwrap().garbage.total() >= want_sink.total()
-    });
+    let snap = server.snapshot();
     assert_eq!(snap.reflector.unwrap().garbage, want_refl);
     assert_eq!(snap.sink.as_ref().unwrap().garbage, want_sink);
     // Garbage from an unknown sender creates no stream.

@@ -542,6 +542,26 @@ pub struct SummaryRow {
     /// p_a * 100` for throughputs (Volpert's I_plr). The reference is the group's
     /// first level; for isolation-matrix pairs, tenant a's baseline in the same state.
     pub degradation_pct: Option<f64>,
+    /// Load-steps: the neighbors' aggregate received load, bit/s (per repetition the
+    /// sum over neighbors, then the mean over repetitions).
+    pub neighbor_load_bps: Option<f64>,
+}
+
+/// Mean over a level's measured repetitions of the neighbors' summed `rate_bps`.
+fn neighbor_load(samples: &[Sample], group: &str, label: &str) -> Option<f64> {
+    let mut per_step: Vec<(&str, f64)> = Vec::new();
+    let loads = samples.iter().filter(|s| {
+        s.role == "neighbor" && !s.warmup && s.group == group && s.level_label == label
+    });
+    for s in loads {
+        let Some(rate) = s.rate_bps else { continue };
+        match per_step.iter_mut().find(|(id, _)| *id == s.step) {
+            Some((_, sum)) => *sum += rate,
+            None => per_step.push((&s.step, rate)),
+        }
+    }
+    (!per_step.is_empty())
+        .then(|| per_step.iter().map(|(_, r)| r).sum::<f64>() / per_step.len() as f64)
 }
 
 /// Summarizes the test tenant's records (role `test`, warm-ups left out) per level,
@@ -571,6 +591,7 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
                         mean: None,
                         stddev: None,
                         degradation_pct: None,
+                        neighbor_load_bps: None,
                     },
                     values: Vec::new(),
                     higher_is_better: false,
@@ -600,6 +621,9 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
                 acc.row.stddev = Some(var.sqrt());
             }
         }
+    }
+    for acc in &mut order {
+        acc.row.neighbor_load_bps = neighbor_load(samples, &acc.row.group, &acc.row.level_label);
     }
     let reference = |row: &SummaryRow| -> Option<f64> {
         let found = if row.group == "pair" {

@@ -203,3 +203,24 @@ fn schema_lists_every_scenario_kind() {
     }
     assert!(schema.contains("additionalProperties"));
 }
+
+#[test]
+fn pinned_sweep_beyond_the_test_tenant() {
+    let src = r#"name = "s"
+[[tenants]]
+role = "test"
+vcpus = 2
+[scenario]
+kind = "thread-sweep"
+threads = [1, 2, 4]
+[scenario.test]
+ops = 10
+"#;
+    assert_error(src, "threads =", "do not fit the test tenant's 2 vCPUs");
+    assert!(parse(
+        "ok.toml",
+        &src.replace("ops = 10", "ops = 10\npin = \"none\""),
+        Some(2)
+    )
+    .is_ok());
+}

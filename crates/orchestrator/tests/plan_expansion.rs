@@ -63,7 +63,7 @@ fn staircase_busy_and_idle_with_warmup() {
 
 #[test]
 fn thread_sweep_levels() {
-    let src = "name = \"w\"\nrepetitions = 3\n[[tenants]]\nrole = \"test\"\n[scenario]\nkind = \"thread-sweep\"\nthreads = \"1..8:2\"\n[scenario.test]\nduration = \"1s\"\n";
+    let src = "name = \"w\"\nrepetitions = 3\n[[tenants]]\nrole = \"test\"\nvcpus = 8\n[scenario]\nkind = \"thread-sweep\"\nthreads = \"1..8:2\"\n[scenario.test]\nduration = \"1s\"\n";
     let p = plan(src);
     assert_eq!(p.steps.len(), 4 * 3);
     assert_eq!(p.steps[3].id, "sweep/threads=3/rep=1");

@@ -15,8 +15,9 @@ use std::ptr;
 pub(crate) const BATCH: usize = 32;
 /// Receive buffer per datagram: the largest UDP payload, so nothing is truncated.
 pub(crate) const BUF_LEN: usize = 65536;
-/// Control space per datagram, in u64 words (room for one `SCM_TIMESTAMPNS`).
-const CTRL_WORDS: usize = 8;
+/// Control space per datagram, in u64 words (room for an `SCM_TIMESTAMPNS` and a
+/// `UDP_GRO` message).
+const CTRL_WORDS: usize = 16;
 /// `SO_TIMESTAMPNS` / `SCM_TIMESTAMPNS` (the same value on every Linux arch with a
 /// 64-bit `time_t`).
 pub(crate) const SO_TIMESTAMPNS: libc::c_int = 35;
@@ -123,19 +124,42 @@ impl Batch {
     /// The kernel's receive timestamp of the `i`-th datagram (`CLOCK_REALTIME`
     /// nanoseconds), when the socket has `SO_TIMESTAMPNS` on.
     pub(crate) fn kernel_timestamp_ns(&self, i: usize) -> Option<u64> {
+        self.control(i, libc::SOL_SOCKET, SO_TIMESTAMPNS, |ts: libc::timespec| {
+            ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+        })
+    }
+
+    /// The segment size of the `i`-th datagram when the kernel coalesced several
+    /// same-sized datagrams into it (`UDP_GRO` on); `None` for a single datagram.
+    pub(crate) fn gro_segment_size(&self, i: usize) -> Option<usize> {
+        self.control(i, libc::SOL_UDP, libc::UDP_GRO, |size: libc::c_int| size)
+            .and_then(|size| usize::try_from(size).ok())
+            .filter(|&size| size > 0)
+    }
+
+    /// Reads the data of the `i`-th datagram's control message of `level`/`kind` as
+    /// a `T` and maps it.
+    fn control<T: Copy, R>(
+        &self,
+        i: usize,
+        level: libc::c_int,
+        kind: libc::c_int,
+        map: impl FnOnce(T) -> R,
+    ) -> Option<R> {
         let mhdr = &self.hdrs[i].msg_hdr;
         if !self.with_ctrl || mhdr.msg_controllen == 0 {
             return None;
         }
         // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs;
-        // the CMSG macros stay within them and the data is read unaligned.
+        // the CMSG macros stay within them, the length is checked before reading a
+        // T, and the data is read unaligned.
         unsafe {
             let mut c = libc::CMSG_FIRSTHDR(mhdr);
             while !c.is_null() {
-                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SO_TIMESTAMPNS {
-                    let ts: libc::timespec =
-                        ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
-                    return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+                let fits = (*c).cmsg_len as usize
+                    >= libc::CMSG_LEN(std::mem::size_of::<T>() as libc::c_uint) as usize;
+                if (*c).cmsg_level == level && (*c).cmsg_type == kind && fits {
+                    return Some(map(ptr::read_unaligned(libc::CMSG_DATA(c).cast::<T>())));
                 }
                 c = libc::CMSG_NXTHDR(mhdr, c);
             }

@@ -311,12 +311,13 @@ impl Drop for Server {
 }
 
 /// Binds one UDP service socket and sets it up: receive timeout (so a blocking loop
-/// notices a stop), receive buffer, kernel receive timestamps if `timestamps`.
+/// notices a stop), receive buffer, and for the `sink` kernel receive timestamps and
+/// coalesced (GRO) receive.
 fn bind_udp(
     service: &'static str,
     cfg: &ServeConfig,
     port: u16,
-    timestamps: bool,
+    sink: bool,
 ) -> Result<(UdpSocket, SocketAddr), ServeError> {
     let want = SocketAddr::new(cfg.bind, port);
     let socket = UdpSocket::bind(want).map_err(|source| ServeError::Bind {
@@ -328,24 +329,34 @@ fn bind_udp(
     socket.set_read_timeout(Some(RECV_TIMEOUT)).map_err(err)?;
     if let Some(bytes) = cfg.recv_buffer {
         let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-        if setsockopt_int(&socket, libc::SO_RCVBUFFORCE, bytes).is_err() {
-            setsockopt_int(&socket, libc::SO_RCVBUF, bytes).map_err(err)?;
+        if setsockopt_int(&socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
+            setsockopt_int(&socket, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes).map_err(err)?;
         }
     }
-    if timestamps {
-        setsockopt_int(&socket, mmsg::SO_TIMESTAMPNS, 1).map_err(err)?;
+    if sink {
+        setsockopt_int(&socket, libc::SOL_SOCKET, mmsg::SO_TIMESTAMPNS, 1).map_err(err)?;
+        // Coalesced receive: a sender's GSO batch arrives as one buffer that the sink
+        // splits, instead of one system call per datagram. Kernels before 5.0 lack it.
+        if let Err(e) = setsockopt_int(&socket, libc::SOL_UDP, libc::UDP_GRO, 1) {
+            tracing::debug!("UDP_GRO unavailable, receiving datagram by datagram: {e}");
+        }
     }
     let addr = socket.local_addr().map_err(err)?;
     Ok((socket, addr))
 }
 
-/// Sets one integer `SOL_SOCKET` option.
-fn setsockopt_int(socket: &UdpSocket, opt: libc::c_int, value: libc::c_int) -> io::Result<()> {
+/// Sets one integer socket option.
+fn setsockopt_int(
+    socket: &UdpSocket,
+    level: libc::c_int,
+    opt: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a valid fd and a pointer to an int of the declared size.
     let r = unsafe {
         libc::setsockopt(
             socket.as_raw_fd(),
-            libc::SOL_SOCKET,
+            level,
             opt,
             std::ptr::from_ref(&value).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,

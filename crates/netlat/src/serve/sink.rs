@@ -347,15 +347,26 @@ pub(crate) fn run(
         for i in 0..n {
             let Some(peer) = batch.peer(i) else { continue };
             let arrival = clock.arrival_ns(batch.kernel_timestamp_ns(i));
-            if st.handle(peer, batch.datagram(i), arrival, &mut reply) == SinkOutcome::Report
-                && !reply.is_empty()
-            {
-                if let Err(e) = socket.send_to(&reply, peer) {
-                    tracing::warn!(%peer, "cannot send report: {e}");
+            for datagram in segments(batch.datagram(i), batch.gro_segment_size(i)) {
+                if st.handle(peer, datagram, arrival, &mut reply) == SinkOutcome::Report
+                    && !reply.is_empty()
+                {
+                    if let Err(e) = socket.send_to(&reply, peer) {
+                        tracing::warn!(%peer, "cannot send report: {e}");
+                    }
                 }
             }
         }
     }
+}
+
+/// The datagrams in one received buffer: GRO-coalesced buffers are cut every
+/// `segment` bytes (the last piece may be shorter); an empty datagram is still one.
+fn segments(buf: &[u8], segment: Option<usize>) -> impl Iterator<Item = &[u8]> {
+    let size = segment.unwrap_or(buf.len()).max(1);
+    std::iter::once(buf)
+        .filter(|b| b.is_empty())
+        .chain(buf.chunks(size))
 }
 
 #[cfg(test)]
@@ -412,6 +423,16 @@ mod tests {
         let snap = s.snapshot();
         assert_eq!(snap.totals.reports_sent, 1);
         assert_eq!(snap.garbage.total(), 1);
+    }
+
+    #[test]
+    fn coalesced_buffers_split_into_datagrams() {
+        let buf: Vec<u8> = (0..25).collect();
+        let parts: Vec<&[u8]> = segments(&buf, Some(10)).collect();
+        assert_eq!(parts, [&buf[..10], &buf[10..20], &buf[20..]]);
+        assert_eq!(segments(&buf, None).count(), 1);
+        assert_eq!(segments(&[], None).collect::<Vec<_>>(), [&[] as &[u8]]);
+        assert_eq!(segments(&[], Some(10)).count(), 1);
     }
 
     #[test]

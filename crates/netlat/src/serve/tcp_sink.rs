@@ -31,7 +31,7 @@ pub struct TcpReport {
     pub bytes: u64,
     /// From the first byte received to the client's half-close, in nanoseconds.
     pub duration_ns: u64,
-    /// `bytes` in bit/s over `duration_ns` (0 when nothing or one read arrived).
+    /// `bytes` in bit/s over `duration_ns` (0 when nothing arrived).
     pub rate_bps: f64,
 }
 

@@ -665,9 +665,13 @@ impl Checker<'_> {
             None => "cores".to_string(),
             Some(p) => self.at(p, values::pin(p.get_ref()))?,
         };
+        let threads = self.opt_positive(&f.threads, "threads", default_threads)?;
+        if let Some(t) = &f.threads {
+            self.at(t, values::fits(threads, default_threads, &pin))?;
+        }
         Ok(Burn {
             workload: self.workload(&f.workload)?,
-            threads: self.opt_positive(&f.threads, "threads", default_threads)?,
+            threads,
             amount,
             pin,
         })
@@ -779,10 +783,13 @@ impl Checker<'_> {
             ));
         }
         let threads = self.at(&s.threads, values::count_list(s.threads.get_ref()))?;
-        Ok(ThreadSweep {
-            threads,
-            test: self.burn(tenants, &s.test)?,
-        })
+        let test = self.burn(tenants, &s.test)?;
+        let most = threads.iter().copied().max().unwrap_or(1);
+        self.at(
+            &s.threads,
+            values::fits(most, test_vcpus(tenants), &test.pin),
+        )?;
+        Ok(ThreadSweep { threads, test })
     }
 
     fn load_steps(

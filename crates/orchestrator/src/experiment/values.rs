@@ -93,6 +93,19 @@ pub fn pin(s: &str) -> Result<String, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Pinned threads need a CPU each: more threads than the tenant's vCPUs only with
+/// `pin = "none"` (then they share its CPUs, as an overcommitted tenant does).
+pub fn fits(threads: usize, vcpus: usize, pin: &str) -> Result<(), String> {
+    if threads > vcpus && pin != "none" {
+        Err(format!(
+            "{threads} pinned threads do not fit the test tenant's {vcpus} vCPUs: \
+             give it more vCPUs or set pin = \"none\" to share them"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// A UDP payload that holds nnb's 32-byte header and fits a datagram.
 pub fn msg_size(n: usize) -> Result<usize, String> {
     if (nnb_netlat::wire::HEADER_LEN..=65_507).contains(&n) {
