@@ -27,6 +27,31 @@ use serde::Serialize;
 
 use crate::usage::usage;
 
+/// `writeln!` into a `String` (which cannot fail); output is written once by [`emit`].
+macro_rules! outln {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+pub(crate) use outln;
+
+/// Writes the output to stdout; a closed pipe (`nnb cpu | head`) is not an error.
+pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
 /// A coefficient of variation above this gets a warning, as hyperfine warns on outliers.
 const HIGH_CV: f64 = 0.05;
 
@@ -172,7 +197,9 @@ pub fn run(args: CpuArgs) -> anyhow::Result<()> {
         .map_err(|e| usage(e.to_string()))?;
 
     if args.dry_run {
-        return print_dry_run(&args, &topo, placements);
+        let mut out = String::new();
+        print_dry_run(&mut out, &args, &topo, placements)?;
+        return emit(&out);
     }
 
     let clock = Clock::with_choice(cfg.clock).map_err(|e| usage(e.to_string()))?;
@@ -196,14 +223,15 @@ pub fn run(args: CpuArgs) -> anyhow::Result<()> {
         sweep,
     };
     warn_about_noise(&report);
+    let mut out = String::new();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&report)?);
     } else if args.csv {
-        print_csv(&report)?;
+        print_csv(&mut out, &report)?;
     } else {
-        print_human(&report);
+        print_human(&mut out, &report);
     }
-    Ok(())
+    emit(&out)
 }
 
 /// Checks the flags that the library does not check (placement errors come later).
@@ -266,20 +294,21 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
 }
 
 fn print_dry_run(
+    out: &mut String,
     args: &CpuArgs,
     topo: &Topology,
     placements: Vec<Placement>,
 ) -> anyhow::Result<()> {
     if args.json {
-        let out = DryRun {
+        let plan = DryRun {
             sysfs_root: topo.sysfs_root.clone(),
             topology: topo.summary(),
             placements,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!(out, "{}", serde_json::to_string_pretty(&plan)?);
     } else {
         for p in &placements {
-            println!("{}", render_placement(p, topo));
+            outln!(out, "{}", render_placement(p, topo));
         }
     }
     Ok(())
@@ -436,18 +465,23 @@ fn fmt_rate(r: f64) -> String {
     }
 }
 
-fn print_human(report: &Report) {
+fn print_human(out: &mut String, report: &Report) {
     let env = &report.environment;
     let clock = &report.clock;
     let work = match report.work {
         Work::Ops(n) => format!("{n} ops ({}) per thread", report.workload.op_unit()),
         Work::Duration(d) => format!("{d:?} per run"),
     };
-    println!(
+    outln!(
+        out,
         "workload {} | {work} | pin {} | {} warm-up + {} reps",
-        report.workload, report.pin, report.warmup, report.reps
+        report.workload,
+        report.pin,
+        report.warmup,
+        report.reps
     );
-    println!(
+    outln!(
+        out,
         "cpu {} | kernel {} | clocksource {} | hypervisor {} | governor {}",
         env.cpu_model,
         env.kernel,
@@ -455,7 +489,8 @@ fn print_human(report: &Report) {
         env.hypervisor.as_deref().unwrap_or("unknown"),
         env.governor.as_deref().unwrap_or("none"),
     );
-    println!(
+    outln!(
+        out,
         "clock {} at {:.3} MHz (calibration error {:.3} ppm, read {:.1} ns){}",
         clock.source,
         clock.freq_hz / 1e6,
@@ -466,18 +501,18 @@ fn print_human(report: &Report) {
             .as_ref()
             .map_or(String::new(), |w| format!(" - {w}"))
     );
-    println!();
+    outln!(out);
 
     if let Some(last) = report.steps.last() {
-        print_verified_placement(last);
+        print_verified_placement(out, last);
     }
     match &report.sweep {
         None => {
             for step in &report.steps {
-                print_reps(report.work, step);
+                print_reps(out, report.work, step);
             }
         }
-        Some(sweep) => print_sweep(report, sweep),
+        Some(sweep) => print_sweep(out, report, sweep),
     }
     let overhead = report
         .steps
@@ -487,14 +522,14 @@ fn print_human(report: &Report) {
     let steal = env
         .steal_delta()
         .map_or("unknown".to_string(), |d| format!("{d} ticks"));
-    println!(
-        "\ntiming overhead <= {:.4}% of the wall time | steal during the run: {steal}",
+    outln!(out,
+        "\ntiming overhead (start skew + clock reads) <= {:.4}% of the wall time | steal during the run: {steal}",
         overhead * 100.0
     );
 }
 
 /// The placement as observed by the threads of the step's first repetition.
-fn print_verified_placement(step: &Step) {
+fn print_verified_placement(out: &mut String, step: &Step) {
     let Some(run) = step.runs.first() else { return };
     let mut t = table(&[
         "thread",
@@ -515,13 +550,15 @@ fn print_verified_placement(step: &Step) {
             right(opt(th.package)),
         ]);
     }
-    println!(
+    outln!(
+        out,
         "placement ({}, {} threads, verified by sched_getaffinity/sched_getcpu)\n{t}\n",
-        step.placement.strategy, step.threads
+        step.placement.strategy,
+        step.threads
     );
 }
 
-fn print_reps(work: Work, step: &Step) {
+fn print_reps(out: &mut String, work: Work, step: &Step) {
     let mut t = table(&["rep", "wall", "ops/s", "start skew", "overhead"]);
     for (i, r) in step.runs.iter().enumerate() {
         t.add_row(vec![
@@ -532,7 +569,7 @@ fn print_reps(work: Work, step: &Step) {
             right(format!("{:.5}%", r.timing_overhead_share * 100.0)),
         ]);
     }
-    println!("{} threads\n{t}\n", step.threads);
+    outln!(out, "{} threads\n{t}\n", step.threads);
     let (label, s, fmt): (&str, &Summary, fn(f64) -> String) = match work {
         Work::Ops(_) => ("runtime", &step.runtime_s, fmt_secs),
         Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_rate),
@@ -548,10 +585,10 @@ fn print_reps(work: Work, step: &Step) {
         right(format!("{:.2}%", s.cv * 100.0)),
         right(format!("{} .. {}", fmt(s.ci95_low), fmt(s.ci95_high))),
     ]);
-    println!("{st}");
+    outln!(out, "{st}");
 }
 
-fn print_sweep(report: &Report, sweep: &SweepReport) {
+fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
     let value_label = match sweep.metric {
         "runtime_s" => "runtime",
         _ => "time/op/thread",
@@ -593,36 +630,44 @@ fn print_sweep(report: &Report, sweep: &SweepReport) {
             Cell::new(mark),
         ]);
     }
-    println!(
+    outln!(
+        out,
         "sweep ({value_label}; degradation vs {} threads)\n{t}",
         report.steps[0].threads
     );
     if let Some(k) = sweep.expected_smt_knee {
-        println!("expected SMT knee on this 2-way SMT host: {k} threads (n/2 + 1)");
+        outln!(
+            out,
+            "expected SMT knee on this 2-way SMT host: {k} threads (n/2 + 1)"
+        );
     }
 }
 
 /// CSV: `#` comment lines with the environment, clock and placement as JSON, then one
 /// row per thread per repetition.
-fn print_csv(report: &Report) -> anyhow::Result<()> {
-    println!(
+fn print_csv(out: &mut String, report: &Report) -> anyhow::Result<()> {
+    outln!(
+        out,
         "# environment: {}",
         serde_json::to_string(&report.environment)?
     );
-    println!("# clock: {}", serde_json::to_string(&report.clock)?);
-    println!(
+    outln!(out, "# clock: {}", serde_json::to_string(&report.clock)?);
+    outln!(
+        out,
         "# workload: {} work: {}",
         serde_json::to_string(&report.workload)?,
         serde_json::to_string(&report.work)?
     );
     for step in &report.steps {
-        println!(
+        outln!(
+            out,
             "# placement {} threads: {}",
             step.threads,
             serde_json::to_string(&step.placement)?
         );
     }
-    println!(
+    outln!(
+        out,
         "threads,rep,thread,planned_cpu,cpu_start,cpu_end,core,package,ops,elapsed_ns,\
          ops_per_sec,cycles,checksum,wall_ns,run_ops_per_sec,start_skew_ns"
     );
@@ -630,7 +675,8 @@ fn print_csv(report: &Report) -> anyhow::Result<()> {
     for step in &report.steps {
         for (rep, r) in step.runs.iter().enumerate() {
             for t in &r.threads {
-                println!(
+                outln!(
+                    out,
                     "{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{},{:.1},{:.3},{:.1}",
                     step.threads,
                     rep + 1,

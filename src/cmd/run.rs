@@ -18,7 +18,7 @@ use nnb_orchestrator::controller::{self, Cancel, Run, RunOptions, RunOutcome, Ru
 use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_orchestrator::jobs::JobSpec;
 use nnb_orchestrator::plan::{self, Assignment, Plan};
-use nnb_orchestrator::provider::{local::carve_cpus, TenantSpec};
+use nnb_orchestrator::provider::local::carve_cpus;
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 
@@ -210,15 +210,7 @@ fn dry_run(
     fixture: bool,
     as_json: bool,
 ) -> anyhow::Result<()> {
-    let specs: Vec<TenantSpec> = exp
-        .tenants
-        .iter()
-        .map(|t| TenantSpec {
-            name: t.name.clone(),
-            role: t.role,
-            vcpus: t.vcpus,
-        })
-        .collect();
+    let specs = exp.tenant_specs();
     // Where local tenants would sit; a static fleet's agents are placed already.
     let (sets, warnings) = match exp.provider {
         Provider::Local => {

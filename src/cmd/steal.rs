@@ -11,7 +11,7 @@ use nnb_burn::steal::{measure, StealReport, DEFAULT_THRESHOLD};
 use nnb_burn::topology::Topology;
 use serde::Serialize;
 
-use super::cpu::{fmt_secs, right, table};
+use super::cpu::{emit, fmt_secs, outln, right, table};
 use crate::usage::usage;
 
 /// Arguments of `nnb steal`.
@@ -90,11 +90,12 @@ pub fn run(args: StealArgs) -> anyhow::Result<()> {
             clock: clock.info(),
             steal: report,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))
     } else {
-        print_human(&report);
+        let mut out = String::new();
+        print_human(&mut out, &report);
+        emit(&out)
     }
-    Ok(())
 }
 
 /// Nanoseconds with a readable unit.
@@ -102,7 +103,7 @@ fn fmt_ns(ns: f64) -> String {
     fmt_secs(ns / 1e9)
 }
 
-fn print_human(r: &StealReport) {
+fn print_human(out: &mut String, r: &StealReport) {
     let mut t = table(&[
         "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "loop", "steal",
     ]);
@@ -132,8 +133,9 @@ fn print_human(r: &StealReport) {
             right(ticks(c.proc_steal_ticks)),
         ]);
     }
-    println!("{t}");
-    println!(
+    outln!(out, "{t}");
+    outln!(
+        out,
         "ran: share of the time the pinned loop ran (gaps >= {} subtracted); steal: /proc/stat \
          steal of that CPU during the run (all CPUs: {})",
         fmt_ns(r.threshold_ns as f64),

@@ -438,6 +438,7 @@ fn udp_stream(
         cfg.catch_up,
     );
     let (mut seq, mut send_errors) = (0u64, 0u64);
+    let mut last_send_ns = None;
     crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
     let mut now = now_ns();
     while now < end_ns && !stop.load(Ordering::Relaxed) {
@@ -450,6 +451,7 @@ fn udp_stream(
         match sender.send(stream, seq, n, now) {
             Ok(sent) => {
                 seq += sent;
+                last_send_ns = Some(now_ns());
                 pacer.sent(sent);
                 live.datagrams.fetch_add(sent, Ordering::Relaxed);
                 live.bytes
@@ -464,7 +466,8 @@ fn udp_stream(
         }
         now = now_ns();
     }
-    let elapsed = now.saturating_sub(start_ns);
+    // Up to the end of the last send: a stall between it and the stop is not load.
+    let elapsed = last_send_ns.unwrap_or(now).saturating_sub(start_ns);
     let mut sent = totals(cfg, seq, seq * cfg.msg_size as u64, elapsed);
     sent.skipped = pacer.skipped();
     sent.send_errors = send_errors;
@@ -549,6 +552,7 @@ fn tcp_stream(
     let chunk = vec![0u8; TCP_CHUNK];
     let max_units = (TCP_CHUNK / TCP_UNIT) as u64;
     let (mut bytes, mut writes) = (0u64, 0u64);
+    let mut last_send_ns = None;
     crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
     let mut now = now_ns();
     while now < end_ns && !stop.load(Ordering::Relaxed) {
@@ -564,11 +568,13 @@ fn tcp_stream(
         pacer.sent(n);
         bytes += len as u64;
         writes += 1;
+        last_send_ns = Some(now_ns());
         live.datagrams.fetch_add(1, Ordering::Relaxed);
         live.bytes.fetch_add(len as u64, Ordering::Relaxed);
         now = now_ns();
     }
-    let elapsed = now.saturating_sub(start_ns);
+    // Up to the end of the last send: a stall between it and the stop is not load.
+    let elapsed = last_send_ns.unwrap_or(now).saturating_sub(start_ns);
     let mut sent = totals(cfg, writes, bytes, elapsed);
     sent.skipped = pacer.skipped();
     let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);

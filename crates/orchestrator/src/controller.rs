@@ -24,7 +24,7 @@ use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{self, Assignment, Plan, Step, REFLECTOR, SINK};
 use crate::progress::Progress;
-use crate::provider::{self, Fleet, LocalOptions, ProviderError, Role, Tenant, TenantSpec};
+use crate::provider::{self, Fleet, LocalOptions, ProviderError, Role, Tenant};
 use crate::results::{
     self, timestamp, Manifest, ResultsError, RunDir, Sample, SampleParts, SampleStatus, Session,
     TenantRecord, FORMAT_VERSION,
@@ -331,15 +331,7 @@ async fn measure_all(
 async fn launch(exp: &Experiment, opts: &RunOptions) -> Result<Fleet, ControllerError> {
     match &exp.provider {
         Provider::Local => {
-            let specs: Vec<TenantSpec> = exp
-                .tenants
-                .iter()
-                .map(|t| TenantSpec {
-                    name: t.name.clone(),
-                    role: t.role,
-                    vcpus: t.vcpus,
-                })
-                .collect();
+            let specs = exp.tenant_specs();
             let network = match exp.network {
                 Network::None => provider::Network::None,
                 Network::Emulated { host_bw_bps } => provider::Network::Emulated { host_bw_bps },

@@ -10,6 +10,7 @@ use std::mem;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 use std::os::fd::RawFd;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Datagrams per system call.
 pub(crate) const BATCH: usize = 32;
@@ -240,4 +241,34 @@ pub(crate) fn is_idle(err: &io::Error) -> bool {
         err.kind(),
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
+}
+
+/// The receive loop a batched UDP server runs: fills `batch` from `fd` (blocking for
+/// the first datagram, or busy-polling with `busy_poll`) and hands it with the number
+/// of datagrams received to `handle`, until `stop` is set. An idle wake-up (receive
+/// timeout, empty socket, signal) just loops; any other receive error is logged
+/// under `role` and ends the loop.
+pub(crate) fn serve_batches(
+    fd: RawFd,
+    batch: &mut Batch,
+    busy_poll: bool,
+    stop: &AtomicBool,
+    role: &str,
+    mut handle: impl FnMut(&mut Batch, usize),
+) {
+    let flags = if busy_poll {
+        libc::MSG_DONTWAIT
+    } else {
+        libc::MSG_WAITFORONE
+    };
+    while !stop.load(Ordering::Relaxed) {
+        match batch.recv(fd, flags) {
+            Ok(n) => handle(batch, n),
+            Err(e) if is_idle(&e) => std::hint::spin_loop(),
+            Err(e) => {
+                tracing::error!("{role} receive failed, {role} stops: {e}");
+                return;
+            }
+        }
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -44,23 +44,7 @@ pub(crate) fn run(
     let fd = socket.as_raw_fd();
     let mut batch = Batch::new(false);
     let mut answer = Vec::with_capacity(mmsg::BATCH);
-    let flags = if busy_poll {
-        libc::MSG_DONTWAIT
-    } else {
-        libc::MSG_WAITFORONE
-    };
-    while !stop.load(Ordering::Relaxed) {
-        let n = match batch.recv(fd, flags) {
-            Ok(n) => n,
-            Err(e) if mmsg::is_idle(&e) => {
-                std::hint::spin_loop();
-                continue;
-            }
-            Err(e) => {
-                tracing::error!("reflector receive failed, reflector stops: {e}");
-                return;
-            }
-        };
+    mmsg::serve_batches(fd, &mut batch, busy_poll, &stop, "reflector", |batch, n| {
         answer.clear();
         let mut garbage = GarbageCounts::default();
         for i in 0..n {
@@ -77,5 +61,5 @@ pub(crate) fn run(
         st.reflected += sent as u64;
         st.send_failures += (answer.len() - sent) as u64;
         st.garbage.merge(&garbage);
-    }
+    });
 }

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
@@ -326,23 +326,7 @@ pub(crate) fn run(
     let fd = socket.as_raw_fd();
     let mut batch = Batch::new(true);
     let mut reply = Vec::new();
-    let flags = if busy_poll {
-        libc::MSG_DONTWAIT
-    } else {
-        libc::MSG_WAITFORONE
-    };
-    while !stop.load(Ordering::Relaxed) {
-        let n = match batch.recv(fd, flags) {
-            Ok(n) => n,
-            Err(e) if mmsg::is_idle(&e) => {
-                std::hint::spin_loop();
-                continue;
-            }
-            Err(e) => {
-                tracing::error!("sink receive failed, sink stops: {e}");
-                return;
-            }
-        };
+    mmsg::serve_batches(fd, &mut batch, busy_poll, &stop, "sink", |batch, n| {
         let mut st = lock(&state);
         for i in 0..n {
             let Some(peer) = batch.peer(i) else { continue };
@@ -357,7 +341,7 @@ pub(crate) fn run(
                 }
             }
         }
-    }
+    });
 }
 
 /// The datagrams in one received buffer: GRO-coalesced buffers are cut every

@@ -22,6 +22,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 pub use crate::provider::Role;
+use crate::provider::TenantSpec;
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
@@ -330,6 +331,19 @@ impl Experiment {
     /// The neighbor tenants in file order.
     pub fn neighbors(&self) -> impl Iterator<Item = &TenantDef> {
         self.tenants.iter().filter(|t| t.role == Role::Neighbor)
+    }
+
+    /// The tenants as a provider brings them up (and as a dry run places them), in
+    /// file order.
+    pub fn tenant_specs(&self) -> Vec<TenantSpec> {
+        self.tenants
+            .iter()
+            .map(|t| TenantSpec {
+                name: t.name.clone(),
+                role: t.role,
+                vcpus: t.vcpus,
+            })
+            .collect()
     }
 }
 
