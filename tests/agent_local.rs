@@ -8,52 +8,21 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
-use nnb_orchestrator::provider::{launch_local, LocalOptions, Role, TenantSpec};
+use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, TenantSpec};
+
+#[path = "support/agents.rs"]
+mod agents;
+use agents::process_gone;
 
 /// Env var that turns [`helper_parent_of_an_agent`] into the helper process.
 const HELPER_ENV: &str = "NNB_TEST_PDEATHSIG_HELPER";
 
 fn options() -> LocalOptions {
-    LocalOptions {
-        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
-        ..LocalOptions::default()
-    }
+    agents::local_options(Network::None)
 }
 
 fn specs() -> Vec<TenantSpec> {
-    let t = |name: &str, role, vcpus| TenantSpec {
-        name: name.into(),
-        role,
-        vcpus,
-    };
-    vec![
-        t("test", Role::Test, 2),
-        t("n1", Role::Neighbor, 1),
-        t("n2", Role::Neighbor, 1),
-    ]
-}
-
-/// Whether process `pid` is gone (absent, or a zombie nobody has reaped yet).
-fn process_gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
-}
-
-fn wait_gone(pid: u32, timeout: Duration) -> bool {
-    let end = Instant::now() + timeout;
-    while Instant::now() < end {
-        if process_gone(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    process_gone(pid)
+    agents::three_tenants(2)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,12 +180,11 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
     // SIGKILL: no destructor, no signal handler runs in the controller.
     helper.kill().unwrap();
     helper.wait().unwrap();
-    for pid in agents {
-        assert!(
-            wait_gone(pid, Duration::from_secs(5)),
-            "agent {pid} outlived its SIGKILLed parent"
-        );
-    }
+    let alive = agents::still_alive_after(&agents, Duration::from_secs(5));
+    assert!(
+        alive.is_empty(),
+        "agents {alive:?} outlived their SIGKILLed parent"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

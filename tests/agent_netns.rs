@@ -4,22 +4,16 @@
 use std::process::Command;
 use std::time::Duration;
 
+use nnb_orchestrator::client::AgentClient;
 use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
-use nnb_orchestrator::provider::netns::{is_root, list_namespaces};
-use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, Role, TenantSpec};
+use nnb_orchestrator::provider::launch_local;
+use nnb_orchestrator::provider::netns::list_namespaces;
+use nnb_orchestrator::provider::Network;
 
-/// Tests needing root fail under CI and are skipped (with the reason) elsewhere.
-fn root_or_skip(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} needs root, and CI is set"
-    );
-    eprintln!("skipping {test}: the emulated network needs root");
-    false
-}
+#[path = "support/agents.rs"]
+mod agents;
+#[path = "support/netns.rs"]
+mod netns;
 
 fn sh(program: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(program).args(args).output().unwrap();
@@ -31,25 +25,13 @@ fn sh(program: &str, args: &[&str]) -> (bool, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn emulated_network_is_built_shaped_and_removed() {
-    if !root_or_skip("emulated_network_is_built_shaped_and_removed") {
+    if !netns::require_root() {
         return;
     }
-    let t = |name: &str, role, vcpus| TenantSpec {
-        name: name.into(),
-        role,
-        vcpus,
-    };
-    let specs = [
-        t("test", Role::Test, 1),
-        t("n1", Role::Neighbor, 1),
-        t("n2", Role::Neighbor, 1),
-    ];
-    let opts = LocalOptions {
-        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
-        network: Network::Emulated { host_bw_bps: 200e6 },
-        ..LocalOptions::default()
-    };
-    let fleet = launch_local(&specs, &opts).await.unwrap();
+    let opts = agents::local_options(Network::Emulated { host_bw_bps: 200e6 });
+    let fleet = launch_local(&agents::three_tenants(1), &opts)
+        .await
+        .unwrap();
     let lab = fleet.network().expect("an emulated fleet has a network");
     let namespaces = lab.namespaces();
     assert_eq!(
@@ -88,30 +70,12 @@ async fn emulated_network_is_built_shaped_and_removed() {
     // A tenant reaches the endpoint across the bridge and the shaped uplink: the
     // reflector answers the test node's probe.
     let ep = endpoint.client();
-    let serve = ep
-        .start(&JobRequest {
-            spec: JobSpec::Serve {
-                reflector_port: 0,
-                sink_port: 0,
-            },
-            deadline_ms: 60_000,
-        })
-        .await
-        .unwrap();
-    let mut reflector = None;
-    for _ in 0..100 {
-        if let Some(r) = ep.status(&serve).await.unwrap().result {
-            reflector = r["reflector"].as_str().map(str::to_string);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let reflector = reflector.expect("the endpoint's reflector address");
+    let (serve_id, reflector, _) = serve(&ep, 60_000).await;
     assert!(
         reflector.starts_with(&endpoint.ip.unwrap().to_string()),
         "{reflector}"
     );
-    assert_eq!(ep.stop(&serve).await.unwrap().state, JobState::Stopped);
+    assert_eq!(ep.stop(&serve_id).await.unwrap().state, JobState::Stopped);
 
     let ctl = format!("{}c", lab.run_id());
     fleet.shutdown().await.unwrap();
@@ -123,8 +87,31 @@ async fn emulated_network_is_built_shaped_and_removed() {
     assert!(!exists, "the controller's veth {ctl} is left behind");
 }
 
+/// Starts a serve job on `ep` that may run `deadline_ms`, and waits for its bound
+/// addresses; returns its id with the reflector and sink addresses.
+async fn serve(ep: &AgentClient, deadline_ms: u64) -> (String, String, String) {
+    let id = ep
+        .start(&JobRequest {
+            spec: JobSpec::Serve {
+                reflector_port: 0,
+                sink_port: 0,
+            },
+            deadline_ms,
+        })
+        .await
+        .unwrap();
+    for _ in 0..100 {
+        if let Some(r) = ep.status(&id).await.unwrap().result {
+            let get = |k: &str| r[k].as_str().unwrap().to_string();
+            return (id, get("reflector"), get("sink"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the endpoint's serve job published no address");
+}
+
 /// Starts a job and waits for its end, returning its result.
-async fn run_job(c: &nnb_orchestrator::client::AgentClient, spec: JobSpec) -> serde_json::Value {
+async fn run_job(c: &AgentClient, spec: JobSpec) -> serde_json::Value {
     let id = c
         .start(&JobRequest {
             spec,
@@ -139,52 +126,18 @@ async fn run_job(c: &nnb_orchestrator::client::AgentClient, spec: JobSpec) -> se
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_node() {
-    if !root_or_skip("the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_node")
-    {
+    if !netns::require_root() {
         return;
     }
-    let t = |name: &str, role, vcpus| TenantSpec {
-        name: name.into(),
-        role,
-        vcpus,
-    };
-    let specs = [
-        t("test", Role::Test, 1),
-        t("n1", Role::Neighbor, 1),
-        t("n2", Role::Neighbor, 1),
-    ];
     let host_bw = 200e6;
-    let opts = LocalOptions {
-        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
-        network: Network::Emulated {
-            host_bw_bps: host_bw,
-        },
-        ..LocalOptions::default()
-    };
-    let fleet = launch_local(&specs, &opts).await.unwrap();
-    let ep = fleet.endpoint.clone().unwrap().client();
-    let serve = ep
-        .start(&JobRequest {
-            spec: JobSpec::Serve {
-                reflector_port: 0,
-                sink_port: 0,
-            },
-            deadline_ms: 120_000,
-        })
+    let opts = agents::local_options(Network::Emulated {
+        host_bw_bps: host_bw,
+    });
+    let fleet = launch_local(&agents::three_tenants(1), &opts)
         .await
         .unwrap();
-    let mut addrs = None;
-    for _ in 0..100 {
-        if let Some(r) = ep.status(&serve).await.unwrap().result {
-            addrs = Some((
-                r["reflector"].as_str().unwrap().to_string(),
-                r["sink"].as_str().unwrap().to_string(),
-            ));
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let (reflector, sink) = addrs.expect("endpoint serve addresses");
+    let ep = fleet.endpoint.clone().unwrap().client();
+    let (_, reflector, sink) = serve(&ep, 120_000).await;
     let probe = || JobSpec::Latency {
         target: reflector.clone(),
         duration_ms: 1000,
@@ -195,7 +148,7 @@ async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_
     let test = fleet.test().unwrap().client();
     let idle = run_job(&test, probe()).await;
 
-    let load = |c: nnb_orchestrator::client::AgentClient, sink: String| async move {
+    let load = |c: AgentClient, sink: String| async move {
         let spec = JobSpec::Load {
             target: sink,
             rate_bps: 150e6,

@@ -149,17 +149,9 @@ fn csv_has_a_row_per_thread_and_rep() {
 /// first (cpus 0-47, cores 0-47, package 0 then 1), then the SMT siblings 48-95.
 #[test]
 fn dry_run_places_96_threads_on_m5_metal() {
-    let v = json_of(&nnb(&[
-        "cpu",
-        "--dry-run",
-        "--sysfs-root",
-        &fixture("m5.metal"),
-        "--threads",
-        "96",
-        "--pin",
-        "cores",
-        "--json",
-    ]));
+    let m5 = fixture("m5.metal");
+    let args = ["cpu", "--dry-run", "--sysfs-root", &m5, "--threads", "96"];
+    let v = json_of(&nnb(&[&args[..], &["--pin", "cores", "--json"]].concat()));
     assert_eq!(v["topology"]["logical"], 96);
     let slots = v["placements"][0]["slots"].as_array().unwrap();
     assert_eq!(slots.len(), 96);
@@ -173,14 +165,7 @@ fn dry_run_places_96_threads_on_m5_metal() {
         );
     }
     // The human form prints a row per thread.
-    let out = nnb(&[
-        "cpu",
-        "--dry-run",
-        "--sysfs-root",
-        &fixture("m5.metal"),
-        "--threads",
-        "96",
-    ]);
+    let out = nnb(&args);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).lines().count() > 96);
 }

@@ -3,10 +3,13 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+#[path = "support/agents.rs"]
+mod agents;
 
 const NNB: &str = env!("CARGO_BIN_EXE_nnb");
 
@@ -55,6 +58,18 @@ fn nnb(args: &[&str]) -> Output {
         .unwrap_or_else(|e| panic!("running nnb: {e}"))
 }
 
+/// Runs `nnb` with `args`, which must succeed, and parses what it prints as JSON.
+fn nnb_json(args: &[&str]) -> Value {
+    let out = nnb(args);
+    assert!(
+        out.status.success(),
+        "nnb {} failed: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
+}
+
 /// The only run directory under `results`.
 fn run_dir(results: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(results)
@@ -79,37 +94,21 @@ fn manifest(run: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("manifest: {e}"))
 }
 
-/// Whether process `pid` is gone (absent, or a zombie).
-fn process_gone(pid: u64) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().next())
-            .is_some_and(|state| state == "Z" || state == "X"),
-    }
-}
-
 /// Agent pids recorded in every session of the manifest.
-fn agent_pids(m: &Value) -> Vec<u64> {
+fn agent_pids(m: &Value) -> Vec<u32> {
     m["sessions"]
         .as_array()
         .into_iter()
         .flatten()
         .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p.as_u64())
+        .filter_map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
         .collect()
 }
 
 fn assert_agents_gone(m: &Value) {
     let pids = agent_pids(m);
     assert!(!pids.is_empty(), "no agent pids recorded");
-    let end = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < end && !pids.iter().all(|&p| process_gone(p)) {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let alive: Vec<u64> = pids.into_iter().filter(|&p| !process_gone(p)).collect();
+    let alive = agents::still_alive_after(&pids, Duration::from_secs(5));
     assert!(alive.is_empty(), "agents still running: {alive:?}");
 }
 
@@ -126,12 +125,54 @@ fn expected_ids(reps: u32) -> Vec<String> {
     ids
 }
 
+/// Starts `nnb run EXP --results RESULTS --quiet` (plus `--json` if `json`) in the
+/// background, its output piped.
+fn spawn_run(exp: &Path, results: &Path, json: bool) -> Child {
+    let mut args = vec![
+        "run",
+        exp.to_str().unwrap_or_default(),
+        "--results",
+        results.to_str().unwrap_or_default(),
+        "--quiet",
+    ];
+    if json {
+        args.push("--json");
+    }
+    Command::new(NNB)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"))
+}
+
+/// Waits (at most two minutes, polling every `poll`) until the run `child` writes
+/// under `results` has journaled at least `n` samples; returns its run directory.
+fn wait_for_samples(child: &mut Child, results: &Path, n: usize, poll: Duration) -> PathBuf {
+    let end = Instant::now() + Duration::from_secs(120);
+    loop {
+        assert!(Instant::now() < end, "{n} steps not journaled in time");
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("nnb run ended early: {st}");
+        }
+        let found = std::fs::read_dir(results)
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path());
+        if let Some(run) = found.filter(|r| samples(r).len() >= n) {
+            return run;
+        }
+        std::thread::sleep(poll);
+    }
+}
+
 #[test]
 fn local_staircase_records_every_step_and_leaves_no_agent() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let exp = write_experiment(dir.path(), &staircase(2, 2_000_000));
     let results = dir.path().join("results");
-    let out = nnb(&[
+    let outcome = nnb_json(&[
         "run",
         exp.to_str().unwrap_or_default(),
         "--results",
@@ -139,13 +180,6 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         "--quiet",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "nnb run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcome: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
     assert_eq!(outcome["outcome"]["status"], "completed");
     assert_eq!(outcome["outcome"]["measured"], 12);
     let run = run_dir(&results);
@@ -186,37 +220,9 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
     let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
     let results = dir.path().join("results");
     let results_arg = results.to_str().unwrap_or_default().to_string();
-    let mut child = Command::new(NNB)
-        .args([
-            "run",
-            exp.to_str().unwrap_or_default(),
-            "--results",
-            &results_arg,
-            "--quiet",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
+    let mut child = spawn_run(&exp, &results, false);
     // Wait until a few steps are journaled, then kill the controller outright.
-    let end = Instant::now() + Duration::from_secs(120);
-    let run = loop {
-        assert!(Instant::now() < end, "no steps journaled in time");
-        if let Ok(Some(st)) = child.try_wait() {
-            panic!("nnb run ended before it was killed: {st}");
-        }
-        let found = std::fs::read_dir(&results)
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path());
-        if let Some(run) = found {
-            if samples(&run).len() >= 4 {
-                break run;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let run = wait_for_samples(&mut child, &results, 4, Duration::from_millis(20));
     child.kill().unwrap_or_else(|e| panic!("kill -9: {e}"));
     let _ = child.wait();
     let before = samples(&run).len();
@@ -234,7 +240,7 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
         .and_then(|n| n.to_str())
         .unwrap_or_default()
         .to_string();
-    let out = nnb(&[
+    let outcome = nnb_json(&[
         "run",
         "--results",
         &results_arg,
@@ -243,13 +249,6 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
         "--quiet",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "resume failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcome: Value =
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"));
     let skipped = outcome["outcome"]["skipped"].as_u64().unwrap_or(0);
     assert!(skipped >= 4, "resume skipped only {skipped} steps");
     assert_eq!(
@@ -304,7 +303,7 @@ fn dry_run_prints_the_plan_without_starting_agents() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let exp = write_experiment(dir.path(), &staircase(2, 1000));
     let results = dir.path().join("results");
-    let out = nnb(&[
+    let plan = nnb_json(&[
         "run",
         exp.to_str().unwrap_or_default(),
         "--dry-run",
@@ -312,12 +311,6 @@ fn dry_run_prints_the_plan_without_starting_agents() {
         "--results",
         results.to_str().unwrap_or_default(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(plan["steps"].as_array().map(Vec::len), Some(12));
     assert_eq!(plan["tenants"].as_array().map(Vec::len), Some(3));
     assert!(plan["tenants"][0]["cpus"].is_array());
@@ -326,9 +319,7 @@ fn dry_run_prints_the_plan_without_starting_agents() {
 
 #[test]
 fn schema_is_json_for_editors() {
-    let out = nnb(&["schema"]);
-    assert!(out.status.success());
-    let schema: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let schema = nnb_json(&["schema"]);
     assert!(schema["properties"]["tenants"].is_object(), "{schema}");
     assert!(schema["properties"]["scenario"].is_object());
 }
@@ -339,35 +330,10 @@ fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
     let text = staircase(2, 2_000_000).replace("settle = \"100ms\"", "settle = \"300ms\"");
     let exp = write_experiment(dir.path(), &text);
     let results = dir.path().join("results");
-    let results_arg = results.to_str().unwrap_or_default().to_string();
-    let child = Command::new(NNB)
-        .args([
-            "run",
-            exp.to_str().unwrap_or_default(),
-            "--results",
-            &results_arg,
-            "--quiet",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
+    let mut child = spawn_run(&exp, &results, true);
     // Once the first step is in, kill neighbor nb-2's agent (children are started in
     // tenant order: test, nb-1, nb-2, then the endpoint).
-    let end = Instant::now() + Duration::from_secs(120);
-    let run = loop {
-        assert!(Instant::now() < end, "no step journaled in time");
-        let found = std::fs::read_dir(&results)
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path());
-        if let Some(run) = found.filter(|r| !samples(r).is_empty()) {
-            break run;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let run = wait_for_samples(&mut child, &results, 1, Duration::from_millis(10));
     let pids = agent_pids(&manifest(&run));
     assert_eq!(pids.len(), 4);
     let killed = Command::new("kill")
@@ -410,31 +376,8 @@ fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
     let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
     let results = dir.path().join("results");
     let results_arg = results.to_str().unwrap_or_default().to_string();
-    let child = Command::new(NNB)
-        .args([
-            "run",
-            exp.to_str().unwrap_or_default(),
-            "--results",
-            &results_arg,
-            "--quiet",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("spawning nnb run: {e}"));
-    let end = Instant::now() + Duration::from_secs(120);
-    let run = loop {
-        assert!(Instant::now() < end, "no steps journaled in time");
-        let found = std::fs::read_dir(&results)
-            .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .map(|e| e.path());
-        if let Some(run) = found.filter(|r| samples(r).len() >= 2) {
-            break run;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut child = spawn_run(&exp, &results, false);
+    let run = wait_for_samples(&mut child, &results, 2, Duration::from_millis(20));
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -436,7 +436,8 @@ fn udp_stream(
         start_ns,
         rate.map(|r| r.packets_per_sec(cfg.msg_size)),
         cfg.catch_up,
-    );
+    )
+    .with_quantum(crate::pacing::LOAD_QUANTUM_NS);
     let (mut seq, mut send_errors) = (0u64, 0u64);
     let mut last_send_ns = None;
     crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);

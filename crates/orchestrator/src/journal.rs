@@ -206,6 +206,25 @@ mod tests {
         dir.path().join("samples.jsonl")
     }
 
+    /// A closed journal in `dir` holding step `a` (one record); its path.
+    fn journal_with_step_a(dir: &tempfile::TempDir) -> Result<PathBuf, ResultsError> {
+        let path = journal_in(dir);
+        let (mut j, _) = Journal::open(&path)?;
+        j.append_step(&[record("a", 1, 1)])?;
+        Ok(path)
+    }
+
+    /// Appends `bytes` to the file at `path` behind the journal's back, as a crash
+    /// in the middle of a write leaves them.
+    fn append_raw(path: &Path, bytes: &[u8]) -> Result<(), ResultsError> {
+        OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io_err("open", path))?
+            .write_all(bytes)
+            .map_err(io_err("write", path))
+    }
+
     #[test]
     fn appended_steps_are_durable_and_known_on_reopen() -> Result<(), ResultsError> {
         let dir = tempfile::tempdir().map_err(io_err("tempdir", Path::new("/tmp")))?;
@@ -231,22 +250,13 @@ mod tests {
     #[test]
     fn a_torn_last_line_is_cut_away() -> Result<(), ResultsError> {
         let dir = tempfile::tempdir().map_err(io_err("tempdir", Path::new("/tmp")))?;
-        let path = journal_in(&dir);
-        let (mut j, _) = Journal::open(&path)?;
-        j.append_step(&[record("a", 1, 1)])?;
-        drop(j);
+        let path = journal_with_step_a(&dir)?;
         let good_len = std::fs::metadata(&path)
             .map_err(io_err("stat", &path))?
             .len();
         // A kill -9 in the middle of writing the next line.
         let line = serde_json::to_string(&record("b", 1, 1)).unwrap_or_default();
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io_err("open", &path))?;
-        f.write_all(&line.as_bytes()[..line.len() / 2])
-            .map_err(io_err("write", &path))?;
-        drop(f);
+        append_raw(&path, &line.as_bytes()[..line.len() / 2])?;
         let (mut j, rec) = Journal::open(&path)?;
         assert_eq!(rec.kept_steps, 1);
         assert_eq!(rec.truncated_bytes, (line.len() / 2) as u64);
@@ -265,19 +275,10 @@ mod tests {
     #[test]
     fn a_step_with_missing_parts_is_not_done() -> Result<(), ResultsError> {
         let dir = tempfile::tempdir().map_err(io_err("tempdir", Path::new("/tmp")))?;
-        let path = journal_in(&dir);
-        let (mut j, _) = Journal::open(&path)?;
-        j.append_step(&[record("a", 1, 1)])?;
-        drop(j);
+        let path = journal_with_step_a(&dir)?;
         // Only the first of two records made it (whole line, newline included).
-        let mut f = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(io_err("open", &path))?;
         let line = serde_json::to_string(&record("b", 1, 2)).unwrap_or_default() + "\n";
-        f.write_all(line.as_bytes())
-            .map_err(io_err("write", &path))?;
-        drop(f);
+        append_raw(&path, line.as_bytes())?;
         let (j, rec) = Journal::open(&path)?;
         assert!(j.is_done("a") && !j.is_done("b"));
         assert_eq!(rec.truncated_bytes, line.len() as u64);

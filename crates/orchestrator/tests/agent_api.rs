@@ -151,13 +151,7 @@ async fn a_burn_job_returns_its_result_with_placement() {
         pin: "cores".into(),
         cpus: None,
     };
-    let id = c
-        .start(&JobRequest {
-            spec,
-            deadline_ms: 60_000,
-        })
-        .await
-        .unwrap();
+    let id = start_job(&c, spec, 60_000).await;
     let st = c.wait(&id, Duration::from_secs(60)).await.unwrap();
     assert_eq!(st.state, JobState::Done, "{st:?}");
     assert_eq!(st.kind, "burn");
@@ -178,23 +172,16 @@ async fn a_burn_job_returns_its_result_with_placement() {
 async fn a_job_past_its_deadline_is_timed_out_and_a_stopped_job_reports() {
     let addr = start_agent().await;
     let c = client(addr);
-    let idle = c
-        .start(&JobRequest {
-            spec: JobSpec::Idle,
-            deadline_ms: 200,
-        })
-        .await
-        .unwrap();
-    let busy = c
-        .start(&JobRequest {
-            spec: JobSpec::Busy {
-                workload: "fpadd".into(),
-                threads: 1,
-            },
-            deadline_ms: 60_000,
-        })
-        .await
-        .unwrap();
+    let idle = start_job(&c, JobSpec::Idle, 200).await;
+    let busy = start_job(
+        &c,
+        JobSpec::Busy {
+            workload: "fpadd".into(),
+            threads: 1,
+        },
+        60_000,
+    )
+    .await;
     let st = c.wait(&idle, Duration::from_secs(10)).await.unwrap();
     assert_eq!(st.state, JobState::TimedOut, "{st:?}");
     assert!(st.error.unwrap().contains("deadline"));
@@ -216,30 +203,9 @@ async fn a_job_past_its_deadline_is_timed_out_and_a_stopped_job_reports() {
 async fn a_serve_job_publishes_its_addresses_and_stops_with_a_snapshot() {
     let addr = start_agent().await;
     let c = client(addr);
-    let id = c
-        .start(&JobRequest {
-            spec: JobSpec::Serve {
-                reflector_port: 0,
-                sink_port: 0,
-            },
-            deadline_ms: 60_000,
-        })
-        .await
-        .unwrap();
-    let mut reflector = None;
-    for _ in 0..100 {
-        let st = c.status(&id).await.unwrap();
-        assert_eq!(st.state, JobState::Running);
-        if let Some(r) = st.result {
-            reflector = r["reflector"].as_str().map(str::to_string);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let reflector: SocketAddr = reflector
-        .expect("serve job published no address")
-        .parse()
-        .unwrap();
+    let (id, reflector, _) = serve(&c).await;
+    assert_eq!(c.status(&id).await.unwrap().state, JobState::Running);
+    let reflector: SocketAddr = reflector.parse().unwrap();
     assert_eq!(reflector.ip(), IpAddr::V4(Ipv4Addr::LOCALHOST));
     assert_ne!(reflector.port(), 0);
     let st = c.stop(&id).await.unwrap();
@@ -250,18 +216,22 @@ async fn a_serve_job_publishes_its_addresses_and_stops_with_a_snapshot() {
     );
 }
 
+/// Starts `spec` on `c` with a deadline of `deadline_ms`; returns the job's id.
+async fn start_job(c: &AgentClient, spec: JobSpec, deadline_ms: u64) -> String {
+    c.start(&JobRequest { spec, deadline_ms }).await.unwrap()
+}
+
 /// Starts a serve job and returns its id with the reflector and sink addresses.
 async fn serve(c: &AgentClient) -> (String, String, String) {
-    let id = c
-        .start(&JobRequest {
-            spec: JobSpec::Serve {
-                reflector_port: 0,
-                sink_port: 0,
-            },
-            deadline_ms: 60_000,
-        })
-        .await
-        .unwrap();
+    let id = start_job(
+        c,
+        JobSpec::Serve {
+            reflector_port: 0,
+            sink_port: 0,
+        },
+        60_000,
+    )
+    .await;
     for _ in 0..100 {
         if let Some(r) = c.status(&id).await.unwrap().result {
             let get = |k: &str| r[k].as_str().unwrap().to_string();
@@ -277,32 +247,30 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
     let addr = start_agent().await;
     let c = client(addr);
     let (serve_id, reflector, sink) = serve(&c).await;
-    let latency = c
-        .start(&JobRequest {
-            spec: JobSpec::Latency {
-                target: reflector.clone(),
-                duration_ms: 300,
-                msg_size: 64,
-                warmup_ms: 50,
-                busy_poll: false,
-            },
-            deadline_ms: 30_000,
-        })
-        .await
-        .unwrap();
-    let load = c
-        .start(&JobRequest {
-            spec: JobSpec::Load {
-                target: sink,
-                rate_bps: 10e6,
-                streams: 1,
-                msg_size: 1000,
-                duration_ms: None,
-            },
-            deadline_ms: 30_000,
-        })
-        .await
-        .unwrap();
+    let latency = start_job(
+        &c,
+        JobSpec::Latency {
+            target: reflector.clone(),
+            duration_ms: 300,
+            msg_size: 64,
+            warmup_ms: 50,
+            busy_poll: false,
+        },
+        30_000,
+    )
+    .await;
+    let load = start_job(
+        &c,
+        JobSpec::Load {
+            target: sink,
+            rate_bps: 10e6,
+            streams: 1,
+            msg_size: 1000,
+            duration_ms: None,
+        },
+        30_000,
+    )
+    .await;
     let st = c.wait(&latency, Duration::from_secs(30)).await.unwrap();
     assert_eq!(st.state, JobState::Done, "{st:?}");
     let r = st.result.unwrap();
@@ -321,17 +289,16 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
     assert!(sent > 0, "the load sent nothing");
     c.stop(&serve_id).await.unwrap();
 
-    let steal = c
-        .start(&JobRequest {
-            spec: JobSpec::Steal {
-                cpus: None,
-                duration_ms: 100,
-                threshold_ns: 5_000,
-            },
-            deadline_ms: 30_000,
-        })
-        .await
-        .unwrap();
+    let steal = start_job(
+        &c,
+        JobSpec::Steal {
+            cpus: None,
+            duration_ms: 100,
+            threshold_ns: 5_000,
+        },
+        30_000,
+    )
+    .await;
     let st = c.wait(&steal, Duration::from_secs(30)).await.unwrap();
     assert_eq!(st.state, JobState::Done, "{st:?}");
     let health = c.health().await.unwrap();
@@ -399,13 +366,7 @@ async fn an_uninterruptible_job_past_its_deadline_is_timed_out_and_keeps_its_lat
         pin: "cores".into(),
         cpus: None,
     };
-    let id = c
-        .start(&JobRequest {
-            spec,
-            deadline_ms: 100,
-        })
-        .await
-        .unwrap();
+    let id = start_job(&c, spec, 100).await;
     let st = c.wait(&id, Duration::from_secs(10)).await.unwrap();
     assert_eq!(st.state, JobState::TimedOut, "{st:?}");
     assert!(st.result.is_none(), "the burn cannot have finished yet");

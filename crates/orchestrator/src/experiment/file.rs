@@ -5,9 +5,51 @@
 //! doc comment is what an editor shows. Validation into the typed
 //! [`Experiment`](super::Experiment) lives in the parent module.
 
+use std::borrow::Cow;
+use std::ops::Range;
+
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use toml::Spanned;
+use serde::{Deserialize, Serialize};
+
+/// A value as written with the byte range it spans in the file, so a check can point
+/// at it: a [`toml::Spanned`] that the schema describes as the bare value. It also
+/// serializes as the bare value, which is how the schema shows a field's default.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Spanned<T>(toml::Spanned<T>);
+
+impl<T> Spanned<T> {
+    /// The value.
+    pub fn get_ref(&self) -> &T {
+        self.0.get_ref()
+    }
+
+    /// Where the value stands in the file (byte offsets).
+    pub fn span(&self) -> Range<usize> {
+        self.0.span()
+    }
+}
+
+/// The schema of the bare value: where a value stands is no part of the file format.
+impl<T: JsonSchema> JsonSchema for Spanned<T> {
+    fn is_referenceable() -> bool {
+        T::is_referenceable()
+    }
+
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
 
 /// An nnb experiment: who runs (tenants), where (provider), and what is measured at
 /// which steps (scenario). `S` is the scenario table's type.
@@ -15,7 +57,6 @@ use toml::Spanned;
 #[serde(deny_unknown_fields)]
 pub struct ExperimentFile<S> {
     /// Name of the experiment, used in the results and the summary.
-    #[schemars(with = "String")]
     pub name: Spanned<String>,
     /// Free text describing what the experiment shows.
     #[serde(default)]
@@ -25,7 +66,6 @@ pub struct ExperimentFile<S> {
     pub provider: Option<ProviderFile>,
     /// Measured repetitions at each level (thesis: 10). Default 3.
     #[serde(default)]
-    #[schemars(with = "Option<u32>")]
     pub repetitions: Option<Spanned<u32>>,
     /// Warm-up repetitions run and recorded as such before each level's measured
     /// ones. Default 0.
@@ -33,23 +73,19 @@ pub struct ExperimentFile<S> {
     pub warmup: Option<u32>,
     /// Time to let neighbors settle after their jobs change, e.g. "2s". Default "1s".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub settle: Option<Spanned<String>>,
     /// Longest time one step may take before it counts as failed, e.g. "60s".
     /// Default "5m".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub step_timeout: Option<Spanned<String>>,
     /// What to do when a step fails: "retry N" (then skip), "skip" or "abort".
     /// Default "retry 1".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub on_failure: Option<Spanned<String>>,
     /// The tenants' network: none (loopback) or an emulated host NIC.
     #[serde(default)]
     pub network: Option<NetworkFile>,
     /// The tenants: one test tenant and its neighbors.
-    #[schemars(with = "Vec<TenantFile>")]
     pub tenants: Spanned<Vec<TenantFile>>,
     /// What is measured, step by step.
     pub scenario: S,
@@ -71,15 +107,12 @@ pub enum ProviderKind {
 #[serde(deny_unknown_fields)]
 pub struct ProviderFile {
     /// "local" (default) or "static".
-    #[schemars(with = "ProviderKind")]
     pub kind: Spanned<ProviderKind>,
     /// static: the hosts file naming the agents that already run.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub hosts: Option<Spanned<String>>,
     /// static: file holding the agents' bearer token.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub token_file: Option<Spanned<String>>,
 }
 
@@ -99,12 +132,10 @@ pub enum NetworkMode {
 #[serde(deny_unknown_fields)]
 pub struct NetworkFile {
     /// "none" (default) or "emulated".
-    #[schemars(with = "NetworkMode")]
     pub mode: Spanned<NetworkMode>,
     /// Bandwidth of the emulated host NIC, e.g. "200M" (bit/s); required when
     /// emulated.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub host_bw: Option<Spanned<String>>,
 }
 
@@ -124,18 +155,14 @@ pub enum RoleFile {
 pub struct TenantFile {
     /// Name; with `count` > 1 the tenants are NAME-1 .. NAME-N. Default: the role.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub name: Option<Spanned<String>>,
     /// How many alike tenants this entry stands for. Default 1.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub count: Option<Spanned<usize>>,
     /// "test" or "neighbor".
-    #[schemars(with = "RoleFile")]
     pub role: Spanned<RoleFile>,
     /// Size in vCPUs (logical CPUs). Default 1.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub vcpus: Option<Spanned<usize>>,
 }
 
@@ -145,23 +172,18 @@ pub struct TenantFile {
 pub struct BurnFile {
     /// Workload name as `nnb cpu --workload` takes it. Default "fpadd".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub workload: Option<Spanned<String>>,
     /// Burner threads. Default: the tenant's vCPUs.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub threads: Option<Spanned<usize>>,
     /// Operations per thread (fixed work: the result is a runtime).
     #[serde(default)]
-    #[schemars(with = "Option<u64>")]
     pub ops: Option<Spanned<u64>>,
     /// Run time, e.g. "2s" (fixed time: the result is a throughput).
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub duration: Option<Spanned<String>>,
     /// Pinning: "none", "cores", "smt-sibling" or "compact". Default "cores".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub pin: Option<Spanned<String>>,
 }
 
@@ -227,27 +249,21 @@ pub enum BusyKindFile {
 #[serde(deny_unknown_fields)]
 pub struct BusyFile {
     /// "burner" (default) or "load".
-    #[schemars(with = "BusyKindFile")]
     pub kind: Spanned<BusyKindFile>,
     /// burner: workload name. Default "fpadd".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub workload: Option<Spanned<String>>,
     /// burner: threads. Default: the neighbor's vCPUs.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub threads: Option<Spanned<usize>>,
     /// load: each neighbor's rate, e.g. "150M" (bit/s).
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub rate: Option<Spanned<String>>,
     /// load: parallel streams per neighbor. Default 1.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub streams: Option<Spanned<usize>>,
     /// load: UDP payload bytes. Default 1400.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub msg_size: Option<Spanned<usize>>,
 }
 
@@ -260,11 +276,9 @@ pub struct StaircaseFile {
     pub kind: StaircaseTag,
     /// Most neighbors at the top level. Default: every neighbor tenant.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub max_neighbors: Option<Spanned<usize>>,
     /// Neighbors added per level. Default 1.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub step: Option<Spanned<usize>>,
     /// "busy" (default), "idle" or "both".
     #[serde(default)]
@@ -273,7 +287,6 @@ pub struct StaircaseFile {
     #[serde(default)]
     pub busy: Option<BusyFile>,
     /// The test tenant's workload.
-    #[schemars(with = "BurnFile")]
     pub test: Spanned<BurnFile>,
 }
 
@@ -285,10 +298,8 @@ pub struct SweepFile {
     /// The scenario kind.
     pub kind: SweepTag,
     /// Thread counts: "1:16:1" (or "1..16"), or an array [1, 2, 4, 8].
-    #[schemars(with = "RangeOrList<usize>")]
     pub threads: Spanned<RangeOrList<usize>>,
     /// The workload (its `threads` is set by the sweep).
-    #[schemars(with = "BurnFile")]
     pub test: Spanned<BurnFile>,
 }
 
@@ -298,15 +309,12 @@ pub struct SweepFile {
 pub struct ProbeFile {
     /// Measuring time per repetition, e.g. "5s". Default "2s".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub duration: Option<Spanned<String>>,
     /// Discarded warm-up before measuring. Default "500ms".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub warmup: Option<Spanned<String>>,
     /// UDP payload bytes. Default 64.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub msg_size: Option<Spanned<usize>>,
     /// Busy-poll the socket. Default false.
     #[serde(default)]
@@ -319,17 +327,14 @@ pub struct ProbeFile {
 #[serde(deny_unknown_fields)]
 pub struct LoadStepsFile {
     /// Aggregate neighbor load levels: "0:200M:50M" or ["0", "100M", "200M"].
-    #[schemars(with = "RangeOrList<String>")]
     pub levels: Spanned<RangeOrList<String>>,
     /// The scenario kind.
     pub kind: LoadStepsTag,
     /// Streams per neighbor. Default 1.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub streams: Option<Spanned<usize>>,
     /// Load datagram payload bytes. Default 1400.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub msg_size: Option<Spanned<usize>>,
     /// The latency probe.
     #[serde(default)]
@@ -357,20 +362,16 @@ pub struct MatrixFile {
     pub resource: ResourceFile,
     /// How long tenant a is measured in each scenario, e.g. "5s". Default "3s".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub duration: Option<Spanned<String>>,
     /// cpu: burner workload. Default "fpadd".
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub workload: Option<Spanned<String>>,
     /// network: a tenant's saturating rate, e.g. "100M" (bit/s); undercommitted is
     /// half of it, overcommitted 1.5 times, unrestricted 10 times.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
     pub share: Option<Spanned<String>>,
     /// network: UDP payload bytes. Default 1400.
     #[serde(default)]
-    #[schemars(with = "Option<usize>")]
     pub msg_size: Option<Spanned<usize>>,
 }
 

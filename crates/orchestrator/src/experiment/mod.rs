@@ -19,14 +19,13 @@ use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use toml::Spanned;
 
 pub use crate::provider::Role;
 use crate::provider::TenantSpec;
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
-    NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema,
+    NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
     StaircaseFile, SweepFile,
 };
 

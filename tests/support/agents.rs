@@ -1,0 +1,58 @@
+//! Helpers for the root tests that start `nnb` agents: local-provider options that
+//! run this build's binary, a small fleet's tenants, and whether agent processes are
+//! gone.
+//!
+//! Use it from an integration test with `#[path = "support/agents.rs"] mod agents;`.
+
+// Each test crate that includes this file uses only part of it.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+use nnb_orchestrator::provider::{LocalOptions, Network, Role, TenantSpec};
+
+/// Local-provider options that start this build's `nnb` binary as the agents, on
+/// `network`.
+pub fn local_options(network: Network) -> LocalOptions {
+    LocalOptions {
+        nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
+        network,
+        ..LocalOptions::default()
+    }
+}
+
+/// A test tenant `test` of `test_vcpus` vCPUs and two 1-vCPU neighbors `n1`, `n2`.
+pub fn three_tenants(test_vcpus: usize) -> Vec<TenantSpec> {
+    let t = |name: &str, role, vcpus| TenantSpec {
+        name: name.into(),
+        role,
+        vcpus,
+    };
+    vec![
+        t("test", Role::Test, test_vcpus),
+        t("n1", Role::Neighbor, 1),
+        t("n2", Role::Neighbor, 1),
+    ]
+}
+
+/// Whether process `pid` is gone (absent, or a zombie nobody has reaped yet).
+pub fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// Waits up to `timeout` for every process in `pids` to be gone; returns the ones
+/// still alive then (empty when all are gone).
+pub fn still_alive_after(pids: &[u32], timeout: Duration) -> Vec<u32> {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end && !pids.iter().all(|&p| process_gone(p)) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    pids.iter().copied().filter(|&p| !process_gone(p)).collect()
+}
