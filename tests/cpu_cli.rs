@@ -3,26 +3,12 @@
 //! every kind of bad input exiting with code 2 and a message naming the problem.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn nnb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the nnb binary runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "nnb failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{json_of, nnb};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

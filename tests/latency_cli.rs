@@ -3,26 +3,10 @@
 //! and the exit codes for bad input.
 
 use std::net::UdpSocket;
-use std::process::{Command, Output};
 
-use serde_json::Value;
-
-fn nnb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args(args)
-        .output()
-        .expect("run nnb")
-}
-
-fn json(args: &[&str]) -> Value {
-    let out = nnb(args);
-    assert!(
-        out.status.success(),
-        "nnb {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{json, nnb};
 
 #[test]
 fn ping_pong_count_json() {

@@ -45,10 +45,15 @@ ops = {ops}
     )
 }
 
-fn write_experiment(dir: &Path, text: &str) -> PathBuf {
-    let path = dir.join("exp.toml");
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
-    path
+/// A scratch directory holding `text` as `exp.toml`, with the experiment's path and
+/// the results directory (not created) of a run of it; the directory lives as long
+/// as the returned guard.
+fn scratch(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(&exp, text).unwrap_or_else(|e| panic!("writing {}: {e}", exp.display()));
+    let results = dir.path().join("results");
+    (dir, exp, results)
 }
 
 fn nnb(args: &[&str]) -> Output {
@@ -169,9 +174,7 @@ fn wait_for_samples(child: &mut Child, results: &Path, n: usize, poll: Duration)
 
 #[test]
 fn local_staircase_records_every_step_and_leaves_no_agent() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let exp = write_experiment(dir.path(), &staircase(2, 2_000_000));
-    let results = dir.path().join("results");
+    let (_dir, exp, results) = scratch(&staircase(2, 2_000_000));
     let outcome = nnb_json(&[
         "run",
         exp.to_str().unwrap_or_default(),
@@ -216,9 +219,7 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
 
 #[test]
 fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
-    let results = dir.path().join("results");
+    let (_dir, exp, results) = scratch(&staircase(3, 3_000_000));
     let results_arg = results.to_str().unwrap_or_default().to_string();
     let mut child = spawn_run(&exp, &results, false);
     // Wait until a few steps are journaled, then kill the controller outright.
@@ -286,11 +287,8 @@ fn kill_9_mid_run_then_resume_measures_every_step_exactly_once() {
 
 #[test]
 fn an_invalid_file_exits_2_and_names_the_line() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let exp = write_experiment(
-        dir.path(),
-        &staircase(2, 1000).replace("settle = \"100ms\"", "settle = \"100 parsecs\""),
-    );
+    let (_dir, exp, _) =
+        scratch(&staircase(2, 1000).replace("settle = \"100ms\"", "settle = \"100 parsecs\""));
     let out = nnb(&["run", exp.to_str().unwrap_or_default(), "--dry-run"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -300,9 +298,7 @@ fn an_invalid_file_exits_2_and_names_the_line() {
 
 #[test]
 fn dry_run_prints_the_plan_without_starting_agents() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let exp = write_experiment(dir.path(), &staircase(2, 1000));
-    let results = dir.path().join("results");
+    let (_dir, exp, results) = scratch(&staircase(2, 1000));
     let plan = nnb_json(&[
         "run",
         exp.to_str().unwrap_or_default(),
@@ -326,10 +322,8 @@ fn schema_is_json_for_editors() {
 
 #[test]
 fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let text = staircase(2, 2_000_000).replace("settle = \"100ms\"", "settle = \"300ms\"");
-    let exp = write_experiment(dir.path(), &text);
-    let results = dir.path().join("results");
+    let (_dir, exp, results) = scratch(&text);
     let mut child = spawn_run(&exp, &results, true);
     // Once the first step is in, kill neighbor nb-2's agent (children are started in
     // tenant order: test, nb-1, nb-2, then the endpoint).
@@ -372,9 +366,7 @@ fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
 
 #[test]
 fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let exp = write_experiment(dir.path(), &staircase(3, 3_000_000));
-    let results = dir.path().join("results");
+    let (_dir, exp, results) = scratch(&staircase(3, 3_000_000));
     let results_arg = results.to_str().unwrap_or_default().to_string();
     let mut child = spawn_run(&exp, &results, false);
     let run = wait_for_samples(&mut child, &results, 2, Duration::from_millis(20));

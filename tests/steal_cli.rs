@@ -1,16 +1,11 @@
 //! End-to-end tests of `nnb steal`: a real pinned gap scan on this machine, and bad
 //! input exiting with code 2.
 
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn nnb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args(args)
-        .output()
-        .expect("the nnb binary runs")
-}
+#[path = "support/cli.rs"]
+mod cli;
+use cli::nnb;
 
 /// A 300 ms scan of CPU 0: the thread ran for at least the duration, some share of it
 /// was run (not all lost), the loop iterated, and /proc/stat steal is reported beside.

@@ -3,21 +3,18 @@
 //! code 2, and runs the SMT probe on this machine.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
+
+#[path = "support/cli.rs"]
+mod cli;
+use cli::{json, nnb};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("crates/burn/fixtures")
         .join(name)
-}
-
-fn nnb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run nnb: {e}"))
 }
 
 fn stdout(o: &Output) -> String {
@@ -26,12 +23,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(args: &[&str]) -> Value {
-    let o = nnb(args);
-    assert!(o.status.success(), "nnb {args:?} failed: {}", stderr(&o));
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stdout(&o)))
 }
 
 #[test]
