@@ -74,6 +74,14 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}")))
         .collect();
+    // Every probe's raw RTTs are kept as an HdrHistogram log beside the samples.
+    for r in records.iter().filter(|r| r["role"] == "test") {
+        let rel = r["hdr_log"]
+            .as_str()
+            .unwrap_or_else(|| panic!("probe record without an hdr_log: {r}"));
+        let log = std::fs::read_to_string(run.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert!(log.contains("Tag=rtt,"), "{rel} holds no RTT histogram");
+    }
     let rtt = |label: &str| -> Vec<f64> {
         records
             .iter()

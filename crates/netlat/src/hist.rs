@@ -200,15 +200,24 @@ pub enum HistLogError {
 /// A standard HdrHistogram interval log (format 1.3, compressed V2 histograms, values
 /// in ns), readable by HdrHistogram's `HistogramLogProcessor` and the Rust/Python/Go
 /// log readers. Timestamps are seconds since the `BaseTime` written in the header.
-pub struct HistLog {
-    out: BufWriter<File>,
+///
+/// It writes to a file ([`HistLog::create`]) or to any writer ([`HistLog::new`]), e.g.
+/// a `Vec<u8>` when an agent returns the log to its controller.
+pub struct HistLog<W: Write = BufWriter<File>> {
+    out: W,
     serializer: V2DeflateSerializer,
 }
 
 impl HistLog {
     /// Creates (truncates) `path` and writes the log header with `comment`.
     pub fn create(path: &Path, comment: &str) -> Result<HistLog, HistLogError> {
-        let mut out = BufWriter::new(File::create(path)?);
+        HistLog::new(BufWriter::new(File::create(path)?), comment)
+    }
+}
+
+impl<W: Write> HistLog<W> {
+    /// Starts a log on `out`, writing its header with `comment`.
+    pub fn new(mut out: W, comment: &str) -> Result<HistLog<W>, HistLogError> {
         let mut serializer = V2DeflateSerializer::new();
         let now = SystemTime::now();
         IntervalLogWriterBuilder::new()
@@ -241,10 +250,10 @@ impl HistLog {
             .map_err(|e| HistLogError::Encode(e.to_string()))
     }
 
-    /// Flushes the file.
-    pub fn finish(mut self) -> Result<(), HistLogError> {
+    /// Flushes the log and hands back its writer.
+    pub fn finish(mut self) -> Result<W, HistLogError> {
         self.out.flush()?;
-        Ok(())
+        Ok(self.out)
     }
 }
 

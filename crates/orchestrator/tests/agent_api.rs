@@ -5,6 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use nnb_orchestrator::agent::{self, Agent, Token};
 use nnb_orchestrator::client::{AgentClient, AgentError};
 use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
@@ -278,6 +279,19 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
     let answered = r["counts"]["answered"].as_u64().unwrap();
     assert!(answered > 0, "the reflector answered no ping: {r}");
     assert_eq!(r["rtt"]["count"].as_u64(), Some(answered));
+    // The raw RTTs come back as a standard HdrHistogram interval log: one tagged
+    // histogram per interval of the 300 ms run.
+    let log = r["hdr_log"]
+        .as_str()
+        .expect("a latency result carries hdr_log");
+    let tags: Vec<String> = IntervalLogIterator::new(log.as_bytes())
+        .filter_map(|entry| match entry {
+            Ok(LogEntry::Interval(iv)) => Some(iv.tag().map(|t| t.as_str().to_owned())),
+            _ => None,
+        })
+        .map(|tag| tag.unwrap_or_default())
+        .collect();
+    assert_eq!(tags, ["rtt"], "one interval of RTTs in the log:\n{log}");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let st = c.stop(&load).await.unwrap();
     assert_eq!(

@@ -16,6 +16,7 @@ use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
 use nnb_burn::topology::Topology;
 use nnb_burn::workload::Workload;
+use nnb_netlat::hist::HistLog;
 use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
@@ -250,6 +251,46 @@ fn address(target: &str) -> Result<SocketAddr, String> {
         .map_err(|_| format!("target {target:?} is not an address like 10.0.0.5:9000"))
 }
 
+/// Runs a latency probe and returns its report with the raw RTTs as a standard
+/// HdrHistogram interval log (one histogram per second, tag `rtt`, and
+/// `rtt_intended` in open-loop mode) in the field `hdr_log`, which the controller
+/// stores beside the run's samples.
+fn latency_with_hdr_log(cfg: &ProbeConfig, shared: &JobShared) -> Outcome {
+    let cfg = ProbeConfig {
+        interval: cfg.interval.or(Some(Duration::from_secs(1))),
+        ..cfg.clone()
+    };
+    let comment = format!("nnb agent latency -> {}, values in ns", cfg.target);
+    let mut log = HistLog::new(Vec::new(), &comment).map_err(|e| e.to_string())?;
+    let mut log_error = None;
+    let report = probe::run(&cfg, &shared.stop, &mut |iv| {
+        let tagged =
+            std::iter::once((iv.rtt, "rtt")).chain(iv.rtt_intended.map(|h| (h, "rtt_intended")));
+        for (hist, tag) in tagged {
+            if let Err(e) = log.write(hist, iv.start, iv.length, Some(tag)) {
+                log_error.get_or_insert(e.to_string());
+            }
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let mut json = to_json(&report)?;
+    // A broken log loses only the log: the summary is still the measurement.
+    match (log_error, log.finish().map_err(|e| e.to_string())) {
+        (None, Ok(bytes)) => {
+            if let Value::Object(map) = &mut json {
+                map.insert(
+                    "hdr_log".into(),
+                    Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+                );
+            }
+        }
+        (Some(e), _) | (None, Err(e)) => {
+            tracing::warn!("latency job: the HDR log is incomplete and was dropped: {e}")
+        }
+    }
+    Ok(json)
+}
+
 fn to_json<T: Serialize>(v: &T) -> Outcome {
     serde_json::to_value(v).map_err(|e| format!("cannot encode the result as JSON: {e}"))
 }
@@ -311,11 +352,7 @@ impl Job {
                     .map_err(|e| e.to_string())?;
                 to_json(&report)
             }
-            Job::Latency(cfg) => {
-                let report =
-                    probe::run(&cfg, &shared.stop, &mut |_| {}).map_err(|e| e.to_string())?;
-                to_json(&report)
-            }
+            Job::Latency(cfg) => latency_with_hdr_log(&cfg, shared),
             Job::Load(cfg) => {
                 let report = load::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
                 to_json(&report)
