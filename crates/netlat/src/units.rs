@@ -300,17 +300,12 @@ pub fn parse_rate_steps(s: &str) -> Result<RateSteps, UnitError> {
 
 /// Formats a number with a decimal SI prefix: 1.5e9 → "1.50G".
 pub fn format_si(v: f64) -> String {
-    let (div, p) = if v.abs() >= 1e12 {
-        (1e12, "T")
-    } else if v.abs() >= 1e9 {
-        (1e9, "G")
-    } else if v.abs() >= 1e6 {
-        (1e6, "M")
-    } else if v.abs() >= 1e3 {
-        (1e3, "K")
-    } else {
-        (1.0, "")
-    };
+    // Pick the prefix by the value as it will be printed with two decimals: a value
+    // that rounds up to 1000 of a prefix takes the next one ("1.00G", not "1000.00M").
+    let (div, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|&(div, _)| v.abs() >= div * 0.999_995)
+        .unwrap_or((1.0, ""));
     format!("{:.2}{p}", v / div)
 }
 
@@ -324,6 +319,16 @@ pub fn format_bits_per_sec(bps: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn si_prefix_follows_the_rounded_value() {
+        assert_eq!(format_si(999_999_999.0), "1.00G");
+        assert_eq!(format_si(999_990_000.0), "999.99M");
+        assert_eq!(format_si(1.5e9), "1.50G");
+        assert_eq!(format_si(0.0), "0.00");
+        assert_eq!(format_si(-2e6), "-2.00M");
+        assert_eq!(format_bits_per_sec(1_000_001_427.0), "1.00 Gbit/s");
+    }
 
     #[test]
     fn bit_rates() {
