@@ -5,6 +5,7 @@
 //! clap does for a bad flag; 1 for a failure while measuring).
 
 mod cmd;
+mod table;
 mod usage;
 
 use std::process::ExitCode;

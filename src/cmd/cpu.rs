@@ -11,7 +11,9 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use comfy_table::{presets, Cell, CellAlignment, Table, TableComponent};
+use comfy_table::Cell;
+
+use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
 use nnb_burn::burner::{burn, BurnResult, Work};
 use nnb_burn::clock::{parse_duration, Clock, ClockChoice, ClockInfo};
@@ -418,27 +420,6 @@ fn warn_about_noise(report: &Report) {
     }
 }
 
-/// A table with lines above and below the header only (shared by `nnb steal`).
-pub(crate) fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
-    for c in [
-        TableComponent::HorizontalLines,
-        TableComponent::MiddleIntersections,
-        TableComponent::LeftBorderIntersections,
-        TableComponent::RightBorderIntersections,
-    ] {
-        t.remove_style(c);
-    }
-    t.set_header(header.to_vec());
-    t
-}
-
-/// A right-aligned cell, for numbers.
-pub(crate) fn right(s: impl ToString) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
-}
-
 /// Seconds with a readable unit (s, ms, us, ns).
 pub(crate) fn fmt_secs(s: f64) -> String {
     if s >= 1.0 {
@@ -531,7 +512,7 @@ fn print_human(out: &mut String, report: &Report) {
 /// The placement as observed by the threads of the step's first repetition.
 fn print_verified_placement(out: &mut String, step: &Step) {
     let Some(run) = step.runs.first() else { return };
-    let mut t = table(&[
+    let mut t = table([
         "thread",
         "cpu",
         "seen at start",
@@ -559,7 +540,7 @@ fn print_verified_placement(out: &mut String, step: &Step) {
 }
 
 fn print_reps(out: &mut String, work: Work, step: &Step) {
-    let mut t = table(&["rep", "wall", "ops/s", "start skew", "overhead"]);
+    let mut t = table(["rep", "wall", "ops/s", "start skew", "overhead"]);
     for (i, r) in step.runs.iter().enumerate() {
         t.add_row(vec![
             right(i + 1),
@@ -574,7 +555,7 @@ fn print_reps(out: &mut String, work: Work, step: &Step) {
         Work::Ops(_) => ("runtime", &step.runtime_s, fmt_secs),
         Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_rate),
     };
-    let mut st = table(&["", "mean", "median", "min", "max", "stddev", "CV", "95% CI"]);
+    let mut st = table(["", "mean", "median", "min", "max", "stddev", "CV", "95% CI"]);
     st.add_row(vec![
         Cell::new(label),
         right(fmt(s.mean)),
@@ -593,7 +574,7 @@ fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
         "runtime_s" => "runtime",
         _ => "time/op/thread",
     };
-    let mut t = table(&[
+    let mut t = table([
         "threads",
         value_label,
         "95% CI +-",

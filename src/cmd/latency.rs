@@ -8,7 +8,9 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{presets, Cell, CellAlignment, Table};
+use comfy_table::{Cell, CellAlignment};
+
+use crate::table::styled;
 use nnb_netlat::hist::{format_ns, HistLog, LatencySummary};
 use nnb_netlat::neighbor::{self, LevelResult, NeighborConfig};
 use nnb_netlat::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
@@ -308,8 +310,7 @@ fn print_probe(r: &ProbeReport, embedded: bool) {
         r.elapsed_s,
         r.warmup_pings,
     );
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
+    let mut t = styled();
     let mut columns: Vec<(&str, &LatencySummary)> = Vec::new();
     if let Some(intended) = &r.rtt_intended {
         columns.push(("RTT from intended send (CO-corrected)", intended));
@@ -361,8 +362,7 @@ fn run_neighbor(
     json: bool,
     lines: &mut IntervalPrinter<'_>,
 ) -> anyhow::Result<()> {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED).set_header([
+    let mut table = crate::table::table([
         "load target",
         "sent",
         "received",

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{presets, Cell, CellAlignment, Table};
+use comfy_table::{Cell, CellAlignment};
+
+use crate::table::table;
 use nnb_netlat::affinity::allowed_cpus;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
@@ -284,9 +286,7 @@ fn print_interval(iv: &LoadInterval) {
 }
 
 fn print_report(r: &LoadReport) {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_FULL_CONDENSED);
-    t.set_header(["", "sender", "sink (received)"]);
+    let mut t = table(["", "sender", "sink (received)"]);
     let sink = r.sink.as_ref();
     let na = || "-".to_string();
     let rows: Vec<(&str, String, String)> = vec![

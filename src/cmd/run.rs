@@ -22,7 +22,7 @@ use nnb_orchestrator::provider::local::carve_cpus;
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 
-use crate::cmd::cpu::{right, table};
+use crate::table::{right, table};
 use crate::usage::usage;
 
 /// Arguments of `nnb run`.
@@ -256,7 +256,7 @@ fn dry_run(
             Provider::Static { .. } => "static",
         }
     );
-    let mut t = table(&["tenant", "role", "vCPUs", "CPUs"]);
+    let mut t = table(["tenant", "role", "vCPUs", "CPUs"]);
     for (s, cpus) in specs.iter().zip(&sets) {
         t.add_row(vec![
             s.name.clone().into(),
@@ -271,7 +271,7 @@ fn dry_run(
     for w in &warnings {
         println!("warning: {w}");
     }
-    let mut t = table(&["#", "step", "background", "measured", "estimate"]);
+    let mut t = table(["#", "step", "background", "measured", "estimate"]);
     for (i, s) in plan.steps.iter().enumerate() {
         t.add_row(vec![
             right(i + 1),

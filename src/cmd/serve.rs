@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
+use comfy_table::Table;
 use nnb_netlat::report::StreamReport;
 use nnb_netlat::serve::{ServeConfig, ServeError, ServeSnapshot, Server};
 use nnb_netlat::units::{format_bits_per_sec, parse_duration};
@@ -341,8 +341,7 @@ impl Output {
 
 /// The sink's streams as a table.
 fn stream_table(streams: &[StreamReport]) -> Table {
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+    let mut table = crate::table::table([
         "peer", "stream", "received", "lost", "loss %", "dup", "reord", "bytes", "rate", "bursts",
         "garbage",
     ]);

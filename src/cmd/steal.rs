@@ -11,7 +11,8 @@ use nnb_burn::steal::{measure, StealReport, DEFAULT_THRESHOLD};
 use nnb_burn::topology::Topology;
 use serde::Serialize;
 
-use super::cpu::{emit, fmt_secs, outln, right, table};
+use super::cpu::{emit, fmt_secs, outln};
+use crate::table::{right, table};
 use crate::usage::usage;
 
 /// Arguments of `nnb steal`.
@@ -104,7 +105,7 @@ fn fmt_ns(ns: f64) -> String {
 }
 
 fn print_human(out: &mut String, r: &StealReport) {
-    let mut t = table(&[
+    let mut t = table([
         "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "loop", "steal",
     ]);
     let pct = |c: &nnb_burn::steal::CpuSteal, p: f64| {

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{presets, Cell, CellAlignment, Table, TableComponent};
+use comfy_table::{presets, Cell, Table};
+
+use crate::table::{right, table};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{allowed_cpus, parse_cpu_list, plan, PinStrategy, PlacementError};
@@ -234,7 +236,7 @@ fn render_human(r: &Report, topo: &Topology) -> Result<String, fmt::Error> {
     }
     writeln!(out, "{t}\n")?;
 
-    let mut cores = table(&[
+    let mut cores = table([
         "core",
         "package",
         "die",
@@ -259,7 +261,7 @@ fn render_human(r: &Report, topo: &Topology) -> Result<String, fmt::Error> {
     writeln!(out, "{cores}\n")?;
 
     if !r.numa_nodes.is_empty() {
-        let mut nodes = table(&["NUMA node", "CPUs"]);
+        let mut nodes = table(["NUMA node", "CPUs"]);
         for n in &r.numa_nodes {
             nodes.add_row(vec![right(n.id), Cell::new(format_list(&n.cpus))]);
         }
@@ -323,7 +325,7 @@ fn render_probe(out: &mut String, p: &ProbeReport) -> fmt::Result {
         .iter()
         .filter(|x| few || x.siblings || x.sysfs_siblings)
         .collect();
-    let mut t = table(&[
+    let mut t = table([
         "CPU a",
         "CPU b",
         "ratios (alone/concurrent)",
@@ -393,20 +395,6 @@ fn plain_table() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::NOTHING);
     t
-}
-
-/// A table ruled above, below and under the header only.
-fn table(header: &[&str]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
-    t.remove_style(TableComponent::HorizontalLines);
-    t.remove_style(TableComponent::MiddleIntersections);
-    t.set_header(header.to_vec());
-    t
-}
-
-fn right(s: impl ToString) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
 }
 
 /// "1 pair", "3 pairs".
