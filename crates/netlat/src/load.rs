@@ -390,12 +390,35 @@ fn run_stream(
     crate::clock::precise_sleeps();
     let share = 1.0 / cfg.streams as f64;
     let rate = cfg.rate.map(|r| r.scaled(share));
-    let stream = index as u32;
+    let job = StreamJob {
+        cfg,
+        stream: index as u32,
+        cpu,
+        rate,
+        start_ns,
+        end_ns,
+        stop,
+        live,
+    };
     if cfg.tcp {
-        tcp_stream(cfg, stream, cpu, rate, start_ns, end_ns, stop, live)
+        tcp_stream(job)
     } else {
-        udp_stream(cfg, stream, cpu, rate, start_ns, end_ns, stop, live)
+        udp_stream(job)
     }
+}
+
+/// What one stream thread sends, where, when and how fast (its share of the rate),
+/// and where it reports: the same for the UDP and the TCP sender.
+#[derive(Clone, Copy)]
+struct StreamJob<'a> {
+    cfg: &'a LoadConfig,
+    stream: u32,
+    cpu: Option<usize>,
+    rate: Option<Rate>,
+    start_ns: u64,
+    end_ns: u64,
+    stop: &'a AtomicBool,
+    live: &'a LiveCounters,
 }
 
 /// Totals of one stream from its counts.
@@ -415,17 +438,17 @@ fn totals(cfg: &LoadConfig, datagrams: u64, bytes: u64, elapsed_ns: u64) -> Send
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn udp_stream(
-    cfg: &LoadConfig,
-    stream: u32,
-    cpu: Option<usize>,
-    rate: Option<Rate>,
-    start_ns: u64,
-    end_ns: u64,
-    stop: &AtomicBool,
-    live: &LiveCounters,
-) -> Result<StreamResult, LoadError> {
+fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
+    let StreamJob {
+        cfg,
+        stream,
+        cpu,
+        rate,
+        start_ns,
+        end_ns,
+        stop,
+        live,
+    } = job;
     let sock = connect_udp(cfg.target)?;
     set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
     let local = sock
@@ -527,17 +550,17 @@ fn request_report(
     None
 }
 
-#[allow(clippy::too_many_arguments)]
-fn tcp_stream(
-    cfg: &LoadConfig,
-    stream: u32,
-    cpu: Option<usize>,
-    rate: Option<Rate>,
-    start_ns: u64,
-    end_ns: u64,
-    stop: &AtomicBool,
-    live: &LiveCounters,
-) -> Result<StreamResult, LoadError> {
+fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
+    let StreamJob {
+        cfg,
+        stream,
+        cpu,
+        rate,
+        start_ns,
+        end_ns,
+        stop,
+        live,
+    } = job;
     let mut conn = TcpStream::connect_timeout(&cfg.target, Duration::from_secs(3))
         .map_err(io_err(format!("connecting to the TCP sink {}", cfg.target)))?;
     let local = conn
