@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every nnb test, installing what the tests need first (iproute2 for the network
-# namespace tests). The root-only tests (namespaces, tc) run when this is run as root;
-# with CI set they fail instead of skipping when they cannot run.
+# namespace tests, moto for the AWS tests). The root-only tests (namespaces, tc) run
+# when this is run as root; with CI set they fail instead of skipping when they cannot run.
 #
 # One build profile (release) for tests and binaries, so CI compiles everything once and
 # the measuring loops run optimised, as a user's `cargo run --release` would.
@@ -19,5 +19,17 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "note: iproute2 is missing and this is not root: the namespace tests will skip (or fail under CI)" >&2
   fi
 fi
+
+# The AWS tests start their own moto server per test (a fake EC2/S3 on a free local
+# port) and check leftovers with boto3, which moto brings along.
+if ! command -v moto_server >/dev/null 2>&1; then
+  if command -v pip >/dev/null 2>&1 || command -v pip3 >/dev/null 2>&1; then
+    "$(command -v pip || command -v pip3)" install -q 'moto[server]'
+  else
+    python3 -m pip install -q 'moto[server]'
+  fi
+  hash -r
+fi
+command -v moto_server >/dev/null 2>&1 || echo "note: moto_server is still missing: the AWS tests will skip (or fail under CI)" >&2
 
 cargo test --release --workspace --locked "$@"

@@ -43,6 +43,15 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Print the JSON Schema of experiment files, for editors.
     Schema(cmd::schema::SchemaArgs),
+    /// AWS housekeeping: `nnb aws sweep` removes what a dead run left in EC2.
+    #[cfg(feature = "aws")]
+    Aws(cmd::aws::AwsArgs),
+    /// Bring a run uploaded to S3 back into results/ (checksums verified).
+    #[cfg(feature = "aws")]
+    Fetch(cmd::fetch::FetchArgs),
+    /// Tables and a report (plots, index.html) from run directories.
+    #[cfg(feature = "analysis")]
+    Analyze(cmd::analyze::AnalyzeArgs),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +67,12 @@ fn main() -> ExitCode {
         Command::Agent(args) => cmd::agent::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Schema(args) => cmd::schema::run(args),
+        #[cfg(feature = "aws")]
+        Command::Aws(args) => cmd::aws::run(args),
+        #[cfg(feature = "aws")]
+        Command::Fetch(args) => cmd::fetch::run(args),
+        #[cfg(feature = "analysis")]
+        Command::Analyze(args) => cmd::analyze::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

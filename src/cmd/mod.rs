@@ -1,7 +1,13 @@
 //! One module per subcommand: its clap arguments and its `run` function.
 
 pub mod agent;
+#[cfg(feature = "analysis")]
+pub mod analyze;
+#[cfg(feature = "aws")]
+pub mod aws;
 pub mod cpu;
+#[cfg(feature = "aws")]
+pub mod fetch;
 pub mod latency;
 pub mod load;
 pub mod run;

@@ -6,6 +6,12 @@
 //! `<results>/<run-id>/` (manifest, samples journal, HDR logs), shows a progress bar
 //! on a terminal, and ends with a table per level: the test tenant's mean and its
 //! degradation against the first level.
+//!
+//! An aws experiment (`[provider] kind = "aws"`) is checked before anything is
+//! created: the tenants must fit the dedicated host, and the estimated cost must be
+//! accepted with `--yes` or covered by `max_cost_usd` (else exit 2). Its dry run
+//! also lists the cloud resources and the cost; after the run, the results go to
+//! `results_s3` when the file names one.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,9 +37,14 @@ pub struct RunArgs {
     /// Experiment file (TOML; see `nnb schema`). Not needed with --resume.
     #[arg(required_unless_present = "resume")]
     pub experiment: Option<PathBuf>,
-    /// Print the plan (steps, tenants and their CPUs, estimated duration); run nothing.
+    /// Print the plan (steps, tenants and their CPUs, estimated duration; for aws
+    /// the resources, the capacity check and the estimated cost); run nothing.
     #[arg(long, conflicts_with = "resume")]
     pub dry_run: bool,
+    /// Accept the estimated cost of an aws run (else `max_cost_usd` in the file must
+    /// cover it).
+    #[arg(long)]
+    pub yes: bool,
     /// Directory holding the runs' result directories.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
@@ -72,19 +83,24 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         command: std::env::args().collect(),
     };
     let mut run = match (&args.resume, &args.experiment) {
-        (Some(id), _) => Run::open(&args.results, id, host_cpus).map_err(|e| match e {
-            controller::ControllerError::Experiment(e) => invalid(e),
-            other => anyhow::Error::new(other).context(format!("cannot resume run {id}")),
-        })?,
+        (Some(id), _) => {
+            let run = Run::open(&args.results, id, host_cpus).map_err(|e| match e {
+                controller::ControllerError::Experiment(e) => invalid(e),
+                other => anyhow::Error::new(other).context(format!("cannot resume run {id}")),
+            })?;
+            cloud_preflight(&run.experiment, &run.plan, args.yes)?;
+            run
+        }
         (None, Some(file)) => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
             let name = file.display().to_string();
             let exp = experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
-            let plan = plan::expand(&exp, host_cpus);
+            let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(host_cpus));
             if args.dry_run {
                 return dry_run(&exp, &plan, &topo, args.sysfs_root.is_some(), args.json);
             }
+            cloud_preflight(&exp, &plan, args.yes)?;
             Run::create(&args.results, &name, &text, exp, plan)?
         }
         (None, None) => return Err(usage("give an experiment file or --resume RUN_ID")),
@@ -101,6 +117,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     } else {
         print_summary(&run.experiment, &summary, &outcome);
     }
+    upload_results(&run.experiment, &outcome)?;
     match outcome.status {
         RunStatus::Completed => Ok(()),
         RunStatus::Interrupted => anyhow::bail!(
@@ -113,6 +130,53 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "aborted after a failed step (on_failure = \"abort\"); results in {}",
             outcome.dir.display()
         ),
+    }
+}
+
+/// Before a run that creates cloud resources: the plan must fit and its cost be
+/// accepted (usage errors, exit 2, before anything is created).
+#[cfg_attr(not(feature = "aws"), allow(unused_variables))]
+fn cloud_preflight(exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
+    match &exp.provider {
+        #[cfg(feature = "aws")]
+        Provider::Aws(spec) => crate::cmd::aws::preflight(spec, exp, plan, yes),
+        #[cfg(not(feature = "aws"))]
+        Provider::Aws(_) => Err(no_aws()),
+        #[cfg(not(feature = "aws"))]
+        Provider::Local | Provider::Static { .. } if exp.results_s3.is_some() => Err(no_aws()),
+        Provider::Local | Provider::Static { .. } => Ok(()),
+    }
+}
+
+/// An aws experiment in a build without the aws feature: the user's to fix.
+#[cfg(not(feature = "aws"))]
+fn no_aws() -> anyhow::Error {
+    usage(nnb_orchestrator::provider::ProviderError::NoAwsFeature.to_string())
+}
+
+/// Uploads the run's directory to the experiment's `results_s3`, if it names one
+/// (also after an interrupted or aborted run: what was measured is kept).
+fn upload_results(exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> {
+    let Some(dest) = &exp.results_s3 else {
+        return Ok(());
+    };
+    #[cfg(feature = "aws")]
+    {
+        let region = match &exp.provider {
+            Provider::Aws(spec) => spec.region.as_deref(),
+            Provider::Local | Provider::Static { .. } => None,
+        };
+        crate::cmd::aws::upload_results(region, &outcome.dir, dest).with_context(|| {
+            format!(
+                "the results are safe in {}; upload them later with the AWS CLI",
+                outcome.dir.display()
+            )
+        })
+    }
+    #[cfg(not(feature = "aws"))]
+    {
+        let _ = (dest, outcome);
+        Err(no_aws())
     }
 }
 
@@ -224,7 +288,11 @@ fn dry_run(
             let (sets, warnings) = carve_cpus(topo, &allowed, &specs)?;
             (sets.into_iter().map(Some).collect(), warnings)
         }
-        Provider::Static { .. } => (vec![None; specs.len()], Vec::new()),
+        Provider::Static { .. } | Provider::Aws(_) => (vec![None; specs.len()], Vec::new()),
+    };
+    let placed = match &exp.provider {
+        Provider::Aws(spec) => format!("({})", spec.instance_type),
+        Provider::Local | Provider::Static { .. } => "(static host)".to_string(),
     };
     let (estimate, unknown) = plan.estimate(exp.settle);
     if as_json {
@@ -235,6 +303,7 @@ fn dry_run(
                 |(s, cpus)| json!({"name": s.name, "role": s.role, "vcpus": s.vcpus, "cpus": cpus}),
             )
             .collect();
+        let (cloud, fits) = cloud_dry_run(exp, plan, true)?;
         let out = json!({
             "experiment": exp,
             "tenants": tenants,
@@ -242,19 +311,17 @@ fn dry_run(
             "steps": plan.steps,
             "estimate_ms": estimate.as_millis() as u64,
             "steps_without_estimate": unknown,
+            "cloud": cloud,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        return refuse_unfit(fits);
     }
     println!(
         "experiment {} ({}), {} tenants, provider {}",
         exp.name,
         exp.scenario.kind(),
         exp.tenants.len(),
-        match exp.provider {
-            Provider::Local => "local",
-            Provider::Static { .. } => "static",
-        }
+        exp.provider.kind()
     );
     let mut t = table(["tenant", "role", "vCPUs", "CPUs"]);
     for (s, cpus) in specs.iter().zip(&sets) {
@@ -263,7 +330,7 @@ fn dry_run(
             format!("{:?}", s.role).to_lowercase().into(),
             right(s.vcpus),
             cpus.as_ref()
-                .map_or("(static host)".to_string(), |c| format_list(c))
+                .map_or(placed.clone(), |c| format_list(c))
                 .into(),
         ]);
     }
@@ -294,7 +361,37 @@ fn dry_run(
         fmt_duration(exp.settle),
         fmt_duration(estimate)
     );
-    Ok(())
+    let (_, fits) = cloud_dry_run(exp, plan, false)?;
+    refuse_unfit(fits)
+}
+
+/// The cloud part of a dry run (printed unless `as_json`): its JSON (null for
+/// local and static fleets) and whether the plan fits the host.
+#[cfg_attr(not(feature = "aws"), allow(unused_variables))]
+fn cloud_dry_run(
+    exp: &Experiment,
+    plan: &Plan,
+    as_json: bool,
+) -> anyhow::Result<(serde_json::Value, bool)> {
+    match &exp.provider {
+        #[cfg(feature = "aws")]
+        Provider::Aws(spec) => crate::cmd::aws::dry_run_section(spec, exp, plan, as_json),
+        #[cfg(not(feature = "aws"))]
+        Provider::Aws(_) => Err(no_aws()),
+        Provider::Local | Provider::Static { .. } => Ok((serde_json::Value::Null, true)),
+    }
+}
+
+/// A dry run of a plan that does not fit its host ends with exit 2.
+fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
+    if fits {
+        Ok(())
+    } else {
+        Err(usage(
+            "the plan does not fit on the dedicated host (see capacity above): use fewer or \
+             smaller tenants, or a larger host",
+        ))
+    }
 }
 
 /// Formats a metric value for people.

@@ -1,1 +1,571 @@
-//! (being written)
+//! Loading one run directory (`docs/results-format.md`, version 1) into a typed polars
+//! data frame: `manifest.json` into [`Manifest`], `samples.jsonl` into flat columns
+//! (the nested `result` object is skipped), HDR interval logs on demand.
+//!
+//! A torn last line and a last step with fewer than `parts` records (a crashed or
+//! running run) are tolerated and noted; any other unreadable line, or a
+//! `format_version` other than 1, is an error naming the file and line.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::Deserializer;
+use hdrhistogram::Histogram;
+use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The only results format version this crate reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Why a run could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The run directory or one of its files could not be read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line (or the manifest, line = its line) is not what the format describes.
+    #[error("{path}:{line}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A record or the manifest carries a format version this crate does not read.
+    #[error("{path}:{line}: format_version {found} is not supported (this nnb reads version {FORMAT_VERSION})")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// The version found.
+        found: u64,
+    },
+    /// An HDR interval log could not be decoded.
+    #[error("{path}: {message}")]
+    Hdr {
+        /// The log file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Building the data frame failed.
+    #[error("building the samples table of {path}: {source}")]
+    Frame {
+        /// The samples file.
+        path: PathBuf,
+        /// The polars error.
+        #[source]
+        source: polars::error::PolarsError,
+    },
+}
+
+/// The kind of experiment a run measured (the `scenario` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scenario {
+    /// Test node beside 0..n busy or idle neighbors (thesis 5.2).
+    NeighborStaircase,
+    /// Test node with 1..n threads (thesis 5.1).
+    ThreadSweep,
+    /// Latency probe while neighbors push an aggregate load (thesis 6.2).
+    LoadSteps,
+    /// Volpert et al.'s tenant-state pairs (seed 004, Table 1).
+    IsolationMatrix,
+}
+
+/// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
+#[derive(Debug, Clone)]
+pub struct Manifest {
+    /// Format version (1).
+    pub format_version: u32,
+    /// The run id (the directory name).
+    pub run_id: String,
+    /// The experiment's `name`, when it has one.
+    pub experiment_name: Option<String>,
+    /// The experiment's scenario kind.
+    pub scenario: Scenario,
+    /// The checked experiment as the controller recorded it (units resolved).
+    pub experiment: serde_json::Value,
+    /// The controller's environment (CPU model, kernel, topology ...), raw.
+    pub controller: serde_json::Value,
+    /// Steps in the plan.
+    pub planned_steps: Option<usize>,
+}
+
+/// One loaded run.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// The run id.
+    pub run_id: String,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// One row per record of every complete step, flat columns named as in the format
+    /// (see [`COLUMNS`]); `result` is dropped.
+    pub samples: DataFrame,
+    /// What was tolerated while loading, e.g. `samples.jsonl:1043: torn last line ignored`.
+    pub notes: Vec<String>,
+}
+
+/// The sample columns of [`Run::samples`], in order.
+pub const COLUMNS: [&str; 30] = [
+    "step",
+    "step_index",
+    "part",
+    "parts",
+    "scenario",
+    "group",
+    "level",
+    "level_label",
+    "rep",
+    "warmup",
+    "tenant",
+    "role",
+    "job",
+    "status",
+    "error",
+    "attempts",
+    "started_at",
+    "elapsed_ms",
+    "metric",
+    "value",
+    "higher_is_better",
+    "runtime_s",
+    "ops_per_sec",
+    "rtt_mean_ns",
+    "rtt_p50_ns",
+    "rtt_p90_ns",
+    "rtt_p99_ns",
+    "rtt_p999_ns",
+    "rate_bps",
+    "hdr_log",
+];
+
+/// Name of the manifest in a run directory.
+pub const MANIFEST: &str = "manifest.json";
+/// Name of the samples journal in a run directory.
+pub const SAMPLES: &str = "samples.jsonl";
+
+impl Scenario {
+    /// The scenario's name in the format, e.g. `neighbor-staircase`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::NeighborStaircase => "neighbor-staircase",
+            Scenario::ThreadSweep => "thread-sweep",
+            Scenario::LoadSteps => "load-steps",
+            Scenario::IsolationMatrix => "isolation-matrix",
+        }
+    }
+
+    /// The scenario named `name` in the format, if nnb knows it.
+    pub fn from_name(name: &str) -> Option<Scenario> {
+        [
+            Scenario::NeighborStaircase,
+            Scenario::ThreadSweep,
+            Scenario::LoadSteps,
+            Scenario::IsolationMatrix,
+        ]
+        .into_iter()
+        .find(|s| s.name() == name)
+    }
+}
+
+/// Loads the run in `dir`: its manifest, its complete steps and notes on what was
+/// tolerated.
+pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
+    let manifest = read_manifest(&dir.join(MANIFEST))?;
+    let samples_path = dir.join(SAMPLES);
+    let (records, mut notes) = read_samples(&samples_path)?;
+    let records = complete_steps(records, &mut notes);
+    let samples = frame(&records).map_err(|source| LoadError::Frame {
+        path: samples_path.clone(),
+        source,
+    })?;
+    for note in &notes {
+        tracing::warn!(run = %manifest.run_id, "{note}");
+    }
+    Ok(Run {
+        dir: dir.to_path_buf(),
+        run_id: manifest.run_id.clone(),
+        manifest,
+        samples,
+        notes,
+    })
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
+    move |source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> LoadError {
+    LoadError::Corrupt {
+        path: path.to_path_buf(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Reads and checks `manifest.json`.
+fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
+    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| corrupt(path, e.line(), format!("not valid JSON: {e}")))?;
+    let field_line = |name: &str| {
+        text.lines()
+            .position(|l| l.contains(&format!("\"{name}\"")))
+            .map_or(1, |i| i + 1)
+    };
+    let version = v
+        .get("format_version")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| corrupt(path, 1, "no `format_version`: not an nnb manifest"))?;
+    if version != u64::from(FORMAT_VERSION) {
+        return Err(LoadError::Version {
+            path: path.to_path_buf(),
+            line: field_line("format_version"),
+            found: version,
+        });
+    }
+    let run_id = v
+        .get("run_id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| corrupt(path, 1, "no `run_id`"))?
+        .to_string();
+    let experiment = v.get("experiment").cloned().unwrap_or(Value::Null);
+    let kind = experiment
+        .pointer("/scenario/kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            corrupt(
+                path,
+                field_line("experiment"),
+                "no `experiment.scenario.kind`",
+            )
+        })?;
+    let scenario = Scenario::from_name(kind).ok_or_else(|| {
+        corrupt(
+            path,
+            field_line("kind"),
+            format!("unknown scenario kind `{kind}`"),
+        )
+    })?;
+    Ok(Manifest {
+        format_version: FORMAT_VERSION,
+        run_id,
+        experiment_name: experiment
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        scenario,
+        controller: v.get("controller").cloned().unwrap_or(Value::Null),
+        planned_steps: v
+            .get("planned_steps")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok()),
+        experiment,
+    })
+}
+
+/// One line of `samples.jsonl`, without the nested `result`.
+#[derive(Debug, Deserialize)]
+struct Record {
+    format_version: u64,
+    step: String,
+    step_index: u64,
+    part: u64,
+    parts: u64,
+    scenario: String,
+    group: String,
+    level: f64,
+    level_label: String,
+    rep: u32,
+    warmup: bool,
+    tenant: String,
+    role: String,
+    job: String,
+    status: String,
+    #[serde(default)]
+    error: Option<String>,
+    attempts: u32,
+    started_at: String,
+    elapsed_ms: f64,
+    #[serde(default)]
+    metric: Option<String>,
+    #[serde(default)]
+    value: Option<f64>,
+    #[serde(default)]
+    higher_is_better: Option<bool>,
+    #[serde(default)]
+    runtime_s: Option<f64>,
+    #[serde(default)]
+    ops_per_sec: Option<f64>,
+    #[serde(default)]
+    rtt_mean_ns: Option<f64>,
+    #[serde(default)]
+    rtt_p50_ns: Option<f64>,
+    #[serde(default)]
+    rtt_p90_ns: Option<f64>,
+    #[serde(default)]
+    rtt_p99_ns: Option<f64>,
+    #[serde(default)]
+    rtt_p999_ns: Option<f64>,
+    #[serde(default)]
+    rate_bps: Option<f64>,
+    #[serde(default)]
+    hdr_log: Option<String>,
+    #[serde(default, rename = "result")]
+    _result: Option<IgnoredAny>,
+}
+
+/// Only the version of a line that did not parse as a version-1 record.
+#[derive(Deserialize)]
+struct VersionOnly {
+    format_version: u64,
+}
+
+/// Parses one line; a parse failure is returned as the error message.
+fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, String>, LoadError> {
+    match serde_json::from_str::<Record>(line) {
+        Ok(r) if r.format_version == u64::from(FORMAT_VERSION) => Ok(Ok(r)),
+        Ok(r) => Err(LoadError::Version {
+            path: path.to_path_buf(),
+            line: number,
+            found: r.format_version,
+        }),
+        Err(e) => match serde_json::from_str::<VersionOnly>(line) {
+            Ok(v) if v.format_version != u64::from(FORMAT_VERSION) => Err(LoadError::Version {
+                path: path.to_path_buf(),
+                line: number,
+                found: v.format_version,
+            }),
+            _ => Ok(Err(e.to_string())),
+        },
+    }
+}
+
+/// Records with their 1-based line numbers, and notes on what was tolerated.
+type Lines = (Vec<(usize, Record)>, Vec<String>);
+
+/// Streams `samples.jsonl`: every record, and a note when the last line was torn.
+/// A line that does not parse is an error unless no line follows it.
+fn read_samples(path: &Path) -> Result<Lines, LoadError> {
+    let file = File::open(path).map_err(io_error(path))?;
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut records = Vec::new();
+    let mut pending: Option<(usize, String)> = None;
+    let mut buf = String::new();
+    let mut number = 0;
+    loop {
+        buf.clear();
+        let read = reader.read_line(&mut buf).map_err(io_error(path))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        let line = buf.trim_end_matches(['\n', '\r']);
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some((at, message)) = pending.take() {
+            return Err(corrupt(path, at, message));
+        }
+        match parse_line(path, number, line)? {
+            Ok(r) => records.push((number, r)),
+            Err(message) => pending = Some((number, message)),
+        }
+    }
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let notes = pending
+        .map(|(at, message)| format!("{name}:{at}: torn last line ignored ({message})"))
+        .into_iter()
+        .collect();
+    Ok((records, notes))
+}
+
+/// Drops the records of steps with fewer than `parts` records (a step torn by a crash),
+/// noting each.
+fn complete_steps(records: Vec<(usize, Record)>, notes: &mut Vec<String>) -> Vec<Record> {
+    let mut counts: HashMap<&str, (u64, u64, usize)> = HashMap::new();
+    for (line, r) in &records {
+        let e = counts.entry(r.step.as_str()).or_insert((0, r.parts, *line));
+        e.0 += 1;
+    }
+    let mut torn: Vec<(&str, u64, u64, usize)> = counts
+        .iter()
+        .filter(|(_, (n, parts, _))| n < parts)
+        .map(|(step, &(n, parts, line))| (*step, n, parts, line))
+        .collect();
+    torn.sort_by_key(|t| t.3);
+    for (step, n, parts, line) in &torn {
+        notes.push(format!(
+            "{SAMPLES}:{line}: step `{step}` has {n} of {parts} records: ignored"
+        ));
+    }
+    let torn: Vec<String> = torn.iter().map(|t| t.0.to_string()).collect();
+    records
+        .into_iter()
+        .map(|(_, r)| r)
+        .filter(|r| !torn.contains(&r.step))
+        .collect()
+}
+
+/// Flat columns of the records, named as in [`COLUMNS`].
+fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
+    fn col<T, P>(name: &str, values: T) -> Column
+    where
+        Series: NamedFrom<T, P>,
+        P: ?Sized,
+    {
+        Column::new(name.into(), values)
+    }
+    let s = |f: fn(&Record) -> &str| records.iter().map(f).collect::<Vec<&str>>();
+    let os = |f: fn(&Record) -> Option<&str>| records.iter().map(f).collect::<Vec<Option<&str>>>();
+    let u = |f: fn(&Record) -> u64| records.iter().map(f).collect::<Vec<u64>>();
+    let of = |f: fn(&Record) -> Option<f64>| records.iter().map(f).collect::<Vec<Option<f64>>>();
+    let columns = vec![
+        col("step", s(|r| &r.step)),
+        col("step_index", u(|r| r.step_index)),
+        col("part", u(|r| r.part)),
+        col("parts", u(|r| r.parts)),
+        col("scenario", s(|r| &r.scenario)),
+        col("group", s(|r| &r.group)),
+        col(
+            "level",
+            records.iter().map(|r| r.level).collect::<Vec<f64>>(),
+        ),
+        col("level_label", s(|r| &r.level_label)),
+        col("rep", records.iter().map(|r| r.rep).collect::<Vec<u32>>()),
+        col(
+            "warmup",
+            records.iter().map(|r| r.warmup).collect::<Vec<bool>>(),
+        ),
+        col("tenant", s(|r| &r.tenant)),
+        col("role", s(|r| &r.role)),
+        col("job", s(|r| &r.job)),
+        col("status", s(|r| &r.status)),
+        col("error", os(|r| r.error.as_deref())),
+        col(
+            "attempts",
+            records.iter().map(|r| r.attempts).collect::<Vec<u32>>(),
+        ),
+        col("started_at", s(|r| &r.started_at)),
+        col(
+            "elapsed_ms",
+            records.iter().map(|r| r.elapsed_ms).collect::<Vec<f64>>(),
+        ),
+        col("metric", os(|r| r.metric.as_deref())),
+        col("value", of(|r| r.value)),
+        col(
+            "higher_is_better",
+            records
+                .iter()
+                .map(|r| r.higher_is_better)
+                .collect::<Vec<Option<bool>>>(),
+        ),
+        col("runtime_s", of(|r| r.runtime_s)),
+        col("ops_per_sec", of(|r| r.ops_per_sec)),
+        col("rtt_mean_ns", of(|r| r.rtt_mean_ns)),
+        col("rtt_p50_ns", of(|r| r.rtt_p50_ns)),
+        col("rtt_p90_ns", of(|r| r.rtt_p90_ns)),
+        col("rtt_p99_ns", of(|r| r.rtt_p99_ns)),
+        col("rtt_p999_ns", of(|r| r.rtt_p999_ns)),
+        col("rate_bps", of(|r| r.rate_bps)),
+        col("hdr_log", os(|r| r.hdr_log.as_deref())),
+    ];
+    DataFrame::new(records.len(), columns)
+}
+
+impl Run {
+    /// The sum of all histograms of an HDR interval log named relative to the run
+    /// directory (a sample's `hdr_log`), tagged `rtt` or untagged (open-loop
+    /// `rtt_intended` entries are left out).
+    pub fn hdr(&self, rel: &str) -> Result<Histogram<u64>, LoadError> {
+        let path = self.dir.join(rel);
+        let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+        let hdr_err = |message: String| LoadError::Hdr {
+            path: path.clone(),
+            message,
+        };
+        let mut sum: Option<Histogram<u64>> = None;
+        let mut deserializer = Deserializer::new();
+        for entry in IntervalLogIterator::new(&bytes) {
+            let entry = entry.map_err(|e| hdr_err(format!("not an interval log: {e:?}")))?;
+            let LogEntry::Interval(interval) = entry else {
+                continue;
+            };
+            if interval.tag().is_some_and(|t| t.as_str() != "rtt") {
+                continue;
+            }
+            let raw = base64::engine::general_purpose::STANDARD
+                .decode(interval.encoded_histogram())
+                .map_err(|e| hdr_err(format!("bad base64 histogram: {e}")))?;
+            let h: Histogram<u64> = deserializer
+                .deserialize(&mut raw.as_slice())
+                .map_err(|e| hdr_err(format!("bad histogram: {e:?}")))?;
+            match sum.as_mut() {
+                Some(s) => s
+                    .add(&h)
+                    .map_err(|e| hdr_err(format!("cannot add histograms: {e:?}")))?,
+                None => sum = Some(h),
+            }
+        }
+        sum.ok_or_else(|| hdr_err("no `rtt` histogram in the log".to_string()))
+    }
+
+    /// Logical CPUs of the host the tenants ran on: the controller's topology.
+    pub fn logical_cpus(&self) -> Option<usize> {
+        self.manifest
+            .controller
+            .pointer("/topology/logical")
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    }
+
+    /// The tenants' instance type on a cloud run: the aws provider's `instance_type`,
+    /// else the test tenant's.
+    pub fn instance_type(&self) -> Option<String> {
+        let exp = &self.manifest.experiment;
+        if let Some(t) = exp
+            .pointer("/provider/instance_type")
+            .and_then(Value::as_str)
+        {
+            return Some(t.to_string());
+        }
+        let tenants = exp.get("tenants")?.as_array()?;
+        let test = tenants
+            .iter()
+            .find(|t| t.get("role").and_then(Value::as_str) == Some("test"))?;
+        test.get("instance_type")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }
+
+    /// A short name for the run in tables: the test tenant's instance type when the
+    /// experiment names one, else the experiment name, else the run id.
+    pub fn label(&self) -> String {
+        self.instance_type()
+            .or_else(|| self.manifest.experiment_name.clone())
+            .unwrap_or_else(|| self.run_id.clone())
+    }
+}

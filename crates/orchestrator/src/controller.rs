@@ -24,7 +24,7 @@ use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{self, Assignment, Plan, Step, REFLECTOR, SINK};
 use crate::progress::Progress;
-use crate::provider::{self, Fleet, LocalOptions, ProviderError, Role, Tenant};
+use crate::provider::{self, CloudLease, Fleet, LocalOptions, ProviderError, Role, Tenant};
 use crate::results::{
     self, timestamp, Manifest, ResultsError, RunDir, Sample, SampleParts, SampleStatus, Session,
     TenantRecord, FORMAT_VERSION,
@@ -185,7 +185,10 @@ impl Run {
             &manifest.experiment_text,
             Some(host_cpus),
         )?;
-        let plan = plan::expand(&experiment, host_cpus);
+        let plan = plan::expand(
+            &experiment,
+            experiment.provider.host_vcpus().unwrap_or(host_cpus),
+        );
         if plan.steps.len() != manifest.planned_steps {
             return Err(ControllerError::Fleet(format!(
                 "run {run_id} planned {} steps but its experiment now expands to {}: \
@@ -265,6 +268,7 @@ pub async fn execute(
         warnings: Vec::new(),
         agent_pids: Vec::new(),
         steps_run: 0,
+        cloud: None,
     });
     run.dir.write_manifest(&run.manifest)?;
     let mut outcome = RunOutcome {
@@ -298,7 +302,9 @@ pub async fn execute(
 }
 
 /// Launches the fleet, records it in the manifest, drives the steps, and shuts the
-/// fleet down whatever happened.
+/// fleet down whatever happened. Cloud resources are held in a [`CloudLease`] from
+/// the first one created, so a launch that fails or is interrupted (Ctrl-C drops it
+/// half-way) is torn down too.
 async fn measure_all(
     run: &mut Run,
     journal: Journal,
@@ -306,9 +312,26 @@ async fn measure_all(
     cancel: &Cancel,
     outcome: &mut RunOutcome,
 ) -> Result<RunStatus, ControllerError> {
-    let fleet = tokio::select! {
-        f = launch(&run.experiment, opts) => f?,
-        () = cancel.wait() => return Ok(RunStatus::Interrupted),
+    let mut cloud = CloudLease::default();
+    let launched = tokio::select! {
+        f = launch(run, opts, &mut cloud) => Some(f),
+        () = cancel.wait() => None,
+    };
+    let fleet = match launched {
+        Some(Ok(fleet)) => fleet,
+        failed => {
+            if let (Some(s), Some(r)) = (run.manifest.sessions.last_mut(), cloud.record()) {
+                s.cloud = Some(r.clone());
+                run.dir.write_manifest(&run.manifest)?;
+            }
+            if let Err(e) = cloud.release().await {
+                tracing::warn!("tearing down what the launch created: {e}");
+            }
+            return match failed {
+                Some(Err(e)) => Err(e),
+                _ => Ok(RunStatus::Interrupted),
+            };
+        }
     };
     outcome.warnings = fleet.warnings.clone();
     let recorded = record_fleet(run, &fleet).await;
@@ -327,9 +350,29 @@ async fn measure_all(
     result
 }
 
-/// Brings up the experiment's tenants with its provider.
-async fn launch(exp: &Experiment, opts: &RunOptions) -> Result<Fleet, ControllerError> {
+/// Brings up the tenants of `run`'s experiment with its provider; cloud resources
+/// go into `cloud` as they are created.
+async fn launch(
+    run: &Run,
+    opts: &RunOptions,
+    cloud: &mut CloudLease,
+) -> Result<Fleet, ControllerError> {
+    let exp = &run.experiment;
     match &exp.provider {
+        #[cfg(feature = "aws")]
+        Provider::Aws(spec) => Ok(provider::aws::launch_aws(
+            spec,
+            &exp.tenant_specs(),
+            run.plan.needs_endpoint(),
+            &run.dir.run_id,
+            cloud,
+        )
+        .await?),
+        #[cfg(not(feature = "aws"))]
+        Provider::Aws(_) => {
+            let _ = cloud;
+            Err(ProviderError::NoAwsFeature.into())
+        }
         Provider::Local => {
             let specs = exp.tenant_specs();
             let network = match exp.network {
@@ -409,6 +452,7 @@ async fn record_fleet(run: &mut Run, fleet: &Fleet) -> Result<(), ControllerErro
         s.tenants = tenants;
         s.warnings = fleet.warnings.clone();
         s.agent_pids = fleet.pids();
+        s.cloud = fleet.cloud_record().cloned();
     }
     run.dir.write_manifest(&run.manifest)?;
     Ok(())
@@ -488,20 +532,33 @@ impl<'a> Driver<'a> {
             };
             d.clients
                 .insert(ep.name.clone(), (ep.client(), Role::Neighbor));
-            d.endpoint = Some(Endpoint::start(&ep.client()).await?);
+            d.endpoint = Some(Endpoint::start(ep, run.experiment.provider.serve_ports()).await?);
         }
         Ok(d)
     }
 }
 
 impl Endpoint {
-    /// Starts `serve` on the endpoint agent and waits for its bound addresses.
-    async fn start(c: &AgentClient) -> Result<Endpoint, ControllerError> {
+    /// Starts `serve` on the endpoint agent with `(reflector, sink)` ports (0 = any)
+    /// and waits for its bound addresses. An address bound to all interfaces
+    /// (`0.0.0.0:PORT`, an agent on a cloud instance) is published with the
+    /// endpoint's own IP, which the tenants can reach.
+    async fn start(
+        ep: &Tenant,
+        (reflector_port, sink_port): (u16, u16),
+    ) -> Result<Endpoint, ControllerError> {
+        let c = ep.client();
         let fail = |m: String| ControllerError::Fleet(format!("endpoint {}: {m}", c.addr()));
+        let reachable = |published: String| match published.parse::<std::net::SocketAddr>() {
+            Ok(a) if a.ip().is_unspecified() => {
+                std::net::SocketAddr::new(ep.ip.unwrap_or(ep.addr.ip()), a.port()).to_string()
+            }
+            _ => published,
+        };
         let req = JobRequest {
             spec: JobSpec::Serve {
-                reflector_port: 0,
-                sink_port: 0,
+                reflector_port,
+                sink_port,
             },
             deadline_ms: millis(BACKGROUND_DEADLINE),
         };
@@ -523,7 +580,10 @@ impl Endpoint {
                     .map(str::to_string)
             };
             if let (Some(reflector), Some(sink)) = (addr("reflector"), addr("sink")) {
-                return Ok(Endpoint { reflector, sink });
+                return Ok(Endpoint {
+                    reflector: reachable(reflector),
+                    sink: reachable(sink),
+                });
             }
             if Instant::now() >= end {
                 return Err(fail(format!(

@@ -375,6 +375,10 @@ pub struct Session {
     pub agent_pids: Vec<u32>,
     /// Steps measured (ok or failed) in this session.
     pub steps_run: usize,
+    /// Cloud resources this session ran on (aws provider: host, instances); absent
+    /// for local and static fleets and in manifests written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<crate::provider::CloudRecord>,
 }
 
 /// `manifest.json`: what was run, where and with what.

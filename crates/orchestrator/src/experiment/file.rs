@@ -100,13 +100,16 @@ pub enum ProviderKind {
     Local,
     /// Agents the user already runs, listed in a hosts file.
     Static,
+    /// EC2 instances on one dedicated host, launched and torn down by nnb (needs
+    /// the `aws` feature).
+    Aws,
 }
 
 /// The `[provider]` table.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderFile {
-    /// "local" (default) or "static".
+    /// "local" (default), "static" or "aws".
     pub kind: Spanned<ProviderKind>,
     /// static: the hosts file naming the agents that already run.
     #[serde(default)]
@@ -114,6 +117,88 @@ pub struct ProviderFile {
     /// static: file holding the agents' bearer token.
     #[serde(default)]
     pub token_file: Option<Spanned<String>>,
+    /// aws: the region, e.g. "us-east-1". Default: the standard AWS chain
+    /// (AWS_REGION, the profile).
+    #[serde(default)]
+    pub region: Option<Spanned<String>>,
+    /// aws: the availability zone of the dedicated host, e.g. "us-east-1a".
+    #[serde(default)]
+    pub availability_zone: Option<Spanned<String>>,
+    /// aws: the dedicated host: a family ("m5", mixed sizes) or an instance type
+    /// ("m5.large", that size only).
+    #[serde(default)]
+    pub host: Option<Spanned<String>>,
+    /// aws: every tenant's instance type, e.g. "m5.large". Default: `host` when it
+    /// names a type.
+    #[serde(default)]
+    pub instance_type: Option<Spanned<String>>,
+    /// aws: instance type of the endpoint (the sink and reflector that network
+    /// scenarios send to), launched off the host with default tenancy. Default:
+    /// `instance_type`. Any EC2 type (e.g. "c5n.9xlarge", so the endpoint is not the
+    /// bottleneck); it is not priced.
+    #[serde(default)]
+    pub endpoint_instance_type: Option<Spanned<String>>,
+    /// aws: the AMI the tenants boot, e.g. "ami-0abcdef1234567890".
+    #[serde(default)]
+    pub image_id: Option<Spanned<String>>,
+    /// aws: the subnet to launch into (in `availability_zone`). Default: the default
+    /// VPC's subnet of that zone.
+    #[serde(default)]
+    pub subnet_id: Option<Spanned<String>>,
+    /// aws: existing security groups for the tenants. Default: nnb creates one that
+    /// opens only the agent port to `allowed_cidrs` and deletes it afterwards.
+    #[serde(default)]
+    pub security_group_ids: Option<Spanned<Vec<String>>>,
+    /// aws: who may reach the agents when nnb creates the security group: the
+    /// controller's address, e.g. ["203.0.113.7/32"], and/or the VPC's CIDR.
+    #[serde(default)]
+    pub allowed_cidrs: Option<Spanned<Vec<String>>>,
+    /// aws: an EC2 key pair for SSH into the tenants (debugging). Default: none.
+    #[serde(default)]
+    pub key_name: Option<Spanned<String>>,
+    /// aws: instance profile for the tenants (e.g. to read nnb from S3).
+    #[serde(default)]
+    pub iam_instance_profile: Option<Spanned<String>>,
+    /// aws: where the tenants download nnb from, per CPU architecture: an https://
+    /// URL or an s3:// object, e.g. { x86_64 = "https://.../nnb-x86_64" }.
+    #[serde(default)]
+    pub install: Option<Spanned<InstallFile>>,
+    /// aws: path of an nnb already in the image, e.g. "/usr/local/bin/nnb" (instead
+    /// of `install`).
+    #[serde(default)]
+    pub preinstalled: Option<Spanned<String>>,
+    /// aws: the agents' TCP port. Default 7700.
+    #[serde(default)]
+    pub agent_port: Option<Spanned<u16>>,
+    /// aws: how long the tenants may take to boot and answer their health check,
+    /// e.g. "10m". Default "10m".
+    #[serde(default)]
+    pub health_timeout: Option<Spanned<String>>,
+    /// aws: expiry tag put on every resource; `nnb aws sweep --expired` removes
+    /// what outlived it. Default "6h".
+    #[serde(default)]
+    pub expires_after: Option<Spanned<String>>,
+    /// aws: most the run may cost (host price per hour times the estimated
+    /// duration), USD; a run estimated above it is refused. Without it, `nnb run`
+    /// needs `--yes`.
+    #[serde(default)]
+    pub max_cost_usd: Option<Spanned<f64>>,
+    /// Any kind: upload the run's results to this S3 location afterwards, e.g.
+    /// "s3://bucket/nnb-runs" (the run id is appended; needs the aws feature).
+    #[serde(default)]
+    pub results_s3: Option<Spanned<String>>,
+}
+
+/// `install = { x86_64 = "...", aarch64 = "..." }`: where tenants get nnb from.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstallFile {
+    /// nnb for x86_64 hosts (m5, m6i, m6a, m7i): https:// URL or s3:// object.
+    #[serde(default)]
+    pub x86_64: Option<Spanned<String>>,
+    /// nnb for Graviton hosts (m6g, c7g, m7g): https:// URL or s3:// object.
+    #[serde(default)]
+    pub aarch64: Option<Spanned<String>>,
 }
 
 /// How the tenants' traffic travels.

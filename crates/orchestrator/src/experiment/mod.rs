@@ -10,6 +10,7 @@
 //! struct of that scenario kind. Keeping the scenario out of a serde-tagged enum keeps
 //! the spans of its values (serde buffers tagged content and loses them).
 
+pub mod aws;
 pub mod diagnostic;
 pub mod file;
 mod values;
@@ -22,6 +23,7 @@ use serde::Serialize;
 
 pub use crate::provider::Role;
 use crate::provider::TenantSpec;
+pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
@@ -96,10 +98,13 @@ pub struct Experiment {
     pub tenants: Vec<TenantDef>,
     /// What is measured.
     pub scenario: Scenario,
+    /// Where the results are uploaded after the run (`s3://bucket/prefix`; the run
+    /// id is appended), from `results_s3` in `[provider]` (any provider kind).
+    pub results_s3: Option<String>,
 }
 
 /// Where the tenants run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Provider {
     /// Child agents on this machine.
@@ -111,6 +116,38 @@ pub enum Provider {
         /// The token file.
         token_file: PathBuf,
     },
+    /// EC2 instances on one dedicated host.
+    Aws(Box<AwsSpec>),
+}
+
+impl Provider {
+    /// The kind as written in the file.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Provider::Local => "local",
+            Provider::Static { .. } => "static",
+            Provider::Aws(_) => "aws",
+        }
+    }
+
+    /// Ports of the endpoint's reflector and sink (UDP): fixed on aws, where the
+    /// security group opens them; 0 (any free port) elsewhere.
+    pub fn serve_ports(&self) -> (u16, u16) {
+        match self {
+            Provider::Aws(a) => a.serve_ports(),
+            Provider::Local | Provider::Static { .. } => (0, 0),
+        }
+    }
+
+    /// vCPUs of the host the tenants share, when the experiment fixes it (a
+    /// dedicated host's, from the catalog); `None` for the machine nnb runs on or
+    /// hosts nnb does not know.
+    pub fn host_vcpus(&self) -> Option<usize> {
+        match self {
+            Provider::Aws(a) => Some(a.host_vcpus()),
+            Provider::Local | Provider::Static { .. } => None,
+        }
+    }
 }
 
 /// What a failed step leads to.
@@ -417,6 +454,49 @@ struct Checker<'a> {
     scenario_span: std::ops::Range<usize>,
 }
 
+/// How the provider sizes tenants.
+enum Sizing {
+    /// Local: a tenant may not be larger than this machine.
+    FitHost,
+    /// Static: whatever the hosts are.
+    Free,
+    /// Cloud: every tenant is one instance type.
+    Fixed {
+        /// The type's vCPUs.
+        vcpus: usize,
+        /// The type, for messages.
+        instance_type: String,
+    },
+}
+
+/// Where the first aws-only key of a `[provider]` table stands, if it has one.
+fn aws_key_span(p: &file::ProviderFile) -> Option<std::ops::Range<usize>> {
+    let strings = [
+        &p.region,
+        &p.availability_zone,
+        &p.host,
+        &p.instance_type,
+        &p.endpoint_instance_type,
+        &p.image_id,
+        &p.subnet_id,
+        &p.key_name,
+        &p.iam_instance_profile,
+        &p.preinstalled,
+        &p.health_timeout,
+        &p.expires_after,
+    ];
+    let lists = [&p.security_group_ids, &p.allowed_cidrs];
+    strings
+        .into_iter()
+        .flatten()
+        .map(Spanned::span)
+        .chain(lists.into_iter().flatten().map(Spanned::span))
+        .chain(p.install.as_ref().map(Spanned::span))
+        .chain(p.agent_port.as_ref().map(Spanned::span))
+        .chain(p.max_cost_usd.as_ref().map(Spanned::span))
+        .min_by_key(|r| r.start)
+}
+
 /// The test tenant's vCPUs (1 if, impossibly, there is none).
 fn test_vcpus(tenants: &[TenantDef]) -> usize {
     tenants
@@ -517,6 +597,10 @@ impl Checker<'_> {
             return Err(self.error(f.name.span(), "the experiment needs a name"));
         }
         let provider = self.provider(&f)?;
+        let results_s3 = match f.provider.as_ref().and_then(|p| p.results_s3.as_ref()) {
+            Some(v) => Some(self.at(v, aws::s3_location(v.get_ref()))?),
+            None => None,
+        };
         let repetitions = self.opt_positive(&f.repetitions, "repetitions", 3)?;
         let settle = self.duration(&f.settle, Duration::from_secs(1))?;
         let step_timeout =
@@ -526,8 +610,23 @@ impl Checker<'_> {
             Some(v) => self.at(v, values::on_failure(v.get_ref()))?,
         };
         let network = self.network(&f)?;
-        let check_host = matches!(provider, Provider::Local);
-        let tenants = self.tenants(&f.tenants, check_host)?;
+        if let (Provider::Aws(_), Network::Emulated { .. }, Some(n)) =
+            (&provider, network, &f.network)
+        {
+            return Err(self.error(
+                n.mode.span(),
+                "an emulated network is for the local provider: on aws the tenants share the host's real NIC",
+            ));
+        }
+        let sizing = match &provider {
+            Provider::Local => Sizing::FitHost,
+            Provider::Static { .. } => Sizing::Free,
+            Provider::Aws(a) => Sizing::Fixed {
+                vcpus: a.tenant_vcpus(),
+                instance_type: a.instance_type.clone(),
+            },
+        };
+        let tenants = self.tenants(&f.tenants, &sizing)?;
         let scenario = scenario(self, &tenants, f.scenario)?;
         Ok(Experiment {
             name,
@@ -541,6 +640,7 @@ impl Checker<'_> {
             network,
             tenants,
             scenario,
+            results_s3,
         })
     }
 
@@ -548,16 +648,23 @@ impl Checker<'_> {
         let Some(p) = &f.provider else {
             return Ok(Provider::Local);
         };
-        match p.kind.get_ref() {
-            ProviderKind::Local => {
-                if let Some(v) = p.hosts.as_ref().or(p.token_file.as_ref()) {
-                    return Err(self.error(
-                        v.span(),
-                        "`hosts` and `token_file` apply to kind = \"static\"",
-                    ));
-                }
-                Ok(Provider::Local)
+        let kind = *p.kind.get_ref();
+        if kind != ProviderKind::Static {
+            if let Some(v) = p.hosts.as_ref().or(p.token_file.as_ref()) {
+                return Err(self.error(
+                    v.span(),
+                    "`hosts` and `token_file` apply to kind = \"static\"",
+                ));
             }
+        }
+        if kind != ProviderKind::Aws {
+            if let Some(span) = aws_key_span(p) {
+                return Err(self.error(span, "this key applies to kind = \"aws\""));
+            }
+        }
+        match kind {
+            ProviderKind::Local => Ok(Provider::Local),
+            ProviderKind::Aws => Ok(Provider::Aws(Box::new(self.aws(p)?))),
             ProviderKind::Static => {
                 let (Some(hosts), Some(token)) = (&p.hosts, &p.token_file) else {
                     return Err(self.error(
@@ -596,7 +703,7 @@ impl Checker<'_> {
     fn tenants(
         &self,
         list: &Spanned<Vec<file::TenantFile>>,
-        check_host: bool,
+        sizing: &Sizing,
     ) -> Result<Vec<TenantDef>, ExperimentError> {
         let mut out: Vec<TenantDef> = Vec::new();
         let mut test_seen = false;
@@ -606,14 +713,33 @@ impl Checker<'_> {
                 RoleFile::Neighbor => Role::Neighbor,
             };
             let count = self.opt_positive(&t.count, "count", 1)?;
-            let vcpus = self.opt_positive(&t.vcpus, "vcpus", 1)?;
-            if let (Some(v), Some(host), true) = (&t.vcpus, self.host_cpus, check_host) {
-                if vcpus > host {
+            let default_vcpus = match sizing {
+                Sizing::Fixed { vcpus, .. } => *vcpus,
+                Sizing::FitHost | Sizing::Free => 1,
+            };
+            let vcpus = self.opt_positive(&t.vcpus, "vcpus", default_vcpus)?;
+            match (&t.vcpus, sizing) {
+                (Some(v), Sizing::FitHost) => {
+                    if let Some(host) = self.host_cpus.filter(|&host| vcpus > host) {
+                        return Err(self.error(
+                            v.span(),
+                            format!("a tenant of {vcpus} vCPUs does not fit: this host has {host} online CPUs"),
+                        ));
+                    }
+                }
+                (
+                    Some(v),
+                    Sizing::Fixed {
+                        vcpus: fixed,
+                        instance_type,
+                    },
+                ) if vcpus != *fixed => {
                     return Err(self.error(
                         v.span(),
-                        format!("a tenant of {vcpus} vCPUs does not fit: this host has {host} online CPUs"),
+                        format!("every tenant is a {instance_type} with {fixed} vCPUs: remove `vcpus` or set it to {fixed}"),
                     ));
                 }
+                _ => {}
             }
             if role == Role::Test {
                 if test_seen || count > 1 {

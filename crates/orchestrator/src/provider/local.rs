@@ -157,6 +157,7 @@ pub async fn launch_local(
         warnings,
         children: Vec::new(),
         net: None,
+        cloud: Default::default(),
     };
     let net = match opts.network {
         Network::None => None,

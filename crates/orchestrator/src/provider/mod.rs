@@ -3,11 +3,19 @@
 //! - [`local`]: `nnb agent` child processes on this machine, each pinned to a CPU set
 //!   carved from the real topology, optionally each in its own network namespace
 //!   behind one shaped uplink ([`netns`]);
-//! - [`static_hosts`]: agents a user already runs, named in a hosts file.
+//! - [`static_hosts`]: agents a user already runs, named in a hosts file;
+//! - `aws` (cargo feature `aws`): EC2 instances on one dedicated host, held in a
+//!   [`CloudLease`] from the first resource created.
 //!
-//! A [`Fleet`] owns what it started: [`Fleet::shutdown`] (or dropping it) stops the
-//! jobs, kills and reaps every child agent and removes the namespaces.
+//! A [`Fleet`] owns what it started: [`Fleet::shutdown`] stops the jobs, kills and
+//! reaps every child agent, removes the namespaces and tears the cloud resources
+//! down. Dropping a fleet does the local part; cloud teardown needs the async
+//! [`Fleet::shutdown`], and a fleet dropped without it logs the `nnb aws sweep`
+//! command that removes what it held.
 
+#[cfg(feature = "aws")]
+pub mod aws;
+pub mod cloud;
 pub mod local;
 pub mod netns;
 pub mod static_hosts;
@@ -21,6 +29,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::client::{AgentClient, AgentError};
 
+pub use cloud::{CloudLease, CloudRecord, HostRecord, InstanceRecord};
 pub use local::{launch_local, LocalOptions, Network};
 pub use static_hosts::load_static;
 
@@ -123,6 +132,27 @@ pub enum ProviderError {
     /// An agent request failed.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// The experiment needs the EC2 provider, which this build lacks.
+    #[error(
+        "this nnb was built without the aws feature: build the operator's nnb with default \
+         features (`cargo build --release`) to run kind = \"aws\" experiments"
+    )]
+    NoAwsFeature,
+    /// The cloud refused or failed.
+    #[cfg(feature = "aws")]
+    #[error(transparent)]
+    Aws(#[from] nnb_aws::ec2::AwsError),
+    /// The cloud tenants' agents did not answer their health check in time.
+    #[error(
+        "the agents did not answer their health check within {timeout:?} \
+         (`health_timeout` in [provider]): {detail}"
+    )]
+    Unhealthy {
+        /// The timeout.
+        timeout: Duration,
+        /// Each silent tenant and its last error.
+        detail: String,
+    },
 }
 
 impl ProviderError {
@@ -147,6 +177,7 @@ pub struct Fleet {
     pub warnings: Vec<String>,
     children: Vec<Child>,
     net: Option<netns::NetLab>,
+    cloud: CloudLease,
 }
 
 /// Time given to the agents' jobs to stop during [`Fleet::shutdown`].
@@ -168,14 +199,20 @@ impl Fleet {
         self.net.as_ref()
     }
 
+    /// Where a cloud fleet runs (host, instances), for the manifest.
+    pub fn cloud_record(&self) -> Option<&CloudRecord> {
+        self.cloud.record()
+    }
+
     /// Process ids of the child agents this fleet started (empty for a static fleet).
     pub fn pids(&self) -> Vec<u32> {
         self.children.iter().map(Child::id).collect()
     }
 
     /// Stops every running job on every agent, then kills and reaps the child
-    /// agents and removes the emulated network. Agents that do not answer are
-    /// skipped (they are killed anyway when local).
+    /// agents, removes the emulated network and tears the cloud resources down
+    /// (whatever failed before). Agents that do not answer are skipped (they are
+    /// killed anyway when local, terminated when in the cloud).
     pub async fn shutdown(mut self) -> Result<(), ProviderError> {
         let mut stops = tokio::task::JoinSet::new();
         for c in self
@@ -189,7 +226,9 @@ impl Fleet {
             });
         }
         while stops.join_next().await.is_some() {}
-        self.teardown()
+        let local = self.teardown();
+        let cloud = self.cloud.release().await;
+        local.and(cloud)
     }
 
     fn teardown(&mut self) -> Result<(), ProviderError> {

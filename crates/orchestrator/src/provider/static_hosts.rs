@@ -43,6 +43,7 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
         warnings: Vec::new(),
         children: Vec::new(),
         net: None,
+        cloud: Default::default(),
     };
     for (k, raw) in text.lines().enumerate() {
         let line = k + 1;

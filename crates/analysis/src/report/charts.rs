@@ -1,0 +1,411 @@
+//! The charts of a report, built from the typed analyses: what each plot shows, its
+//! title, axes and series. Pure data in, chart specs out; drawing is [`crate::plot`]'s.
+
+use crate::load::Run;
+use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
+use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, Throughput};
+
+/// Most series a percentile chart gets; runs with more load levels show an even
+/// spread of them, first and last included.
+pub(crate) const MAX_PERCENTILE_SERIES: usize = 8;
+
+/// Name and unit of a results-format metric, for axis titles.
+pub(crate) fn metric_axis(metric: &str) -> (String, Unit) {
+    let name = match metric {
+        "runtime_s" => "runtime",
+        "ops_per_sec" => "throughput",
+        "rtt_mean_ns" => "mean round-trip time",
+        "rate_bps" => "rate",
+        other => other,
+    };
+    (name.to_string(), Unit::of_metric(metric))
+}
+
+/// The quantity a level measures and each level's value as text, from labels like
+/// `neighbors=2`: ("neighbors", ["0", "1", "2"]). Labels without a shared `key=`
+/// prefix are kept whole under the name "level".
+pub(crate) fn split_levels<'a>(labels: impl IntoIterator<Item = &'a str>) -> (String, Vec<String>) {
+    let labels: Vec<&str> = labels.into_iter().collect();
+    let key = labels
+        .first()
+        .and_then(|l| l.split_once('='))
+        .map(|(k, _)| k);
+    match key {
+        Some(k)
+            if labels
+                .iter()
+                .all(|l| l.split_once('=').map(|p| p.0) == Some(k)) =>
+        {
+            (
+                k.to_string(),
+                labels
+                    .iter()
+                    .map(|l| l.split_once('=').map_or(*l, |p| p.1).to_string())
+                    .collect(),
+            )
+        }
+        _ => (
+            "level".into(),
+            labels.iter().map(|l| l.to_string()).collect(),
+        ),
+    }
+}
+
+/// Mean per level with its 95% CI as a band.
+fn level_series(name: String, levels: &[LevelStats], x: impl Fn(&LevelStats) -> f64) -> Series {
+    Series {
+        name,
+        points: levels.iter().map(|l| (x(l), l.mean)).collect(),
+        band: Some(levels.iter().map(|l| l.ci95).collect()),
+    }
+}
+
+/// Series name for a staircase group: `busy neighbors (mean, 95% CI)`.
+fn group_series_name(prefix: &str, group: &str) -> String {
+    let what = match group {
+        "busy" | "idle" => format!("{group} neighbors"),
+        other => other.to_string(),
+    };
+    format!("{prefix}{what} (mean, 95% CI)")
+}
+
+/// Runtime (the staircase metric) vs neighbors, one series per group (busy, idle), for
+/// one or several runs (series then prefixed with the run's label).
+pub(crate) fn staircase(runs: &[(String, &Degradation)]) -> LineChart {
+    let metric = runs.first().map_or("value", |r| r.1.metric.as_str());
+    let (y_label, y_unit) = metric_axis(metric);
+    let several = runs.len() > 1;
+    let series = runs
+        .iter()
+        .flat_map(|(label, d)| {
+            let prefix = if several {
+                format!("{label}: ")
+            } else {
+                String::new()
+            };
+            d.groups.iter().map(move |g| {
+                level_series(group_series_name(&prefix, &g.group), &g.levels, |l| l.level)
+            })
+        })
+        .collect();
+    let names: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    LineChart {
+        title: format!("{}: test node {y_label} vs neighbors", names.join(" vs ")),
+        x_label: "neighbors".into(),
+        x_unit: Unit::NONE,
+        y_label: format!("test node {y_label}"),
+        y_unit,
+        series,
+        markers: Vec::new(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+/// Markers of a sweep: each knee, and the expected knee at `n/2 + 1`.
+fn knee_markers(k: &Knees, prefix: &str) -> Vec<(f64, String)> {
+    let knees = k.steps.iter().filter(|s| s.is_knee).map(|s| {
+        let label = format!(
+            "{prefix}knee: {} → {} threads ({:+.1}%)",
+            s.from, s.to, s.step_pct
+        );
+        (s.to, label)
+    });
+    let expected = k.expected_knee.map(|e| {
+        let n = k
+            .logical_cpus
+            .map_or(String::new(), |n| format!(" ({n} CPUs)"));
+        (e, format!("{prefix}expected knee: n/2 + 1 = {e}{n}"))
+    });
+    knees.chain(expected).collect()
+}
+
+/// Metric vs threads with knees marked, for one or several sweeps.
+pub(crate) fn sweep(runs: &[(String, &Knees, &str)]) -> LineChart {
+    let metric = runs.first().map_or("value", |r| r.2);
+    let (y_label, y_unit) = metric_axis(metric);
+    let several = runs.len() > 1;
+    let prefix = |label: &str| {
+        if several {
+            format!("{label}: ")
+        } else {
+            String::new()
+        }
+    };
+    let names: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    LineChart {
+        title: format!("{}: thread sweep, {y_label} vs threads", names.join(" vs ")),
+        x_label: "threads".into(),
+        x_unit: Unit::NONE,
+        y_label: y_label.clone(),
+        y_unit,
+        series: runs
+            .iter()
+            .map(|(label, k, _)| {
+                level_series(
+                    format!("{}{y_label} (mean, 95% CI)", prefix(label)),
+                    &k.levels,
+                    |l| l.level,
+                )
+            })
+            .collect(),
+        markers: runs
+            .iter()
+            .flat_map(|(label, k, _)| knee_markers(k, &prefix(label)))
+            .collect(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+/// Busy threads on the host at each staircase level: the test node's threads plus
+/// each busy neighbor's (its burner threads, else its vCPUs), from the experiment.
+fn busy_threads_per_level(run: &Run) -> Option<(f64, f64)> {
+    let e = &run.manifest.experiment;
+    let scenario = e.get("scenario")?;
+    let test = scenario.get("test")?.get("threads")?.as_f64()?;
+    let neighbor_vcpus = || {
+        let tenants = e.get("tenants")?.as_array()?;
+        let neighbor = tenants
+            .iter()
+            .find(|t| t.get("role").and_then(|r| r.as_str()) == Some("neighbor"))?;
+        neighbor.get("vcpus")?.as_f64()
+    };
+    let busy = scenario
+        .get("busy")
+        .and_then(|b| b.get("threads"))
+        .and_then(|t| t.as_f64());
+    Some((test, busy.or_else(neighbor_vcpus)?))
+}
+
+/// The staircase's busy series against a metal thread sweep (thesis 5.6, 5.8, 5.9): x
+/// is the number of busy threads on the host when the experiment says how many each
+/// tenant runs, else the raw level (with a note saying so).
+pub(crate) fn staircase_vs_metal(
+    stair: (&str, &Run, &Degradation),
+    metal: (&str, &Knees),
+) -> (LineChart, Option<String>) {
+    let (stair_label, stair_run, d) = stair;
+    let (y_label, y_unit) = metric_axis(&d.metric);
+    let threads = busy_threads_per_level(stair_run);
+    let to_x = |l: &LevelStats| threads.map_or(l.level, |(test, each)| test + l.level * each);
+    let busy = d.groups.iter().find(|g| g.group == "busy");
+    let mut series: Vec<Series> = busy
+        .map(|g| {
+            level_series(
+                format!("{stair_label}: test node beside busy neighbors"),
+                &g.levels,
+                to_x,
+            )
+        })
+        .into_iter()
+        .collect();
+    series.push(level_series(
+        format!("{}: threads on metal", metal.0),
+        &metal.1.levels,
+        |l| l.level,
+    ));
+    let note = threads.is_none().then(|| {
+        format!("{stair_label}: threads per tenant not in the experiment; the staircase is drawn at its neighbor count")
+    });
+    let chart = LineChart {
+        title: format!(
+            "{stair_label} beside busy neighbors vs {} threads on metal",
+            metal.0
+        ),
+        x_label: if threads.is_some() {
+            "busy threads on the host".into()
+        } else {
+            "neighbors / threads".into()
+        },
+        x_unit: Unit::NONE,
+        y_label,
+        y_unit,
+        series,
+        markers: knee_markers(metal.1, &format!("{}: ", metal.0)),
+        log_x: false,
+        y_from_zero: true,
+    };
+    (chart, note)
+}
+
+/// RTT mean, p90 and p99.9 vs aggregate load; for several runs, mean and p99.9 each.
+pub(crate) fn latency(runs: &[(String, &LatencyVsLoad)]) -> LineChart {
+    let several = runs.len() > 1;
+    type Pick = fn(&crate::tables::LatencyLevel) -> f64;
+    let stats: &[(&str, Pick)] = if several {
+        &[("mean", |l| l.mean_ns), ("p99.9", |l| l.p999_ns)]
+    } else {
+        &[
+            ("mean", |l| l.mean_ns),
+            ("p90", |l| l.p90_ns),
+            ("p99.9", |l| l.p999_ns),
+        ]
+    };
+    let series = runs
+        .iter()
+        .flat_map(|(label, l)| {
+            stats.iter().map(move |(name, pick)| Series {
+                name: if several {
+                    format!("{label}: {name}")
+                } else {
+                    (*name).to_string()
+                },
+                points: l.levels.iter().map(|v| (v.load_bps, pick(v))).collect(),
+                band: None,
+            })
+        })
+        .collect();
+    let names: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    LineChart {
+        title: format!(
+            "{}: round-trip time vs aggregate neighbor load",
+            names.join(" vs ")
+        ),
+        x_label: "aggregate neighbor load".into(),
+        x_unit: Unit::BITS_PER_SECOND,
+        y_label: "round-trip time".into(),
+        y_unit: Unit::NANOSECONDS,
+        series,
+        markers: Vec::new(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+/// Indices of at most `most` items out of `n`, evenly spread, first and last included.
+pub(crate) fn spread(n: usize, most: usize) -> Vec<usize> {
+    if n <= most {
+        return (0..n).collect();
+    }
+    let mut picked: Vec<usize> = (0..most)
+        .map(|i| (i * (n - 1) + (most - 1) / 2) / (most - 1))
+        .collect();
+    picked.dedup();
+    picked
+}
+
+/// The HDR percentile plot, one series per load level (at most
+/// [`MAX_PERCENTILE_SERIES`]); None when the run has no HDR logs. The note says which
+/// levels were left out.
+pub(crate) fn percentiles(
+    label: &str,
+    l: &LatencyVsLoad,
+) -> Option<(PercentileChart, Option<String>)> {
+    let with_hdr: Vec<_> = l
+        .levels
+        .iter()
+        .filter(|v| !v.percentiles.is_empty())
+        .collect();
+    if with_hdr.is_empty() {
+        return None;
+    }
+    let picked = spread(with_hdr.len(), MAX_PERCENTILE_SERIES);
+    let series = picked
+        .iter()
+        .map(|i| {
+            let v = with_hdr[*i];
+            (
+                format!("load {}", Unit::BITS_PER_SECOND.format(v.load_bps)),
+                v.percentiles.clone(),
+            )
+        })
+        .collect();
+    let note = (picked.len() < with_hdr.len()).then(|| {
+        format!(
+            "{label}: the percentile plot shows {} of {} load levels, evenly spread",
+            picked.len(),
+            with_hdr.len()
+        )
+    });
+    let chart = PercentileChart {
+        title: format!("{label}: round-trip time by percentile, per neighbor load"),
+        y_label: "round-trip time".into(),
+        y_unit: Unit::NANOSECONDS,
+        series,
+    };
+    Some((chart, note))
+}
+
+/// Per-node throughput as boxplots per level, with the `host_bw / max_nodes`
+/// prediction as a reference line.
+pub(crate) fn throughput(label: &str, t: &Throughput) -> BoxChart {
+    let (x_label, names) = split_levels(t.levels.iter().map(|l| l.label.as_str()));
+    BoxChart {
+        title: format!("{label}: throughput per node by level"),
+        x_label,
+        y_label: "throughput per node".into(),
+        y_unit: Unit::BITS_PER_SECOND,
+        groups: names
+            .into_iter()
+            .zip(&t.levels)
+            .map(|(name, l)| (name, l.per_node_bps.iter().map(|p| p.1).collect()))
+            .collect(),
+        reference: t.prediction.as_ref().map(|p| {
+            (
+                format!("predicted: host bw / {} nodes", p.max_nodes),
+                p.expected_per_node_bps,
+            )
+        }),
+        y_from_zero: true,
+    }
+}
+
+/// Mean per-node throughput per level of several runs, the band spanning the slowest
+/// to the fastest node.
+pub(crate) fn throughput_compare(runs: &[(String, &Throughput)]) -> LineChart {
+    let names: Vec<&str> = runs.iter().map(|r| r.0.as_str()).collect();
+    LineChart {
+        title: format!("{}: mean throughput per node by level", names.join(" vs ")),
+        x_label: "aggregate offered load".into(),
+        x_unit: Unit::BITS_PER_SECOND,
+        y_label: "throughput per node".into(),
+        y_unit: Unit::BITS_PER_SECOND,
+        series: runs
+            .iter()
+            .map(|(label, t)| Series {
+                name: format!("{label}: mean (band: slowest to fastest node)"),
+                points: t.levels.iter().map(|l| (l.level, l.mean)).collect(),
+                band: Some(t.levels.iter().map(|l| (l.min, l.max)).collect()),
+            })
+            .collect(),
+        markers: Vec::new(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_keeps_first_and_last_and_spaces_the_rest_evenly() {
+        assert_eq!(spread(5, 8), vec![0, 1, 2, 3, 4]);
+        let picked = spread(20, 8);
+        assert_eq!(picked.len(), 8);
+        assert_eq!((picked[0], picked[7]), (0, 19));
+        let gaps: Vec<usize> = picked.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|g| (2..=3).contains(g)), "{picked:?}");
+    }
+
+    #[test]
+    fn level_labels_split_into_quantity_and_values() {
+        let (name, values) = split_levels(["load=0", "load=50M", "load=1G"]);
+        assert_eq!(name, "load");
+        assert_eq!(values, vec!["0", "50M", "1G"]);
+        let (name, values) = split_levels(["a=saturated,b=idle", "threads=2"]);
+        assert_eq!(name, "level");
+        assert_eq!(values, vec!["a=saturated,b=idle", "threads=2"]);
+    }
+
+    #[test]
+    fn metrics_name_their_axis_and_unit() {
+        assert_eq!(
+            metric_axis("runtime_s"),
+            ("runtime".to_string(), Unit::SECONDS)
+        );
+        assert_eq!(metric_axis("rtt_mean_ns").1, Unit::NANOSECONDS);
+        assert_eq!(metric_axis("ops_per_sec").1, Unit::OPS_PER_SECOND);
+    }
+}

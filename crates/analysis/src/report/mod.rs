@@ -1,0 +1,434 @@
+//! Everything the runs support, written to one directory: each table as Markdown, CSV
+//! and JSON, each plot as SVG, and an `index.md` plus a self-contained `index.html`
+//! that show them together, with the runs, their notes and warnings at the top.
+//!
+//! One run is written flat into the output directory; several runs each get a
+//! sub-directory named by run id. Cross-run results (a staircase beside a metal thread
+//! sweep, `--compare`) go to the top level and `compare/`.
+
+mod charts;
+mod index;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::load::{Run, Scenario};
+use crate::plot::{self, PlotError};
+use crate::table::Table;
+use crate::tables::{self, AnalysisError, Degradation, Knees, LatencyVsLoad, Throughput};
+
+/// What to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportOptions {
+    /// Output directory (created if missing; files in it are overwritten).
+    pub out: PathBuf,
+    /// Also put the runs side by side: plots with series from every run, and the
+    /// comparison tables.
+    pub compare: bool,
+}
+
+/// Why a report could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// An analysis failed (e.g. an unreadable HDR log).
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+    /// A file or directory could not be written.
+    #[error("cannot write {path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Nothing to report on.
+    #[error("no runs to report on")]
+    NoRuns,
+}
+
+/// A run as the report names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunInfo {
+    /// The run id.
+    pub run_id: String,
+    /// Short name (instance type, else experiment name, else run id).
+    pub label: String,
+    /// The experiment's name, when it has one.
+    pub experiment_name: Option<String>,
+    /// The scenario, as the results format spells it (`neighbor-staircase`).
+    pub scenario: &'static str,
+    /// The run directory that was read.
+    pub dir: PathBuf,
+}
+
+/// A plot written by the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlotFile {
+    /// The chart's title.
+    pub title: String,
+    /// The SVG, relative to the output directory.
+    pub file: PathBuf,
+}
+
+/// One part of the report: a run, the cross-run plots, or the comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Section {
+    /// Heading.
+    pub title: String,
+    /// Runs it is about.
+    pub runs: Vec<RunInfo>,
+    /// Notes: torn tails, left-out levels, plots that could not be drawn.
+    pub notes: Vec<String>,
+    /// Its tables, in order.
+    pub tables: Vec<Table>,
+    /// Its plots, in order.
+    pub plots: Vec<PlotFile>,
+}
+
+/// What was written: the sections (the CLI prints their tables) and every file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportSummary {
+    /// Sections in index order.
+    pub sections: Vec<Section>,
+    /// Every file written, relative to the output directory, index files last.
+    pub files: Vec<PathBuf>,
+}
+
+/// The typed analyses of one run that its plots are drawn from.
+struct Analysed<'r> {
+    run: &'r Run,
+    info: RunInfo,
+    degradation: Option<Degradation>,
+    knees: Option<Knees>,
+    latency: Option<LatencyVsLoad>,
+    throughput: Option<Throughput>,
+}
+
+impl<'r> Analysed<'r> {
+    fn of(run: &'r Run) -> Result<Self, AnalysisError> {
+        Ok(Analysed {
+            run,
+            info: RunInfo {
+                run_id: run.run_id.clone(),
+                label: run.label(),
+                experiment_name: run.manifest.experiment_name.clone(),
+                scenario: run.manifest.scenario.name(),
+                dir: run.dir.clone(),
+            },
+            degradation: tables::degradation(run)?,
+            knees: tables::knees(run)?,
+            latency: tables::latency_vs_load(run)?,
+            throughput: tables::throughput(run)?,
+        })
+    }
+
+    fn label(&self) -> &str {
+        &self.info.label
+    }
+
+    /// The metric of the run's degradation analysis (what its levels measure).
+    fn metric(&self) -> &str {
+        self.degradation
+            .as_ref()
+            .map_or("value", |d| d.metric.as_str())
+    }
+}
+
+/// Collects one section's files while it is written.
+struct Writer<'o> {
+    out: &'o Path,
+    /// Sub-directory of `out` for this section ("" for the top level).
+    dir: PathBuf,
+    section: Section,
+    files: Vec<PathBuf>,
+    /// Each plot's SVG text by file, for the self-contained `index.html`.
+    svgs: Vec<(PathBuf, String)>,
+}
+
+impl<'o> Writer<'o> {
+    fn new(out: &'o Path, dir: impl Into<PathBuf>, title: String, runs: Vec<RunInfo>) -> Self {
+        Writer {
+            out,
+            dir: dir.into(),
+            section: Section {
+                title,
+                runs,
+                notes: Vec::new(),
+                tables: Vec::new(),
+                plots: Vec::new(),
+            },
+            files: Vec::new(),
+            svgs: Vec::new(),
+        }
+    }
+
+    fn write(&mut self, name: &str, contents: &str) -> Result<PathBuf, ReportError> {
+        let rel = self.dir.join(name);
+        write_file(&self.out.join(&rel), contents)?;
+        self.files.push(rel.clone());
+        Ok(rel)
+    }
+
+    /// Writes a table as `.md`, `.csv` and `.json`.
+    fn table(&mut self, table: Table) -> Result<(), ReportError> {
+        self.write(&format!("{}.md", table.name), &table.markdown())?;
+        self.write(&format!("{}.csv", table.name), &table.csv())?;
+        let json = serde_json::to_string_pretty(&table.json())
+            .unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"));
+        self.write(&format!("{}.json", table.name), &json)?;
+        self.section.tables.push(table);
+        Ok(())
+    }
+
+    /// Writes a drawn plot as `<stem>.svg`; a plot that could not be drawn becomes a
+    /// note (the rest of the report is still worth having).
+    fn plot(
+        &mut self,
+        stem: &str,
+        title: &str,
+        drawn: Result<String, PlotError>,
+    ) -> Result<(), ReportError> {
+        match drawn {
+            Ok(svg) => {
+                let file = self.write(&format!("{stem}.svg"), &svg)?;
+                self.section.plots.push(PlotFile {
+                    title: title.to_string(),
+                    file: file.clone(),
+                });
+                self.svgs.push((file, svg));
+            }
+            Err(e) => {
+                tracing::warn!("{e}");
+                self.section
+                    .notes
+                    .push(format!("plot {stem} not drawn: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn note(&mut self, note: Option<String>) {
+        self.section.notes.extend(note);
+    }
+}
+
+/// Writes `contents` to `path`, creating its directory.
+fn write_file(path: &Path, contents: &str) -> Result<(), ReportError> {
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(io)?;
+    }
+    fs::write(path, contents).map_err(io)
+}
+
+/// Writes every table and plot the runs support, the cross-run plots, the comparison
+/// when asked, and the index files; returns what was written.
+pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    let analysed = runs
+        .iter()
+        .map(Analysed::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut writers = Vec::new();
+    for a in &analysed {
+        let dir = if runs.len() == 1 {
+            PathBuf::new()
+        } else {
+            PathBuf::from(&a.info.run_id)
+        };
+        writers.push(run_section(&opts.out, dir, a)?);
+    }
+    if let Some(w) = metal_section(&opts.out, &analysed)? {
+        writers.push(w);
+    }
+    if opts.compare && runs.len() > 1 {
+        writers.push(compare_section(&opts.out, runs, &analysed)?);
+    }
+    let mut files = Vec::new();
+    let mut svgs = Vec::new();
+    let mut sections = Vec::new();
+    for w in writers {
+        files.extend(w.files);
+        svgs.extend(w.svgs);
+        sections.push(w.section);
+    }
+    for (name, text) in [
+        ("index.md", index::markdown(&sections)),
+        ("index.html", index::html(&sections, &svgs)),
+    ] {
+        write_file(&opts.out.join(name), &text)?;
+        files.push(PathBuf::from(name));
+    }
+    Ok(ReportSummary { sections, files })
+}
+
+/// One run: its notes, every table and plot it supports.
+fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'o>, ReportError> {
+    let title = format!(
+        "{} — run {} ({})",
+        a.label(),
+        a.info.run_id,
+        a.info.scenario
+    );
+    let mut w = Writer::new(out, dir, title, vec![a.info.clone()]);
+    w.section.notes.extend(
+        a.run
+            .notes
+            .iter()
+            .map(|n| format!("{}: {n}", a.info.run_id)),
+    );
+    for table in tables::run_tables(a.run)? {
+        w.table(table)?;
+    }
+    let label = a.label().to_string();
+    if let Some(d) = &a.degradation {
+        if a.run.manifest.scenario == Scenario::NeighborStaircase {
+            let chart = charts::staircase(&[(label.clone(), d)]);
+            w.plot(
+                "runtime_vs_neighbors",
+                &chart.title,
+                plot::line_chart(&chart),
+            )?;
+        }
+    }
+    if let Some(k) = &a.knees {
+        let chart = charts::sweep(&[(label.clone(), k, a.metric())]);
+        w.plot("thread_sweep", &chart.title, plot::line_chart(&chart))?;
+    }
+    if let Some(l) = &a.latency {
+        let chart = charts::latency(&[(label.clone(), l)]);
+        w.plot("latency_vs_load", &chart.title, plot::line_chart(&chart))?;
+        if let Some((chart, note)) = charts::percentiles(&label, l) {
+            w.plot(
+                "latency_percentiles",
+                &chart.title,
+                plot::percentile_chart(&chart),
+            )?;
+            w.note(note);
+        }
+    }
+    if let Some(t) = &a.throughput {
+        let chart = charts::throughput(&label, t);
+        w.plot("throughput_per_node", &chart.title, plot::box_chart(&chart))?;
+    }
+    Ok(w)
+}
+
+/// Each staircase run beside every thread-sweep run (test node vs metal), when the
+/// runs include both.
+fn metal_section<'o>(
+    out: &'o Path,
+    analysed: &[Analysed],
+) -> Result<Option<Writer<'o>>, ReportError> {
+    let stairs: Vec<(&Analysed, &Degradation)> = analysed
+        .iter()
+        .filter(|a| a.run.manifest.scenario == Scenario::NeighborStaircase)
+        .filter_map(|a| Some((a, a.degradation.as_ref()?)))
+        .collect();
+    let sweeps: Vec<(&Analysed, &Knees)> = analysed
+        .iter()
+        .filter_map(|a| Some((a, a.knees.as_ref()?)))
+        .collect();
+    if stairs.is_empty() || sweeps.is_empty() {
+        return Ok(None);
+    }
+    let stair_runs = stairs.iter().map(|(a, _)| a.info.clone());
+    let runs: Vec<RunInfo> = stair_runs
+        .chain(sweeps.iter().map(|(a, _)| a.info.clone()))
+        .collect();
+    let mut w = Writer::new(out, "", "Test node vs metal".into(), runs);
+    let many = stairs.len() * sweeps.len() > 1;
+    for (stair, d) in &stairs {
+        for (sweep, k) in &sweeps {
+            let (chart, note) =
+                charts::staircase_vs_metal((stair.label(), stair.run, d), (sweep.label(), k));
+            let stem = if many {
+                format!(
+                    "staircase_vs_metal_{}_{}",
+                    stair.info.run_id, sweep.info.run_id
+                )
+            } else {
+                "staircase_vs_metal".to_string()
+            };
+            w.plot(&stem, &chart.title, plot::line_chart(&chart))?;
+            w.note(note);
+        }
+    }
+    Ok(Some(w))
+}
+
+/// The runs side by side: the comparison tables, and one plot per kind with series
+/// from every run that supports it.
+fn compare_section<'o>(
+    out: &'o Path,
+    runs: &[Run],
+    analysed: &[Analysed],
+) -> Result<Writer<'o>, ReportError> {
+    let labels: Vec<&str> = analysed.iter().map(|a| a.label()).collect();
+    let infos = analysed.iter().map(|a| a.info.clone()).collect();
+    let mut w = Writer::new(
+        out,
+        "compare",
+        format!("Comparison: {}", labels.join(" vs ")),
+        infos,
+    );
+    for table in tables::compare_tables(runs)? {
+        w.table(table)?;
+    }
+    let stairs: Vec<(String, &Degradation)> = analysed
+        .iter()
+        .filter(|a| a.run.manifest.scenario == Scenario::NeighborStaircase)
+        .filter_map(|a| Some((a.label().to_string(), a.degradation.as_ref()?)))
+        .collect();
+    if stairs.len() > 1 {
+        let chart = charts::staircase(&stairs);
+        w.plot(
+            "compare_runtime_vs_neighbors",
+            &chart.title,
+            plot::line_chart(&chart),
+        )?;
+    }
+    let sweeps: Vec<(String, &Knees, &str)> = analysed
+        .iter()
+        .filter_map(|a| Some((a.label().to_string(), a.knees.as_ref()?, a.metric())))
+        .collect();
+    if sweeps.len() > 1 {
+        let chart = charts::sweep(&sweeps);
+        w.plot(
+            "compare_thread_sweep",
+            &chart.title,
+            plot::line_chart(&chart),
+        )?;
+    }
+    let latencies: Vec<(String, &LatencyVsLoad)> = analysed
+        .iter()
+        .filter_map(|a| Some((a.label().to_string(), a.latency.as_ref()?)))
+        .collect();
+    if latencies.len() > 1 {
+        let chart = charts::latency(&latencies);
+        w.plot(
+            "compare_latency_vs_load",
+            &chart.title,
+            plot::line_chart(&chart),
+        )?;
+    }
+    let throughputs: Vec<(String, &Throughput)> = analysed
+        .iter()
+        .filter_map(|a| Some((a.label().to_string(), a.throughput.as_ref()?)))
+        .collect();
+    if throughputs.len() > 1 {
+        let chart = charts::throughput_compare(&throughputs);
+        w.plot(
+            "compare_throughput_per_node",
+            &chart.title,
+            plot::line_chart(&chart),
+        )?;
+    }
+    Ok(w)
+}

@@ -1,0 +1,267 @@
+//! Degradation per step against the group's first level (thesis 5.2): mean, stddev and
+//! 95% CI of the repetitions, busy and idle side by side, and the maximum per run.
+
+use nnb_burn::stats::Summary;
+
+use crate::load::{Run, Scenario};
+use crate::table::{Cell, Table};
+
+use super::{by_group, decimals, degradation_pct, is, measured, unit, AnalysisError, Level};
+
+/// Degradation of the test tenant's primary metric per level, per group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Degradation {
+    /// The primary metric (`runtime_s`, `ops_per_sec`, `rtt_mean_ns`, ...).
+    pub metric: String,
+    /// Its unit (`s`, `ops/s`, `ns`, `bit/s`).
+    pub unit: String,
+    /// Whether a higher value is better (then degradation is `(p_0 - p_k) / p_0 * 100`).
+    pub higher_is_better: bool,
+    /// One entry per group (`busy`, `idle`, `sweep`, `load`), in plan order.
+    pub groups: Vec<GroupLevels>,
+}
+
+/// The levels of one group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupLevels {
+    /// Group name, e.g. `busy`.
+    pub group: String,
+    /// Levels in plan order; the first is the reference.
+    pub levels: Vec<LevelStats>,
+    /// The level with the largest degradation and that degradation in percent.
+    pub max: Option<(f64, f64)>,
+}
+
+/// Statistics of the measured (non-warm-up, ok) repetitions of one level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LevelStats {
+    /// Numeric level (neighbors, threads, bit/s).
+    pub level: f64,
+    /// Level label, e.g. `neighbors=2`.
+    pub label: String,
+    /// Repetitions used.
+    pub n: usize,
+    /// Mean of the repetitions.
+    pub mean: f64,
+    /// Sample standard deviation.
+    pub stddev: f64,
+    /// 95% confidence interval of the mean (Student t).
+    pub ci95: (f64, f64),
+    /// Degradation of the mean against the group's first level, percent (positive = worse).
+    pub degradation_pct: f64,
+    /// The repetitions' values, in plan order.
+    pub values: Vec<f64>,
+}
+
+/// The degradation of the test tenant per level for staircase, thread-sweep and
+/// load-steps runs; `None` for the isolation matrix (see [`super::isolation`]) or a
+/// run without measured test records.
+pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
+    if is(run, Scenario::IsolationMatrix) {
+        return Ok(None);
+    }
+    let rows = measured(run, "test")?;
+    let Some(first) = rows.iter().find(|r| r.value.is_some()) else {
+        return Ok(None);
+    };
+    let metric = first.metric.clone().unwrap_or_else(|| "value".to_string());
+    let higher_is_better = first.higher_is_better.unwrap_or(false);
+    let mut groups = Vec::new();
+    for (group, levels) in by_group(&rows) {
+        let levels = group_stats(run, &levels, higher_is_better)?;
+        let max = levels
+            .iter()
+            .fold(None::<&LevelStats>, |best, l| match best {
+                Some(b) if b.degradation_pct >= l.degradation_pct => Some(b),
+                _ => Some(l),
+            })
+            .map(|l| (l.level, l.degradation_pct));
+        groups.push(GroupLevels { group, levels, max });
+    }
+    Ok(Some(Degradation {
+        unit: unit(&metric).to_string(),
+        metric,
+        higher_is_better,
+        groups,
+    }))
+}
+
+/// Statistics of each level of one group, degradation against its first level.
+pub(crate) fn group_stats(
+    run: &Run,
+    levels: &[Level<'_>],
+    higher_is_better: bool,
+) -> Result<Vec<LevelStats>, AnalysisError> {
+    let mut out: Vec<LevelStats> = Vec::new();
+    for l in levels {
+        let values: Vec<f64> = l.rows.iter().filter_map(|r| r.value).collect();
+        let Some(s) = Summary::of(&values) else {
+            continue;
+        };
+        let reference = out.first().map_or(s.mean, |f| f.mean);
+        if reference == 0.0 {
+            return Err(AnalysisError::Data {
+                run: run.run_id.clone(),
+                message: format!("the reference level `{}` has a mean of 0", l.label),
+            });
+        }
+        out.push(LevelStats {
+            level: l.level,
+            label: l.label.clone(),
+            n: s.n,
+            mean: s.mean,
+            stddev: s.stddev,
+            ci95: (s.ci95_low, s.ci95_high),
+            degradation_pct: degradation_pct(reference, s.mean, higher_is_better),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+impl Degradation {
+    /// Groups side by side: one row per level, per group its n, mean, sample standard
+    /// deviation (`sd`), 95% CI half-width (`±ci95`) and degradation in percent against
+    /// the group's first level (`degr %`); the unit is in the title.
+    pub fn table(&self) -> Table {
+        let mut columns = vec!["level".to_string()];
+        for g in &self.groups {
+            columns.extend([
+                format!("{} n", g.group),
+                format!("{} mean", g.group),
+                format!("{} sd", g.group),
+                format!("{} ±ci95", g.group),
+                format!("{} degr %", g.group),
+            ]);
+        }
+        let mut labels: Vec<&str> = Vec::new();
+        for g in &self.groups {
+            for l in &g.levels {
+                if !labels.contains(&l.label.as_str()) {
+                    labels.push(&l.label);
+                }
+            }
+        }
+        let d = decimals(&self.unit);
+        let rows = labels
+            .iter()
+            .map(|label| {
+                let mut row = vec![Cell::text(*label)];
+                for g in &self.groups {
+                    match g.levels.iter().find(|l| l.label == *label) {
+                        Some(l) => row.extend([
+                            Cell::Int(l.n as i64),
+                            Cell::num(l.mean, d),
+                            Cell::num(l.stddev, d),
+                            Cell::num((l.ci95.1 - l.ci95.0) / 2.0, d),
+                            Cell::num(l.degradation_pct, 2),
+                        ]),
+                        None => row.extend([
+                            Cell::Empty,
+                            Cell::Empty,
+                            Cell::Empty,
+                            Cell::Empty,
+                            Cell::Empty,
+                        ]),
+                    }
+                }
+                row
+            })
+            .collect();
+        let direction = if self.higher_is_better {
+            "(p_0 - p_k) / p_0 * 100"
+        } else {
+            "(t_k - t_0) / t_0 * 100"
+        };
+        let mut notes = vec![format!(
+            "{}: degradation = {direction} against each group's first level; positive = worse; \
+             95% CI of the mean with Student's t",
+            self.metric
+        )];
+        for g in &self.groups {
+            if let Some((level, pct)) = g.max {
+                let label = g
+                    .levels
+                    .iter()
+                    .find(|l| l.level == level)
+                    .map_or(String::new(), |l| l.label.clone());
+                notes.push(format!(
+                    "{}: maximum degradation {pct:.2}% at {label}",
+                    g.group
+                ));
+            }
+        }
+        Table {
+            name: "degradation".to_string(),
+            title: format!("Degradation per step: {} ({})", self.metric, self.unit),
+            columns,
+            rows,
+            notes,
+        }
+    }
+}
+
+/// One row per run (instance size): maximum nodes and the maximum degradation per group
+/// with the level where it happened, in the shape of thesis Tables 5.3-5.7.
+/// "Maximum nodes" is the test node plus the most neighbors (staircase runs only).
+pub fn summary_table(runs: &[(&Run, &Degradation)]) -> Table {
+    let mut groups: Vec<&str> = Vec::new();
+    for (_, d) in runs {
+        for g in &d.groups {
+            if !groups.contains(&g.group.as_str()) {
+                groups.push(&g.group);
+            }
+        }
+    }
+    let mut columns = vec![
+        "run".to_string(),
+        "instance".to_string(),
+        "maximum nodes".to_string(),
+    ];
+    for g in &groups {
+        columns.push(format!("{g} max degradation %"));
+        columns.push(format!("{g} at"));
+    }
+    let rows = runs
+        .iter()
+        .map(|(run, d)| {
+            let max_nodes = is(run, Scenario::NeighborStaircase)
+                .then(|| {
+                    d.groups
+                        .iter()
+                        .flat_map(|g| g.levels.iter().map(|l| l.level))
+                        .fold(f64::NAN, f64::max)
+                })
+                .filter(|m| m.is_finite())
+                .map_or(Cell::Empty, |m| Cell::Int(m as i64 + 1));
+            let mut row = vec![Cell::text(&run.run_id), Cell::text(run.label()), max_nodes];
+            for g in &groups {
+                let found = d.groups.iter().find(|x| x.group == *g);
+                match found.and_then(|x| x.max.map(|m| (x, m))) {
+                    Some((x, (level, pct))) => {
+                        let label = x
+                            .levels
+                            .iter()
+                            .find(|l| l.level == level)
+                            .map_or(String::new(), |l| l.label.clone());
+                        row.push(Cell::num(pct, 2));
+                        row.push(Cell::Text(label));
+                    }
+                    None => row.extend([Cell::Empty, Cell::Empty]),
+                }
+            }
+            row
+        })
+        .collect();
+    Table {
+        name: "degradation_summary".to_string(),
+        title: "Maximum degradation per run (thesis Tables 5.3-5.7)".to_string(),
+        columns,
+        rows,
+        notes: vec![
+            "maximum over the levels of each group of the mean's degradation against the \
+             group's first level"
+                .to_string(),
+        ],
+    }
+}

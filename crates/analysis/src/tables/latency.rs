@@ -1,0 +1,179 @@
+//! Latency vs aggregate neighbor load (thesis 6.5, 6.6): mean, p50, p90, p99, p99.9 and
+//! p90 - mean of the probe's RTT per load level, from the HDR logs when present (all
+//! repetitions' histograms summed), else the means of the per-record percentiles.
+
+use hdrhistogram::Histogram;
+
+use crate::load::{Run, Scenario};
+use crate::table::{Cell, Table};
+
+use super::{by_group, is, measured, AnalysisError, Level};
+
+/// The probe's latency per load level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyVsLoad {
+    /// Levels in plan order.
+    pub levels: Vec<LatencyLevel>,
+}
+
+/// Latency at one aggregate load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyLevel {
+    /// Aggregate neighbor load, bit/s.
+    pub load_bps: f64,
+    /// Level label, e.g. `load=50M`.
+    pub label: String,
+    /// Repetitions used.
+    pub n: usize,
+    /// RTT samples behind the numbers (0 without HDR logs).
+    pub samples: u64,
+    /// Mean RTT, ns.
+    pub mean_ns: f64,
+    /// Median RTT, ns.
+    pub p50_ns: f64,
+    /// 90th percentile, ns.
+    pub p90_ns: f64,
+    /// 99th percentile, ns.
+    pub p99_ns: f64,
+    /// 99.9th percentile, ns.
+    pub p999_ns: f64,
+    /// p90 - mean, ns: how far the tail sits above the mean (thesis 6.6).
+    pub p90_minus_mean_ns: f64,
+    /// (percentile, ns) points for a percentile plot, from the HDR logs; empty without them.
+    pub percentiles: Vec<(f64, f64)>,
+}
+
+/// Percentiles listed for percentile plots: 0, then `100 * (1 - 10^(-i/10))` for
+/// i = 1..=50 (evenly spaced on a "nines" axis up to 99.999), then 100 (the maximum).
+fn plot_percentiles() -> impl Iterator<Item = f64> {
+    std::iter::once(0.0)
+        .chain((1..=50).map(|i| 100.0 * (1.0 - 10f64.powf(-f64::from(i) / 10.0))))
+        .chain(std::iter::once(100.0))
+}
+
+/// Latency per load level of a load-steps run (the test tenant's probe); `None` for
+/// other scenarios. A level uses its HDR logs when every repetition has one.
+pub fn latency_vs_load(run: &Run) -> Result<Option<LatencyVsLoad>, AnalysisError> {
+    if !is(run, Scenario::LoadSteps) {
+        return Ok(None);
+    }
+    let rows = measured(run, "test")?;
+    let mut levels = Vec::new();
+    for (_, group) in by_group(&rows) {
+        for l in group {
+            if let Some(level) = level_latency(run, &l)? {
+                levels.push(level);
+            }
+        }
+    }
+    Ok((!levels.is_empty()).then_some(LatencyVsLoad { levels }))
+}
+
+/// One level's latency: from the sum of its HDR logs, else the mean of its records'
+/// percentiles; `None` when it has neither.
+fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, AnalysisError> {
+    let base = |n: usize, samples: u64, v: [f64; 5], percentiles: Vec<(f64, f64)>| LatencyLevel {
+        load_bps: l.level,
+        label: l.label.clone(),
+        n,
+        samples,
+        mean_ns: v[0],
+        p50_ns: v[1],
+        p90_ns: v[2],
+        p99_ns: v[3],
+        p999_ns: v[4],
+        p90_minus_mean_ns: v[2] - v[0],
+        percentiles,
+    };
+    if l.rows.iter().all(|r| r.hdr_log.is_some()) {
+        let mut sum: Option<Histogram<u64>> = None;
+        for rel in l.rows.iter().filter_map(|r| r.hdr_log.as_deref()) {
+            let h = run.hdr(rel)?;
+            match sum.as_mut() {
+                Some(s) => s.add(&h).map_err(|e| AnalysisError::Data {
+                    run: run.run_id.clone(),
+                    message: format!("cannot add the histogram of {rel}: {e:?}"),
+                })?,
+                None => sum = Some(h),
+            }
+        }
+        if let Some(h) = sum.filter(|h| !h.is_empty()) {
+            let q = |p: f64| h.value_at_quantile(p / 100.0) as f64;
+            let v = [h.mean(), q(50.0), q(90.0), q(99.0), q(99.9)];
+            let percentiles = plot_percentiles().map(|p| (p, q(p))).collect();
+            return Ok(Some(base(l.rows.len(), h.len(), v, percentiles)));
+        }
+    }
+    let mut v = [0.0; 5];
+    for (i, slot) in v.iter_mut().enumerate() {
+        let values: Vec<f64> = l.rows.iter().filter_map(|r| r.rtt[i]).collect();
+        if values.is_empty() {
+            return Ok(None);
+        }
+        *slot = values.iter().sum::<f64>() / values.len() as f64;
+    }
+    Ok(Some(base(l.rows.len(), 0, v, Vec::new())))
+}
+
+impl LatencyVsLoad {
+    /// One row per level: load (Mbit/s), n, RTT samples, mean, p50, p90, p99, p99.9 and
+    /// p90 - mean (µs).
+    pub fn table(&self) -> Table {
+        let us = |ns: f64| Cell::num(ns / 1000.0, 2);
+        let rows = self
+            .levels
+            .iter()
+            .map(|l| {
+                vec![
+                    Cell::text(&l.label),
+                    Cell::num(l.load_bps / 1e6, 1),
+                    Cell::Int(l.n as i64),
+                    if l.samples > 0 {
+                        Cell::Int(i64::try_from(l.samples).unwrap_or(i64::MAX))
+                    } else {
+                        Cell::Empty
+                    },
+                    us(l.mean_ns),
+                    us(l.p50_ns),
+                    us(l.p90_ns),
+                    us(l.p99_ns),
+                    us(l.p999_ns),
+                    us(l.p90_minus_mean_ns),
+                ]
+            })
+            .collect();
+        let mut notes = vec![
+            "round-trip times of the test node's probe, µs; p90 - mean shows how far the tail \
+             sits above the mean (thesis 6.6)"
+                .to_string(),
+        ];
+        if self.levels.iter().any(|l| l.samples == 0) {
+            notes.push(
+                "levels without samples: no HDR logs, means of the repetitions' percentiles"
+                    .to_string(),
+            );
+        } else {
+            notes.push("from the HDR logs: all repetitions' RTTs of a level together".to_string());
+        }
+        Table {
+            name: "latency".to_string(),
+            title: "Latency vs aggregate neighbor load".to_string(),
+            columns: [
+                "level",
+                "load (Mbit/s)",
+                "n",
+                "samples",
+                "mean (µs)",
+                "p50 (µs)",
+                "p90 (µs)",
+                "p99 (µs)",
+                "p99.9 (µs)",
+                "p90 - mean (µs)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+            notes,
+        }
+    }
+}

@@ -1,0 +1,273 @@
+//! The analyses of a run, each a typed result (what plots need) that renders to
+//! [`Table`]s: degradation per step, thread-sweep knees, the isolation matrix, latency
+//! vs neighbor load and per-node throughput. Each `fn` returns `Ok(None)` when the
+//! run's scenario does not support it.
+
+mod degradation;
+mod isolation;
+mod knees;
+mod latency;
+mod throughput;
+
+pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
+pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair};
+pub use knees::{knees, KneeStep, Knees};
+pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
+pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
+
+use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
+
+use crate::load::{LoadError, Run, Scenario};
+use crate::table::Table;
+
+/// Why an analysis failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    /// A file the analysis needs (an HDR log) could not be loaded.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A polars query failed.
+    #[error("querying the samples of run {run}: {source}")]
+    Polars {
+        /// The run id.
+        run: String,
+        /// The polars error.
+        #[source]
+        source: polars::error::PolarsError,
+    },
+    /// The samples contradict the format (e.g. a level without a reference).
+    #[error("run {run}: {message}")]
+    Data {
+        /// The run id.
+        run: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Every table the run's scenario supports, in a fixed order (degradation, knees,
+/// isolation, latency, throughput). The first table's notes also carry what loading
+/// tolerated and how many failed steps were left out.
+pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
+    let mut tables = Vec::new();
+    if let Some(d) = degradation(run)? {
+        tables.push(d.table());
+    }
+    if let Some(k) = knees(run)? {
+        tables.push(k.table());
+    }
+    if let Some(i) = isolation(run)? {
+        tables.push(i.table());
+    }
+    if let Some(l) = latency_vs_load(run)? {
+        tables.push(l.table());
+    }
+    if let Some(t) = throughput(run)? {
+        tables.push(t.table());
+    }
+    let failed = failed_steps(run)?;
+    let mut notes = run.notes.clone();
+    if failed > 0 {
+        notes.push(format!(
+            "{failed} failed step(s) left out of the statistics"
+        ));
+    }
+    let label = run.label();
+    for t in &mut tables {
+        t.title = format!("{} — {label} ({})", t.title, run.run_id);
+    }
+    if let Some(first) = tables.first_mut() {
+        first.notes.extend(notes);
+    }
+    Ok(tables)
+}
+
+/// Tables comparing several runs side by side: the maximum-degradation summary per run
+/// (thesis Tables 5.3-5.7) over the runs that support degradation; empty when none
+/// does.
+pub fn compare_tables(runs: &[Run]) -> Result<Vec<Table>, AnalysisError> {
+    let mut found = Vec::new();
+    for run in runs {
+        if let Some(d) = degradation(run)? {
+            found.push((run, d));
+        }
+    }
+    if found.is_empty() {
+        return Ok(Vec::new());
+    }
+    let pairs: Vec<(&Run, &Degradation)> = found.iter().map(|(r, d)| (*r, d)).collect();
+    Ok(vec![summary_table(&pairs)])
+}
+
+/// One measured record, as the analyses read it.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub group: String,
+    pub level: f64,
+    pub label: String,
+    pub tenant: String,
+    pub metric: Option<String>,
+    pub value: Option<f64>,
+    pub higher_is_better: Option<bool>,
+    pub rate_bps: Option<f64>,
+    /// mean, p50, p90, p99, p99.9 RTT, ns.
+    pub rtt: [Option<f64>; 5],
+    pub hdr_log: Option<String>,
+}
+
+fn polars_err(run: &Run) -> impl FnOnce(polars::error::PolarsError) -> AnalysisError + '_ {
+    move |source| AnalysisError::Polars {
+        run: run.run_id.clone(),
+        source,
+    }
+}
+
+/// Steps recorded as failed.
+fn failed_steps(run: &Run) -> Result<usize, AnalysisError> {
+    let df = run
+        .samples
+        .clone()
+        .lazy()
+        .filter(col("status").eq(lit("failed")))
+        .select([col("step_index")])
+        .collect()
+        .map_err(polars_err(run))?;
+    let steps: std::collections::HashSet<Option<u64>> = df
+        .column("step_index")
+        .and_then(|c| Ok(c.u64()?.iter().collect()))
+        .map_err(polars_err(run))?;
+    Ok(steps.len())
+}
+
+/// The measured records (ok, not warm-up) of `role`, in plan order.
+pub(crate) fn measured(run: &Run, role: &str) -> Result<Vec<Row>, AnalysisError> {
+    let err = polars_err(run);
+    let df = run
+        .samples
+        .clone()
+        .lazy()
+        .filter(
+            col("role")
+                .eq(lit(role))
+                .and(col("warmup").not())
+                .and(col("status").eq(lit("ok"))),
+        )
+        .sort(
+            ["step_index"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .collect();
+    let df = match df {
+        Ok(df) => df,
+        Err(e) => return Err(err(e)),
+    };
+    let text = |name: &str| -> Result<Vec<Option<String>>, polars::error::PolarsError> {
+        Ok(df
+            .column(name)?
+            .str()?
+            .iter()
+            .map(|v| v.map(str::to_string))
+            .collect())
+    };
+    let num = |name: &str| -> Result<Vec<Option<f64>>, polars::error::PolarsError> {
+        Ok(df.column(name)?.f64()?.iter().collect())
+    };
+    let read = || -> Result<Vec<Row>, polars::error::PolarsError> {
+        let group = text("group")?;
+        let level = num("level")?;
+        let label = text("level_label")?;
+        let tenant = text("tenant")?;
+        let metric = text("metric")?;
+        let value = num("value")?;
+        let higher: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
+        let rate = num("rate_bps")?;
+        let rtt = [
+            num("rtt_mean_ns")?,
+            num("rtt_p50_ns")?,
+            num("rtt_p90_ns")?,
+            num("rtt_p99_ns")?,
+            num("rtt_p999_ns")?,
+        ];
+        let hdr = text("hdr_log")?;
+        Ok((0..df.height())
+            .map(|i| Row {
+                group: group[i].clone().unwrap_or_default(),
+                level: level[i].unwrap_or(f64::NAN),
+                label: label[i].clone().unwrap_or_default(),
+                tenant: tenant[i].clone().unwrap_or_default(),
+                metric: metric[i].clone(),
+                value: value[i],
+                higher_is_better: higher[i],
+                rate_bps: rate[i],
+                rtt: [rtt[0][i], rtt[1][i], rtt[2][i], rtt[3][i], rtt[4][i]],
+                hdr_log: hdr[i].clone(),
+            })
+            .collect())
+    };
+    read().map_err(polars_err(run))
+}
+
+/// Records of one level, in plan order.
+pub(crate) struct Level<'a> {
+    pub level: f64,
+    pub label: String,
+    pub rows: Vec<&'a Row>,
+}
+
+/// Records grouped by `group`, then by level, both in order of first appearance.
+pub(crate) fn by_group(rows: &[Row]) -> Vec<(String, Vec<Level<'_>>)> {
+    let mut groups: Vec<(String, Vec<Level<'_>>)> = Vec::new();
+    for row in rows {
+        let gi = match groups.iter().position(|(g, _)| *g == row.group) {
+            Some(i) => i,
+            None => {
+                groups.push((row.group.clone(), Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let levels = &mut groups[gi].1;
+        match levels.iter_mut().find(|l| l.label == row.label) {
+            Some(l) => l.rows.push(row),
+            None => levels.push(Level {
+                level: row.level,
+                label: row.label.clone(),
+                rows: vec![row],
+            }),
+        }
+    }
+    groups
+}
+
+/// Degradation of `value` against `reference` in percent, positive = worse:
+/// `(v - r) / r * 100` when lower is better, `(r - v) / r * 100` when higher is better.
+pub(crate) fn degradation_pct(reference: f64, value: f64, higher_is_better: bool) -> f64 {
+    if higher_is_better {
+        (reference - value) / reference * 100.0
+    } else {
+        (value - reference) / reference * 100.0
+    }
+}
+
+/// The unit of a primary metric, for column headers.
+pub(crate) fn unit(metric: &str) -> &'static str {
+    match metric {
+        "runtime_s" => "s",
+        "ops_per_sec" => "ops/s",
+        "rtt_mean_ns" => "ns",
+        "rate_bps" => "bit/s",
+        _ => "",
+    }
+}
+
+/// Digits shown after the point for values of `unit`.
+pub(crate) fn decimals(unit: &str) -> usize {
+    match unit {
+        "s" => 4,
+        _ => 0,
+    }
+}
+
+/// Whether the run measured `scenario`.
+pub(crate) fn is(run: &Run, scenario: Scenario) -> bool {
+    run.manifest.scenario == scenario
+}

@@ -1,0 +1,222 @@
+//! Throughput per node per load level (thesis 6.3): each load-generating neighbor's
+//! received rate, their mean, min, max and sum, beside the prediction that `n` nodes
+//! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
+
+use nnb_catalog::Catalog;
+use serde_json::Value;
+
+use crate::load::{Run, Scenario};
+use crate::table::{Cell, Table};
+
+use super::{by_group, is, measured, AnalysisError};
+
+/// Per-node throughput of a load-steps run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Throughput {
+    /// Levels with load, in plan order.
+    pub levels: Vec<ThroughputLevel>,
+    /// The thesis 6.3 prediction, when the host bandwidth is known.
+    pub prediction: Option<Prediction>,
+}
+
+/// One load level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThroughputLevel {
+    /// Aggregate offered load, bit/s.
+    pub level: f64,
+    /// Level label, e.g. `load=50M`.
+    pub label: String,
+    /// Each node's mean received rate over the repetitions, bit/s, by tenant name.
+    pub per_node_bps: Vec<(String, f64)>,
+    /// Mean over nodes, bit/s.
+    pub mean: f64,
+    /// Slowest node, bit/s.
+    pub min: f64,
+    /// Fastest node, bit/s.
+    pub max: f64,
+    /// Sum over nodes, bit/s.
+    pub sum: f64,
+}
+
+/// What a node should get when every node on the host pushes at once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// The host's bandwidth, bit/s.
+    pub host_bw_bps: f64,
+    /// Nodes sharing it (the most at any level).
+    pub max_nodes: usize,
+    /// `host_bw / max_nodes`, bit/s.
+    pub expected_per_node_bps: f64,
+    /// The instance size's advertised baseline bandwidth, when known.
+    pub baseline_bps: Option<f64>,
+    /// `(baseline - expected) / baseline * 100` when the baseline is known.
+    pub shortfall_pct: Option<f64>,
+    /// Where the numbers come from, e.g. `emulated network host_bw`.
+    pub source: String,
+}
+
+/// Per-node throughput of a load-steps run (the neighbors' load records); `None` for
+/// other scenarios or when no neighbor reported a rate.
+pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
+    if !is(run, Scenario::LoadSteps) {
+        return Ok(None);
+    }
+    let rows = measured(run, "neighbor")?;
+    let mut levels = Vec::new();
+    for (_, group) in by_group(&rows) {
+        for l in group {
+            let mut per_node: Vec<(String, Vec<f64>)> = Vec::new();
+            for r in &l.rows {
+                let Some(rate) = r.rate_bps.or(r.value) else {
+                    continue;
+                };
+                match per_node.iter_mut().find(|(t, _)| *t == r.tenant) {
+                    Some((_, v)) => v.push(rate),
+                    None => per_node.push((r.tenant.clone(), vec![rate])),
+                }
+            }
+            if per_node.is_empty() {
+                continue;
+            }
+            let per_node_bps: Vec<(String, f64)> = per_node
+                .into_iter()
+                .map(|(t, v)| {
+                    let mean = v.iter().sum::<f64>() / v.len() as f64;
+                    (t, mean)
+                })
+                .collect();
+            let rates = per_node_bps.iter().map(|(_, r)| *r);
+            let sum: f64 = rates.clone().sum();
+            levels.push(ThroughputLevel {
+                level: l.level,
+                label: l.label.clone(),
+                mean: sum / per_node_bps.len() as f64,
+                min: rates.clone().fold(f64::INFINITY, f64::min),
+                max: rates.fold(f64::NEG_INFINITY, f64::max),
+                sum,
+                per_node_bps,
+            });
+        }
+    }
+    if levels.is_empty() {
+        return Ok(None);
+    }
+    let nodes = levels
+        .iter()
+        .map(|l| l.per_node_bps.len())
+        .max()
+        .unwrap_or(0);
+    Ok(Some(Throughput {
+        prediction: prediction(run, nodes),
+        levels,
+    }))
+}
+
+/// The thesis 6.3 prediction: from the emulated network's `host_bw` shared by the
+/// `nodes` load generators; for a cloud run from the catalog's host bandwidth shared by
+/// as many instances of the test node's size as a host holds, against that size's
+/// baseline bandwidth.
+fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
+    let exp = &run.manifest.experiment;
+    let emulated = exp
+        .pointer("/network/mode")
+        .and_then(Value::as_str)
+        .filter(|m| *m == "emulated")
+        .and_then(|_| exp.pointer("/network/host_bw_bps"))
+        .and_then(Value::as_f64);
+    let (host_bw_bps, max_nodes, baseline_bps, source) = match emulated {
+        Some(bw) if nodes > 0 => (
+            bw,
+            nodes,
+            None,
+            format!("emulated network host_bw shared by the {nodes} load-generating nodes"),
+        ),
+        _ => {
+            let instance = run.instance_type()?;
+            let (family, size) = Catalog::builtin().size(&instance)?;
+            (
+                family.host_bandwidth_bps,
+                usize::try_from(size.instances_per_host).ok()?,
+                Some(size.baseline_bandwidth_bps),
+                format!(
+                    "nnb-catalog: {} host bandwidth shared by {} {instance} per host, against its baseline",
+                    family.name, size.instances_per_host
+                ),
+            )
+        }
+    };
+    if max_nodes == 0 {
+        return None;
+    }
+    let expected = host_bw_bps / max_nodes as f64;
+    Some(Prediction {
+        host_bw_bps,
+        max_nodes,
+        expected_per_node_bps: expected,
+        baseline_bps,
+        shortfall_pct: baseline_bps.map(|b| (b - expected) / b * 100.0),
+        source,
+    })
+}
+
+impl Throughput {
+    /// One row per level: nodes, mean, min, max, sum (Mbit/s), the predicted rate per
+    /// node and the measured mean against it.
+    pub fn table(&self) -> Table {
+        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
+        let expected = self.prediction.as_ref().map(|p| p.expected_per_node_bps);
+        let rows = self
+            .levels
+            .iter()
+            .map(|l| {
+                vec![
+                    Cell::text(&l.label),
+                    Cell::Int(l.per_node_bps.len() as i64),
+                    mbps(l.mean),
+                    mbps(l.min),
+                    mbps(l.max),
+                    mbps(l.sum),
+                    expected.map_or(Cell::Empty, mbps),
+                    Cell::opt(expected.map(|e| l.mean / e * 100.0), 1),
+                ]
+            })
+            .collect();
+        let mut notes = vec!["received payload rate per load-generating node, Mbit/s".to_string()];
+        match &self.prediction {
+            Some(p) => {
+                notes.push(format!(
+                    "prediction (thesis 6.3): host_bw {:.2} Mbit/s / {} nodes = {:.2} Mbit/s per node ({})",
+                    p.host_bw_bps / 1e6,
+                    p.max_nodes,
+                    p.expected_per_node_bps / 1e6,
+                    p.source
+                ));
+                if let (Some(b), Some(s)) = (p.baseline_bps, p.shortfall_pct) {
+                    notes.push(format!(
+                        "baseline {:.2} Mbit/s: the prediction is {s:.2}% below it",
+                        b / 1e6
+                    ));
+                }
+            }
+            None => notes.push("host bandwidth unknown: no prediction".to_string()),
+        }
+        Table {
+            name: "throughput".to_string(),
+            title: "Throughput per node per level".to_string(),
+            columns: [
+                "level",
+                "nodes",
+                "mean (Mbit/s)",
+                "min (Mbit/s)",
+                "max (Mbit/s)",
+                "sum (Mbit/s)",
+                "predicted/node (Mbit/s)",
+                "mean vs predicted %",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+            notes,
+        }
+    }
+}

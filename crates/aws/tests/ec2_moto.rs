@@ -1,0 +1,584 @@
+//! The EC2 provider against a real moto server: the full lifecycle, a plan refused before
+//! anything exists, a launch failing part-way, and the sweep of a killed run's leftovers.
+//!
+//! moto keeps Placement.HostId but neither checks capacity nor keeps the tenancy, and reports
+//! no HostProperties cores/vCPUs or AvailableCapacity: the tenancy is checked on the requests
+//! (recorded by the test proxy) and capacity comes from the catalog.
+
+#[path = "support/fault_proxy.rs"]
+mod fault_proxy;
+mod support;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use aws_config::SdkConfig;
+use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, Tag};
+use fault_proxy::{Fault, FaultProxy};
+use nnb_aws::ec2::{
+    tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
+};
+use nnb_aws::sweep::{sweep, ResourceKind, SweepFilter};
+use nnb_aws::userdata::{render, Install, UserDataParams};
+use support::Moto;
+
+const ZONE: &str = "us-east-1a";
+const AGENT_PORT: u16 = 7070;
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970")
+        .as_secs()
+}
+
+/// moto, the SDK config pointing at it, and a proxy in front of it.
+async fn setup(fault: Option<Fault>) -> Option<(Moto, SdkConfig, FaultProxy)> {
+    let moto = Moto::start()?;
+    let direct = moto.sdk().await;
+    let upstream = direct.endpoint_url().expect("moto endpoint").to_owned();
+    let proxy = FaultProxy::start(&upstream, fault).await;
+    let via_proxy = direct.into_builder().endpoint_url(&proxy.endpoint).build();
+    Some((moto, via_proxy, proxy))
+}
+
+/// A subnet in a fresh VPC (10.0.0.0/16) in [`ZONE`].
+async fn subnet(client: &aws_sdk_ec2::Client) -> String {
+    let vpc = client
+        .create_vpc()
+        .cidr_block("10.0.0.0/16")
+        .send()
+        .await
+        .expect("CreateVpc");
+    let vpc_id = vpc.vpc().and_then(|v| v.vpc_id()).expect("vpc id");
+    let subnet = client
+        .create_subnet()
+        .vpc_id(vpc_id)
+        .cidr_block("10.0.1.0/24")
+        .availability_zone(ZONE)
+        .send()
+        .await
+        .expect("CreateSubnet");
+    subnet
+        .subnet()
+        .and_then(|s| s.subnet_id())
+        .expect("subnet id")
+        .to_owned()
+}
+
+fn user_data(run_id: &str) -> String {
+    render(&UserDataParams {
+        install: Install::Url {
+            x86_64: "https://example.com/nnb-x86_64".into(),
+            aarch64: "https://example.com/nnb-aarch64".into(),
+        },
+        agent_port: AGENT_PORT,
+        token: "0123456789abcdef".into(),
+        tenant: "all".into(),
+        run_id: run_id.into(),
+    })
+    .expect("render user data")
+}
+
+/// `n` m5.large tenants (the first is the test node) on an m5 family host.
+fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> LaunchPlan {
+    LaunchPlan {
+        host: HostKind::Family("m5".into()),
+        availability_zone: ZONE.into(),
+        tenants: (0..n)
+            .map(|i| TenantLaunch {
+                name: if i == 0 {
+                    "test".into()
+                } else {
+                    format!("neighbor-{i}")
+                },
+                role: if i == 0 { "test" } else { "neighbor" }.into(),
+                instance_type: "m5.large".into(),
+            })
+            .collect(),
+        image_id: "ami-12c6146b".into(),
+        subnet_id: Some(subnet_id.into()),
+        key_name: None,
+        iam_instance_profile: None,
+        security_group: SecurityGroupPlan::Create {
+            vpc_id: None,
+            agent_port: AGENT_PORT,
+            probe_ports: vec![7071, 7072],
+            cidrs: vec!["10.0.0.0/16".into()],
+        },
+        user_data: user_data(run_id),
+        tags: Tags {
+            run_id: run_id.into(),
+            expires_at_unix,
+        },
+    }
+}
+
+fn tag<'a>(tags: &'a [Tag], key: &str) -> Option<&'a str> {
+    tags.iter()
+        .find(|t| t.key() == Some(key))
+        .and_then(|t| t.value())
+}
+
+/// Asserts the run tags on one resource.
+fn assert_run_tags(what: &str, t: &[Tag], run_id: &str, expires: u64) {
+    assert_eq!(tag(t, tags::MANAGED), Some("true"), "{what}: {t:?}");
+    assert_eq!(tag(t, tags::RUN_ID), Some(run_id), "{what}: {t:?}");
+    assert_eq!(
+        tag(t, tags::EXPIRES_AT),
+        Some(expires.to_string().as_str()),
+        "{what}"
+    );
+    assert!(
+        tag(t, "Name").is_some_and(|n| n.contains(run_id)),
+        "{what}: {t:?}"
+    );
+}
+
+/// Every instance moto knows, in any state.
+async fn all_instances(client: &aws_sdk_ec2::Client) -> Vec<Instance> {
+    let out = client
+        .describe_instances()
+        .send()
+        .await
+        .expect("DescribeInstances");
+    out.reservations()
+        .iter()
+        .flat_map(|r| r.instances().iter().cloned())
+        .collect()
+}
+
+/// Ids of instances not terminated.
+async fn live_instances(client: &aws_sdk_ec2::Client) -> Vec<String> {
+    all_instances(client)
+        .await
+        .iter()
+        .filter(|i| i.state().and_then(|s| s.name()).map(|n| n.as_str()) != Some("terminated"))
+        .filter_map(|i| i.instance_id().map(str::to_owned))
+        .collect()
+}
+
+/// Ids of hosts still allocated (not released).
+async fn allocated_hosts(client: &aws_sdk_ec2::Client) -> Vec<String> {
+    let out = client.describe_hosts().send().await.expect("DescribeHosts");
+    out.hosts()
+        .iter()
+        .filter(|h| h.state().map(|s| s.as_str()) != Some("released"))
+        .filter_map(|h| h.host_id().map(str::to_owned))
+        .collect()
+}
+
+async fn security_group_ids(client: &aws_sdk_ec2::Client) -> Vec<String> {
+    let out = client
+        .describe_security_groups()
+        .send()
+        .await
+        .expect("DescribeSecurityGroups");
+    out.security_groups()
+        .iter()
+        .filter_map(|g| g.group_id().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_lifecycle_places_tags_describes_and_tears_down() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let expires = now() + 3600;
+    let plan = plan("life-1", 4, &subnet_id, expires);
+    let mut lease = Lease::new("life-1");
+
+    let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
+
+    // One host, four instances in plan order, each on that host.
+    assert_eq!(lease.host_ids().len(), 1);
+    let host_id = lease.host_ids()[0].clone();
+    assert_eq!(lease.security_group_ids().len(), 1);
+    let group_id = lease.security_group_ids()[0].clone();
+    let names: Vec<&str> = launched.iter().map(|l| l.tenant.as_str()).collect();
+    assert_eq!(names, ["test", "neighbor-1", "neighbor-2", "neighbor-3"]);
+    assert_eq!(launched[0].role, "test");
+    assert!(launched[1..].iter().all(|l| l.role == "neighbor"));
+    let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
+    assert_eq!(lease.instance_ids(), ids.as_slice());
+    // moto reports no host properties: the lease keeps what DescribeHosts said.
+    assert_eq!(
+        lease.host().map(|h| h.host_id.as_str()),
+        Some(host_id.as_str())
+    );
+
+    // The requests: auto-placement off with a client token; every RunInstances placed on
+    // the host with tenancy "host" (moto does not keep the tenancy), one at a time.
+    let allocate = proxy.calls("AllocateHosts");
+    assert_eq!(allocate.len(), 1);
+    assert!(allocate[0].contains("AutoPlacement=off"), "{}", allocate[0]);
+    assert!(allocate[0].contains("ClientToken=nnb-"), "{}", allocate[0]);
+    assert!(allocate[0].contains("InstanceFamily=m5"), "{}", allocate[0]);
+    let runs = proxy.calls("RunInstances");
+    assert_eq!(runs.len(), 4);
+    for body in &runs {
+        assert!(body.contains("Placement.Tenancy=host"), "{body}");
+        assert!(
+            body.contains(&format!("Placement.HostId={host_id}")),
+            "{body}"
+        );
+        assert!(
+            body.contains("MinCount=1") && body.contains("MaxCount=1"),
+            "{body}"
+        );
+        assert!(
+            body.contains(&format!("SecurityGroupId.1={group_id}")),
+            "{body}"
+        );
+    }
+
+    // Through the SDK: placement, user data, tags on instances and volumes.
+    let instances = all_instances(&client).await;
+    assert_eq!(instances.len(), 4);
+    for instance in &instances {
+        let id = instance.instance_id().expect("id");
+        assert_eq!(
+            instance.placement().and_then(|p| p.host_id()),
+            Some(host_id.as_str())
+        );
+        assert_eq!(instance.instance_type(), Some(&InstanceType::M5Large));
+        assert_run_tags(id, instance.tags(), "life-1", expires);
+        let tenant = tag(instance.tags(), tags::TENANT).expect("tenant tag");
+        let role = if tenant == "test" { "test" } else { "neighbor" };
+        assert_eq!(tag(instance.tags(), tags::ROLE), Some(role));
+        let attribute = client
+            .describe_instance_attribute()
+            .instance_id(id)
+            .attribute(InstanceAttributeName::UserData)
+            .send()
+            .await
+            .expect("DescribeInstanceAttribute");
+        let encoded = attribute
+            .user_data()
+            .and_then(|u| u.value())
+            .expect("user data");
+        let decoded = aws_smithy_types::base64::decode(encoded).expect("base64 user data");
+        assert_eq!(String::from_utf8(decoded).expect("utf-8"), plan.user_data);
+    }
+    let volumes = client
+        .describe_volumes()
+        .filters(
+            Filter::builder()
+                .name("attachment.instance-id")
+                .set_values(Some(ids.clone()))
+                .build(),
+        )
+        .send()
+        .await
+        .expect("DescribeVolumes");
+    assert_eq!(volumes.volumes().len(), 4);
+    for volume in volumes.volumes() {
+        assert_run_tags("volume", volume.tags(), "life-1", expires);
+    }
+    let hosts = client
+        .describe_hosts()
+        .host_ids(&host_id)
+        .send()
+        .await
+        .expect("DescribeHosts");
+    let host = &hosts.hosts()[0];
+    assert_run_tags("host", host.tags(), "life-1", expires);
+    assert_eq!(
+        host.host_properties().and_then(|p| p.instance_family()),
+        Some("m5")
+    );
+    assert_eq!(host.auto_placement().map(|a| a.as_str()), Some("off"));
+    let groups = client
+        .describe_security_groups()
+        .group_ids(&group_id)
+        .send()
+        .await
+        .expect("DescribeSecurityGroups");
+    let group = &groups.security_groups()[0];
+    assert_run_tags("security group", group.tags(), "life-1", expires);
+    let mut rules: Vec<(String, i32, Vec<String>)> = group
+        .ip_permissions()
+        .iter()
+        .map(|p| {
+            let cidrs = p
+                .ip_ranges()
+                .iter()
+                .filter_map(|r| r.cidr_ip().map(str::to_owned))
+                .collect();
+            (
+                p.ip_protocol().unwrap_or_default().to_owned(),
+                p.from_port().unwrap_or(-1),
+                cidrs,
+            )
+        })
+        .collect();
+    rules.sort();
+    let vpc_only = vec!["10.0.0.0/16".to_owned()];
+    assert_eq!(
+        rules,
+        [
+            ("tcp".to_owned(), 7070, vpc_only.clone()),
+            ("udp".to_owned(), 7071, vpc_only.clone()),
+            ("udp".to_owned(), 7072, vpc_only),
+        ]
+    );
+
+    // describe() reads tenants and roles back from the tags.
+    let described = ec2.describe(&ids).await.expect("describe");
+    let mut names: Vec<String> = described.iter().map(|l| l.tenant.clone()).collect();
+    names.sort();
+    assert_eq!(names, ["neighbor-1", "neighbor-2", "neighbor-3", "test"]);
+    assert!(described
+        .iter()
+        .all(|l| l.state == "running" || l.state == "pending"));
+
+    // Teardown: everything gone, checked through the SDK; a second teardown has nothing to do.
+    let report = lease.teardown(&ec2).await.expect("teardown");
+    assert_eq!(report.terminated, ids);
+    assert_eq!(report.released, [host_id]);
+    assert_eq!(report.deleted_security_groups, std::slice::from_ref(&group_id));
+    assert!(lease.is_empty());
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
+    assert!(!security_group_ids(&client).await.contains(&group_id));
+    let again = lease.teardown(&ec2).await.expect("second teardown");
+    assert_eq!(again, Default::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_larger_than_the_host_is_refused_before_anything_is_created() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    // 49 m5.large: one more than the 48 an m5 host holds.
+    let plan = plan("too-big", 49, &subnet_id, now() + 3600);
+    let err =
+        Ec2::check_capacity(&plan, nnb_catalog::Catalog::builtin()).expect_err("must not fit");
+    assert!(
+        matches!(
+            err,
+            AwsError::Capacity {
+                requested: 49,
+                fits: 48,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let mut lease = Lease::new("too-big");
+    let err = ec2
+        .provision(&plan, &mut lease)
+        .await
+        .expect_err("must not fit");
+    assert!(matches!(err, AwsError::Capacity { .. }), "{err}");
+    assert!(lease.is_empty());
+    assert!(proxy.calls("AllocateHosts").is_empty());
+    assert!(proxy.calls("RunInstances").is_empty());
+    assert!(proxy.calls("CreateSecurityGroup").is_empty());
+    let hosts = client.describe_hosts().send().await.expect("DescribeHosts");
+    assert!(hosts.hosts().is_empty(), "{:?}", hosts.hosts());
+    assert!(all_instances(&client).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launch_failing_at_tenant_k_leaves_a_lease_that_tears_down_to_nothing() {
+    const K: usize = 3;
+    let Some((_moto, sdk, proxy)) = setup(Some(Fault::Refuse(K))).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let plan = plan("k-of-n", 4, &subnet_id, now() + 3600);
+    let mut lease = Lease::new("k-of-n");
+
+    let err = ec2
+        .provision(&plan, &mut lease)
+        .await
+        .expect_err("tenant 3 must fail");
+    match &err {
+        AwsError::Api { call, code, .. } => {
+            assert_eq!(*call, "RunInstances");
+            assert_eq!(code.as_deref(), Some("InsufficientInstanceCapacity"));
+        }
+        other => panic!("unexpected error: {other}"),
+    }
+    // The lease holds the host, the group and the K-1 tenants launched before the failure.
+    assert_eq!(lease.instance_ids().len(), K - 1);
+    assert_eq!(lease.host_ids().len(), 1);
+    assert_eq!(lease.security_group_ids().len(), 1);
+    let mut live = live_instances(&client).await;
+    live.sort();
+    let mut leased = lease.instance_ids().to_vec();
+    leased.sort();
+    assert_eq!(live, leased);
+    assert!(proxy.calls("RunInstances").len() >= K);
+
+    let report = lease.teardown(&ec2).await.expect("teardown");
+    assert_eq!(report.terminated.len(), K - 1);
+    assert_eq!(report.released.len(), 1);
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_whose_launch_answer_was_lost_is_torn_down_by_its_run_tag() {
+    const K: usize = 2;
+    let Some((_moto, sdk, _proxy)) = setup(Some(Fault::LoseAnswer(K))).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let plan = plan("lost", 3, &subnet_id, now() + 3600);
+    let mut lease = Lease::new("lost");
+
+    ec2.provision(&plan, &mut lease)
+        .await
+        .expect_err("the answer of tenant 2 is lost");
+    // moto launched tenant 2 (once per SDK attempt) but nobody got its id.
+    assert_eq!(lease.instance_ids().len(), K - 1);
+    let live = live_instances(&client).await;
+    assert!(live.len() > K - 1, "{live:?}");
+
+    let report = lease.teardown(&ec2).await.expect("teardown");
+    let mut terminated = report.terminated.clone();
+    terminated.sort();
+    let mut expected = live.clone();
+    expected.sort();
+    assert_eq!(terminated, expected);
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
+    let Some((_moto, sdk, _proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+
+    // Run "dead" expired a minute ago; its process was killed: the lease is dropped untorn.
+    let dead_plan = plan("dead", 2, &subnet_id, now() - 60);
+    let mut dead = Lease::new("dead");
+    ec2.provision(&dead_plan, &mut dead)
+        .await
+        .expect("provision dead run");
+    let dead_instances = dead.instance_ids().to_vec();
+    let dead_host = dead.host_ids()[0].clone();
+    let dead_group = dead.security_group_ids()[0].clone();
+    drop(dead);
+    // Run "alive" is still within its time.
+    let alive_plan = plan("alive", 2, &subnet_id, now() + 3600);
+    let mut alive = Lease::new("alive");
+    ec2.provision(&alive_plan, &mut alive)
+        .await
+        .expect("provision live run");
+    // Resources nnb did not create.
+    let foreign = client
+        .run_instances()
+        .image_id("ami-12c6146b")
+        .min_count(1)
+        .max_count(1)
+        .subnet_id(&subnet_id)
+        .send()
+        .await
+        .expect("RunInstances (untagged)");
+    let foreign_instance = foreign.instances()[0].instance_id().expect("id").to_owned();
+    let foreign_host = client
+        .allocate_hosts()
+        .availability_zone(ZONE)
+        .instance_family("m5")
+        .quantity(1)
+        .send()
+        .await
+        .expect("AllocateHosts (untagged)")
+        .host_ids()[0]
+        .clone();
+
+    // A dry run lists the dead run's resources and removes nothing.
+    let listed = sweep(
+        &ec2,
+        &SweepFilter {
+            run_id: Some("dead".into()),
+            expired_only: false,
+            dry_run: true,
+        },
+    )
+    .await
+    .expect("dry-run sweep");
+    assert!(listed.teardown.is_none());
+    let mut found: Vec<(ResourceKind, String)> = listed
+        .found
+        .iter()
+        .map(|r| (r.kind, r.id.clone()))
+        .collect();
+    found.sort_by(|a, b| a.1.cmp(&b.1));
+    let mut expected: Vec<(ResourceKind, String)> = dead_instances
+        .iter()
+        .map(|i| (ResourceKind::Instance, i.clone()))
+        .chain([
+            (ResourceKind::Host, dead_host.clone()),
+            (ResourceKind::SecurityGroup, dead_group.clone()),
+        ])
+        .collect();
+    expected.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!(found, expected);
+    assert!(listed
+        .found
+        .iter()
+        .all(|r| r.run_id.as_deref() == Some("dead")));
+    assert_eq!(live_instances(&client).await.len(), 5);
+
+    // Sweeping what has expired removes the dead run only.
+    let swept = sweep(
+        &ec2,
+        &SweepFilter {
+            run_id: None,
+            expired_only: true,
+            dry_run: false,
+        },
+    )
+    .await
+    .expect("sweep expired");
+    let report = swept.teardown.expect("something was removed");
+    let mut terminated = report.terminated.clone();
+    terminated.sort();
+    let mut dead_sorted = dead_instances.clone();
+    dead_sorted.sort();
+    assert_eq!(terminated, dead_sorted);
+    assert_eq!(report.released, std::slice::from_ref(&dead_host));
+    assert_eq!(report.deleted_security_groups, std::slice::from_ref(&dead_group));
+
+    let live = live_instances(&client).await;
+    assert!(dead_instances.iter().all(|i| !live.contains(i)));
+    assert!(alive.instance_ids().iter().all(|i| live.contains(i)));
+    assert!(live.contains(&foreign_instance));
+    let hosts = allocated_hosts(&client).await;
+    assert!(!hosts.contains(&dead_host));
+    assert!(hosts.contains(&alive.host_ids()[0]) && hosts.contains(&foreign_host));
+    let groups = security_group_ids(&client).await;
+    assert!(!groups.contains(&dead_group) && groups.contains(&alive.security_group_ids()[0]));
+
+    // Nothing else has expired: a second sweep finds nothing.
+    let empty = sweep(
+        &ec2,
+        &SweepFilter {
+            run_id: None,
+            expired_only: true,
+            dry_run: false,
+        },
+    )
+    .await
+    .expect("second sweep");
+    assert!(empty.found.is_empty() && empty.teardown.is_none());
+}

@@ -1,0 +1,466 @@
+//! The EC2 provider: the experiment's tenants as instances on one dedicated host.
+//!
+//! [`launch_plan`] turns an [`AwsSpec`] and the tenants into an
+//! [`nnb_aws::ec2::LaunchPlan`] (cloud-init user data that installs nnb and starts
+//! `nnb agent` with the run's random token, tags with the run id and an expiry);
+//! [`check_capacity`] refuses a plan that does not fit the host before anything is
+//! created; [`launch_aws`] provisions (host, security group, test node then
+//! neighbors) into a [`CloudLease`] the caller holds, waits until every agent
+//! answers its health check, and hands the tenants over as a [`Fleet`]. Whatever
+//! happens after the first resource exists (an error, a health timeout, Ctrl-C
+//! dropping the launch), the lease knows it and the caller tears it down;
+//! [`Fleet::shutdown`] does so after the run.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::join_all;
+use nnb_aws::ec2::{
+    Ec2, HostKind, LaunchPlan, Launched, Lease, SecurityGroupPlan, Tags, TenantLaunch,
+    ENDPOINT_ROLE,
+};
+use nnb_aws::s3::S3;
+use nnb_aws::userdata::{self, Install, UserDataParams};
+use nnb_catalog::{Arch, Catalog};
+use serde::Serialize;
+
+use super::{
+    CloudLease, CloudRecord, Fleet, HostRecord, InstanceRecord, ProviderError, Role, Tenant,
+    TenantSpec,
+};
+use crate::agent::Token;
+use crate::experiment::{AgentInstall, AwsHost, AwsSpec};
+
+/// A status line for the person watching, on stderr. Never panics: teardown must
+/// go on when stderr is closed (a pipe whose reader left, a closed terminal).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
+/// Time a run spends on launching and tearing down, added to the plan's estimate
+/// when pricing it: allocation, boot and install, termination and release.
+pub const LAUNCH_OVERHEAD: Duration = Duration::from_secs(10 * 60);
+/// Pause between two health checks of a tenant that did not answer yet.
+const HEALTH_POLL: Duration = Duration::from_secs(1);
+/// Silent tenants named one by one in a health-timeout error; the rest are counted.
+const NAMED_SILENT: usize = 5;
+
+/// An EC2 client and what it created for one run.
+#[derive(Debug)]
+pub struct AwsLease {
+    ec2: Ec2,
+    lease: Lease,
+}
+
+impl AwsLease {
+    /// Whether nothing is held any more.
+    pub fn is_empty(&self) -> bool {
+        self.lease.is_empty()
+    }
+
+    /// Terminates, waits, releases and deletes what the lease holds, and whatever
+    /// else carries the run's tag (a create call still in flight when Ctrl-C
+    /// dropped the launch); on failure the error names what is left and how to
+    /// sweep it.
+    pub async fn teardown(&mut self) -> Result<(), ProviderError> {
+        let run_id = self.lease.run_id().to_string();
+        if !self.lease.is_empty() {
+            say!(
+                "tearing down run {run_id}: terminating {} instance(s), then releasing {} host(s)",
+                self.lease.instance_ids().len(),
+                self.lease.host_ids().len()
+            );
+        }
+        match self.lease.teardown(&self.ec2).await {
+            Ok(report) => {
+                let removed = report.terminated.len()
+                    + report.released.len()
+                    + report.deleted_security_groups.len();
+                if removed > 0 {
+                    say!(
+                        "torn down: {} instance(s) terminated, {} host(s) released, {} security group(s) deleted",
+                        report.terminated.len(),
+                        report.released.len(),
+                        report.deleted_security_groups.len()
+                    );
+                }
+                Ok(())
+            }
+            Err(e) => {
+                tracing::error!(
+                    "run {run_id} could not be torn down completely: {e}. Remove what is left \
+                     with: nnb aws sweep --run-id {run_id}"
+                );
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for AwsLease {
+    fn drop(&mut self) {
+        if !self.lease.is_empty() {
+            let run_id = self.lease.run_id();
+            tracing::error!(
+                "run {run_id} still holds {} instance(s) {:?}, {} dedicated host(s) {:?} and {} \
+                 security group(s) in AWS, which cost money until removed: run \
+                 `nnb aws sweep --run-id {run_id}`",
+                self.lease.instance_ids().len(),
+                self.lease.instance_ids(),
+                self.lease.host_ids().len(),
+                self.lease.host_ids(),
+                self.lease.security_group_ids().len()
+            );
+        }
+    }
+}
+
+/// What a run will cost: the dedicated host's price times the expected time.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CostEstimate {
+    /// The host family priced.
+    pub family: String,
+    /// On-demand price of the host, USD per hour (catalog).
+    pub usd_per_hour: f64,
+    /// Region the price is for.
+    pub price_region: String,
+    /// When the price was read.
+    pub price_as_of: String,
+    /// Expected time the host is held: the plan's estimate plus [`LAUNCH_OVERHEAD`].
+    pub hours: f64,
+    /// The estimate, USD.
+    pub usd: f64,
+}
+
+/// Prices holding `spec`'s host for `measuring` (the plan's estimate) plus the
+/// launch and teardown overhead.
+pub fn estimate_cost(spec: &AwsSpec, measuring: Duration) -> CostEstimate {
+    let family = Catalog::builtin().family(&spec.family);
+    let usd_per_hour = family.map_or(0.0, |f| f.host_price_usd_per_hour);
+    let hours = (measuring + LAUNCH_OVERHEAD).as_secs_f64() / 3600.0;
+    CostEstimate {
+        family: spec.family.clone(),
+        usd_per_hour,
+        price_region: family.map_or_else(String::new, |f| f.price_region.clone()),
+        price_as_of: family.map_or_else(String::new, |f| f.price_as_of.clone()),
+        hours,
+        usd: usd_per_hour * hours,
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Test => "test",
+        Role::Neighbor => "neighbor",
+    }
+}
+
+/// Where the tenants get nnb from, for user data. Every tenant of a run boots on
+/// the host's architecture, so its source serves for both slots of the template
+/// (validation made sure the file gives it).
+fn install(spec: &AwsSpec) -> Result<Install, ProviderError> {
+    let (x86_64, aarch64) = match &spec.install {
+        AgentInstall::Preinstalled { path } => {
+            return Ok(Install::Preinstalled { path: path.clone() })
+        }
+        AgentInstall::Download { x86_64, aarch64 } => (x86_64, aarch64),
+    };
+    let arch = Catalog::builtin()
+        .family(&spec.family)
+        .map_or(Arch::X86_64, |f| f.arch);
+    let source = match arch {
+        Arch::X86_64 => x86_64,
+        Arch::Arm64 => aarch64,
+    }
+    .clone()
+    .ok_or_else(|| {
+        ProviderError::Invalid(format!(
+            "the {} host is {arch}: `install` names no nnb binary for it",
+            spec.family
+        ))
+    })?;
+    Ok(if source.starts_with("s3://") {
+        Install::S3 {
+            x86_64: source.clone(),
+            aarch64: source,
+        }
+    } else {
+        Install::Url {
+            x86_64: source.clone(),
+            aarch64: source,
+        }
+    })
+}
+
+/// The cloud side of a run: host, tenants in launch order (test node first, then
+/// the neighbors, then the endpoint off the host when `with_endpoint`), user data
+/// starting `nnb agent` with `token`, tags with `run_id` and the expiry.
+pub fn launch_plan(
+    spec: &AwsSpec,
+    tenants: &[TenantSpec],
+    with_endpoint: bool,
+    run_id: &str,
+    token: &str,
+) -> Result<LaunchPlan, ProviderError> {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut ordered: Vec<&TenantSpec> = tenants.iter().filter(|t| t.role == Role::Test).collect();
+    ordered.extend(tenants.iter().filter(|t| t.role != Role::Test));
+    // One user data for every tenant: the agent needs no name of its own.
+    let user_data = userdata::render(&UserDataParams {
+        install: install(spec)?,
+        agent_port: spec.agent_port,
+        token: token.to_string(),
+        tenant: "all".to_string(),
+        run_id: run_id.to_string(),
+    })
+    .map_err(|e| ProviderError::Invalid(e.to_string()))?;
+    let mut launches: Vec<TenantLaunch> = ordered
+        .into_iter()
+        .map(|t| TenantLaunch {
+            name: t.name.clone(),
+            role: role_name(t.role).to_string(),
+            instance_type: spec.instance_type.clone(),
+        })
+        .collect();
+    let mut probe_ports = Vec::new();
+    if with_endpoint {
+        launches.push(TenantLaunch {
+            name: ENDPOINT_ROLE.to_string(),
+            role: ENDPOINT_ROLE.to_string(),
+            instance_type: spec.endpoint_instance_type.clone(),
+        });
+        let (reflector, sink) = spec.serve_ports();
+        probe_ports = vec![reflector, sink];
+    }
+    Ok(LaunchPlan {
+        host: match &spec.host {
+            AwsHost::Family(f) => HostKind::Family(f.clone()),
+            AwsHost::Type(t) => HostKind::Type(t.clone()),
+        },
+        availability_zone: spec.availability_zone.clone(),
+        tenants: launches,
+        image_id: spec.image_id.clone(),
+        subnet_id: spec.subnet_id.clone(),
+        key_name: spec.key_name.clone(),
+        iam_instance_profile: spec.iam_instance_profile.clone(),
+        security_group: if spec.security_group_ids.is_empty() {
+            SecurityGroupPlan::Create {
+                vpc_id: None,
+                agent_port: spec.agent_port,
+                probe_ports,
+                cidrs: spec.allowed_cidrs.clone(),
+            }
+        } else {
+            SecurityGroupPlan::Existing(spec.security_group_ids.clone())
+        },
+        user_data,
+        tags: Tags {
+            run_id: run_id.to_string(),
+            expires_at_unix: now + spec.expires_after.as_secs(),
+        },
+    })
+}
+
+/// Refuses a plan whose tenants do not fit the host (catalog: instances per host,
+/// or vCPUs of a family host). Creates nothing.
+pub fn check_capacity(plan: &LaunchPlan) -> Result<(), ProviderError> {
+    Ok(Ec2::check_capacity(plan, Catalog::builtin())?)
+}
+
+/// An EC2 client from the standard AWS chain (`region` overrides it). Missing
+/// credentials or a dead endpoint surface in the first call's error, which names
+/// the call and what the chain tried.
+pub async fn connect(region: Option<&str>) -> Ec2 {
+    Ec2::new(&nnb_aws::config::load(region).await)
+}
+
+/// An S3 client from the standard AWS chain, as [`connect`].
+pub async fn connect_s3(region: Option<&str>) -> S3 {
+    S3::new(&nnb_aws::config::load(region).await)
+}
+
+/// Provisions `tenants` (and an endpoint off the host when `with_endpoint`) as
+/// `spec` says for run `run_id`, into `cloud` (which the caller holds, so that it
+/// can tear down what was created when this fails or is dropped half-way), waits
+/// for every agent's health check, and returns the fleet, which then owns the lease.
+pub async fn launch_aws(
+    spec: &AwsSpec,
+    tenants: &[TenantSpec],
+    with_endpoint: bool,
+    run_id: &str,
+    cloud: &mut CloudLease,
+) -> Result<Fleet, ProviderError> {
+    let token = Token::generate().secret().to_string();
+    let plan = launch_plan(spec, tenants, with_endpoint, run_id, &token)?;
+    check_capacity(&plan)?;
+    let ec2 = connect(spec.region.as_deref()).await;
+    let held = cloud.aws.insert(AwsLease {
+        ec2,
+        lease: Lease::new(run_id),
+    });
+    say!(
+        "run {run_id}: allocating a {} dedicated host in {} and launching {} x {}",
+        spec.host.name(),
+        spec.availability_zone,
+        plan.tenants.len(),
+        spec.instance_type
+    );
+    let launched = held.ec2.provision(&plan, &mut held.lease).await?;
+    let groups = match &plan.security_group {
+        SecurityGroupPlan::Existing(ids) => ids.clone(),
+        SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
+    };
+    cloud.record = Some(record(spec, &plan, held.lease.host(), &launched, groups));
+    let fleet_tenants = to_tenants(spec, tenants, &launched, &token)?;
+    let endpoint = if with_endpoint {
+        let spec_ep = TenantSpec {
+            name: ENDPOINT_ROLE.to_string(),
+            role: Role::Neighbor,
+            vcpus: 1,
+        };
+        to_tenants(spec, &[spec_ep], &launched, &token)?.pop()
+    } else {
+        None
+    };
+    say!(
+        "run {run_id}: {} instance(s) launched; waiting up to {:?} for their agents on port {}",
+        launched.len(),
+        spec.health_timeout,
+        spec.agent_port
+    );
+    let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
+    wait_healthy(&all, spec.health_timeout).await?;
+    Ok(Fleet {
+        tenants: fleet_tenants,
+        endpoint,
+        warnings: Vec::new(),
+        children: Vec::new(),
+        net: None,
+        cloud: std::mem::take(cloud),
+    })
+}
+
+/// The launched instances as tenants, in the order of `specs`; each agent is
+/// reached at the instance's public address, or its private one when it has none.
+fn to_tenants(
+    spec: &AwsSpec,
+    specs: &[TenantSpec],
+    launched: &[Launched],
+    token: &str,
+) -> Result<Vec<Tenant>, ProviderError> {
+    specs
+        .iter()
+        .map(|s| {
+            let l = launched
+                .iter()
+                .find(|l| l.tenant == s.name)
+                .ok_or_else(|| ProviderError::AgentStart {
+                    tenant: s.name.clone(),
+                    message: "no instance was launched for it".to_string(),
+                })?;
+            let ip = l
+                .public_ip
+                .or(l.private_ip)
+                .ok_or_else(|| ProviderError::AgentStart {
+                    tenant: s.name.clone(),
+                    message: format!("instance {} has no IP address", l.instance_id),
+                })?;
+            Ok(Tenant {
+                name: s.name.clone(),
+                role: s.role,
+                addr: SocketAddr::new(ip, spec.agent_port),
+                token: token.to_string(),
+                cpus: Vec::new(),
+                netns: None,
+                ip: l.private_ip,
+            })
+        })
+        .collect()
+}
+
+/// The manifest's record of what was provisioned.
+fn record(
+    spec: &AwsSpec,
+    plan: &LaunchPlan,
+    host: Option<&nnb_aws::ec2::HostInfo>,
+    launched: &[Launched],
+    security_groups: Vec<String>,
+) -> CloudRecord {
+    CloudRecord {
+        provider: "aws".to_string(),
+        region: spec.region.clone(),
+        availability_zone: plan.availability_zone.clone(),
+        host: host.map(|h| HostRecord {
+            host_id: h.host_id.clone(),
+            instance_family: h.instance_family.clone(),
+            instance_type: h.instance_type.clone(),
+            cores: h.cores,
+            sockets: h.sockets,
+            total_vcpus: h.total_vcpus,
+            available: h.available.clone(),
+        }),
+        instances: launched
+            .iter()
+            .map(|l| InstanceRecord {
+                tenant: l.tenant.clone(),
+                role: l.role.clone(),
+                instance_id: l.instance_id.clone(),
+                instance_type: if l.role == ENDPOINT_ROLE {
+                    spec.endpoint_instance_type.clone()
+                } else {
+                    spec.instance_type.clone()
+                },
+                private_ip: l.private_ip.map(|ip| ip.to_string()),
+                public_ip: l.public_ip.map(|ip| ip.to_string()),
+                host_id: l.host_id.clone(),
+            })
+            .collect(),
+        security_groups,
+    }
+}
+
+/// Polls every tenant's `/health` until all answer or `timeout` passes; the error
+/// names the tenants that stayed silent and why.
+async fn wait_healthy(tenants: &[Tenant], timeout: Duration) -> Result<(), ProviderError> {
+    let deadline = Instant::now() + timeout;
+    let checks = tenants.iter().map(|t| async move {
+        let c = t.client();
+        let mut last = "no answer".to_string();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!("{} at {}: {last}", t.name, t.addr));
+            }
+            match tokio::time::timeout(left, c.health()).await {
+                Ok(Ok(_)) => return Ok(()),
+                Ok(Err(e)) => last = e.to_string(),
+                Err(_) => last = "no answer".to_string(),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::time::sleep(HEALTH_POLL.min(left)).await;
+        }
+    });
+    let silent: Vec<String> = join_all(checks)
+        .await
+        .into_iter()
+        .filter_map(Result::err)
+        .collect();
+    if silent.is_empty() {
+        return Ok(());
+    }
+    let mut detail = silent
+        .iter()
+        .take(NAMED_SILENT)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ");
+    if silent.len() > NAMED_SILENT {
+        detail.push_str(&format!("; and {} more", silent.len() - NAMED_SILENT));
+    }
+    Err(ProviderError::Unhealthy { timeout, detail })
+}

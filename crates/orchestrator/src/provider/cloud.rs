@@ -1,0 +1,110 @@
+//! What a cloud provider holds for a run, and what the manifest records of it.
+//!
+//! A [`CloudLease`] is created by the controller *before* the launch starts and
+//! filled while it runs, so resources created by a launch that fails or is
+//! interrupted (Ctrl-C drops the launch future) are still known and torn down.
+//! Once the fleet is up, the lease moves into the [`Fleet`](super::Fleet), whose
+//! shutdown releases it. Without the `aws` feature the lease is always empty.
+//!
+//! [`CloudRecord`] is plain data (no SDK types), so results written by an aws run
+//! read the same in every build.
+
+use serde::{Deserialize, Serialize};
+
+use super::ProviderError;
+
+/// Cloud resources a run holds (none for local and static fleets).
+#[derive(Debug, Default)]
+pub struct CloudLease {
+    /// The EC2 resources and the client that created them.
+    #[cfg(feature = "aws")]
+    pub(crate) aws: Option<super::aws::AwsLease>,
+    /// What was provisioned, for the manifest.
+    pub(crate) record: Option<CloudRecord>,
+}
+
+impl CloudLease {
+    /// What was provisioned (host, instances), once the launch got that far.
+    pub fn record(&self) -> Option<&CloudRecord> {
+        self.record.as_ref()
+    }
+
+    /// Whether it still holds anything in the cloud.
+    pub fn is_empty(&self) -> bool {
+        #[cfg(feature = "aws")]
+        {
+            !matches!(&self.aws, Some(a) if !a.is_empty())
+        }
+        #[cfg(not(feature = "aws"))]
+        {
+            true
+        }
+    }
+
+    /// Tears down everything held (terminate, wait, release, delete); idempotent.
+    /// What could not be removed stays held and is named in the error, with the
+    /// `nnb aws sweep` command that removes it later.
+    pub async fn release(&mut self) -> Result<(), ProviderError> {
+        #[cfg(feature = "aws")]
+        if let Some(aws) = self.aws.as_mut() {
+            aws.teardown().await?;
+        }
+        Ok(())
+    }
+}
+
+/// Where a cloud run's tenants ran (manifest: `sessions[].cloud`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CloudRecord {
+    /// `aws`.
+    pub provider: String,
+    /// The region, when the file named one (else the standard AWS chain's).
+    pub region: Option<String>,
+    /// Availability zone of the host.
+    pub availability_zone: String,
+    /// The dedicated host.
+    pub host: Option<HostRecord>,
+    /// Every tenant's instance, in launch order.
+    pub instances: Vec<InstanceRecord>,
+    /// Security groups the tenants used.
+    pub security_groups: Vec<String>,
+}
+
+/// A dedicated host as the cloud described it (`HostProperties`,
+/// `AvailableCapacity`); zeros where the cloud did not say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostRecord {
+    /// Host id, e.g. `h-0123...`.
+    pub host_id: String,
+    /// Instance family of a family host.
+    pub instance_family: Option<String>,
+    /// Instance type of a single-type host.
+    pub instance_type: Option<String>,
+    /// Physical cores.
+    pub cores: u32,
+    /// Sockets.
+    pub sockets: u32,
+    /// vCPUs of the whole host.
+    pub total_vcpus: u32,
+    /// Instances of each type that still fitted after allocation.
+    pub available: Vec<(String, u32)>,
+}
+
+/// One tenant's instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceRecord {
+    /// Tenant name.
+    pub tenant: String,
+    /// `test` or `neighbor`.
+    pub role: String,
+    /// Instance id, e.g. `i-0123...`.
+    pub instance_id: String,
+    /// Instance type.
+    pub instance_type: String,
+    /// Private IP.
+    pub private_ip: Option<String>,
+    /// Public IP.
+    pub public_ip: Option<String>,
+    /// The host it ran on.
+    pub host_id: Option<String>,
+}

@@ -1,0 +1,151 @@
+//! `nnb analyze`: tables (and with `--out`, a report with plots) from one or more run
+//! directories written by `nnb run`.
+//!
+//! The tables go to stdout in the chosen format; logs, notes about what loading
+//! tolerated and the list of files written go to stderr, so `--format csv` or `json`
+//! output can be piped.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use nnb_analysis::load::{load_run, Run, MANIFEST};
+use nnb_analysis::report::{write_report, ReportOptions};
+use nnb_analysis::table::Table;
+use nnb_analysis::tables::{compare_tables, run_tables};
+
+use crate::usage::usage;
+
+/// How the tables are printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Ruled tables for people.
+    Terminal,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+    /// CSV, one block per table under a `# name: title` line, blank lines between.
+    Csv,
+    /// One JSON document: `{"runs": [...], "tables": [...]}`.
+    Json,
+}
+
+/// Arguments of `nnb analyze`.
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// Run directories (`results/<run-id>`), or run ids under `results/`.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Also write every table (.md, .csv, .json), every plot (.svg) and index.md /
+    /// index.html to this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Put the runs side by side (e.g. m5 against m6g): a summary table of maximum
+    /// degradation per run, and shared plots in the report.
+    #[arg(long)]
+    pub compare: bool,
+    /// Output format of the tables on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Terminal)]
+    pub format: Format,
+}
+
+/// Resolves a RUN argument: a run directory, else a run id under `results/`.
+fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
+    let candidates = [arg.to_path_buf(), Path::new("results").join(arg)];
+    let Some(dir) = candidates.iter().find(|d| d.is_dir()) else {
+        return Err(usage(format!(
+            "no run directory at {} (give a directory written by `nnb run`, e.g. results/<run-id>)",
+            arg.display()
+        )));
+    };
+    if !dir.join(MANIFEST).is_file() {
+        return Err(usage(format!(
+            "{} is not an nnb run: it has no {MANIFEST}",
+            dir.display()
+        )));
+    }
+    Ok(dir.clone())
+}
+
+/// Loads every run, then prints its tables (and the comparison with `--compare`) and
+/// writes the report when `--out` is given.
+pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
+    let dirs = args
+        .runs
+        .iter()
+        .map(|r| run_dir(r))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.compare && dirs.len() < 2 {
+        return Err(usage("--compare needs at least two runs"));
+    }
+    let runs = dirs
+        .iter()
+        .map(|d| load_run(d).with_context(|| format!("cannot load run {}", d.display())))
+        .collect::<anyhow::Result<Vec<Run>>>()?;
+    let mut tables = Vec::new();
+    for run in &runs {
+        let found = run_tables(run).with_context(|| format!("analysing run {}", run.run_id))?;
+        if found.is_empty() {
+            tracing::warn!(run = %run.run_id, "no measured samples to analyse");
+        }
+        tables.extend(found);
+    }
+    if args.compare {
+        tables.extend(compare_tables(&runs).context("comparing the runs")?);
+    }
+    print!("{}", render(&runs, &tables, args.format)?);
+    if let Some(out) = &args.out {
+        let summary = write_report(
+            &runs,
+            &ReportOptions {
+                out: out.clone(),
+                compare: args.compare,
+            },
+        )
+        .with_context(|| format!("writing the report to {}", out.display()))?;
+        eprintln!(
+            "wrote {} files to {} (open {})",
+            summary.files.len(),
+            out.display(),
+            out.join("index.html").display()
+        );
+    }
+    Ok(())
+}
+
+/// The tables in `format`.
+fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Terminal => tables
+            .iter()
+            .map(Table::terminal)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Markdown => tables
+            .iter()
+            .map(Table::markdown)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Csv => tables
+            .iter()
+            .map(|t| format!("# {}: {}\n{}", t.name, t.title, t.csv()))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Format::Json => {
+            let runs: Vec<serde_json::Value> = runs
+                .iter()
+                .map(|r| {
+                    serde_json::json!({
+                        "run_id": r.run_id,
+                        "label": r.label(),
+                        "dir": r.dir,
+                        "scenario": r.manifest.scenario.name(),
+                        "notes": r.notes,
+                    })
+                })
+                .collect();
+            let tables: Vec<serde_json::Value> = tables.iter().map(Table::json).collect();
+            serde_json::to_string_pretty(&serde_json::json!({ "runs": runs, "tables": tables }))?
+                + "\n"
+        }
+    })
+}

@@ -1,0 +1,188 @@
+//! A real moto server per test (`moto_server -H 127.0.0.1 -p PORT`), killed on drop,
+//! and an independent look at what it holds through boto3 (the AWS SDK for Python,
+//! installed with moto), so a test checks nnb's cleanup with another SDK than the
+//! one nnb uses.
+//!
+//! When `moto_server` is missing the test is skipped with a printed reason, unless
+//! the environment variable `CI` is set: then it fails (`./scripts/test.sh`
+//! installs moto first).
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long moto may take to start listening.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The region every test uses.
+pub const REGION: &str = "us-east-1";
+/// The availability zone every test uses.
+pub const ZONE: &str = "us-east-1a";
+
+/// A running moto server, private to one test.
+pub struct Moto {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+}
+
+/// What moto holds that nnb must have cleaned up.
+#[derive(Debug, PartialEq, Eq, Default)]
+pub struct Leftovers {
+    /// Instances not terminated.
+    pub instances: Vec<String>,
+    /// Dedicated hosts not released.
+    pub hosts: Vec<String>,
+    /// Security groups tagged nnb:managed.
+    pub security_groups: Vec<String>,
+}
+
+impl Leftovers {
+    /// Whether nothing is left.
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty() && self.hosts.is_empty() && self.security_groups.is_empty()
+    }
+}
+
+/// Python that prints one JSON line describing the moto server at argv[1].
+const STATE_PY: &str = r#"
+import json, sys, boto3
+ec2 = boto3.client("ec2", endpoint_url=sys.argv[1], region_name="us-east-1",
+                   aws_access_key_id="testing", aws_secret_access_key="testing")
+if sys.argv[2] == "subnet":
+    print(next(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]
+               if s["AvailabilityZone"] == "us-east-1a" and s.get("DefaultForAz")))
+elif sys.argv[2] == "bucket":
+    s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3.create_bucket(Bucket=sys.argv[3])
+    print(sys.argv[3])
+else:
+    inst = [i["InstanceId"] for r in ec2.describe_instances()["Reservations"]
+            for i in r["Instances"] if i["State"]["Name"] != "terminated"]
+    hosts = [h["HostId"] for h in ec2.describe_hosts()["Hosts"]
+             if not h["State"].startswith("released")]
+    groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
+              if any(t["Key"] == "nnb:managed" for t in g.get("Tags", []))]
+    print(json.dumps({"instances": inst, "hosts": hosts, "groups": groups}))
+"#;
+
+impl Moto {
+    /// Starts moto on a free local port and waits until it accepts connections.
+    /// `None` (after printing why) when moto is not installed and `CI` is unset.
+    pub fn start() -> Option<Moto> {
+        let port = free_port();
+        let spawned = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                let reason = format!(
+                    "moto_server could not be started ({e}); install it with `pip install 'moto[server]'`"
+                );
+                assert!(std::env::var_os("CI").is_none(), "CI is set: {reason}");
+                eprintln!("SKIPPED: {reason}");
+                return None;
+            }
+        };
+        let mut moto = Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        };
+        moto.wait_until_listening(port);
+        Some(moto)
+    }
+
+    /// Environment pointing an nnb process at this server with test credentials
+    /// (which win over the user's own AWS configuration files).
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", "testing".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".to_string()),
+            ("AWS_REGION", REGION.to_string()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_string()),
+        ]
+    }
+
+    /// Runs the boto3 helper with `args`, returning its stdout.
+    fn python(&self, args: &[&str]) -> String {
+        let out = Command::new("python3")
+            .arg("-c")
+            .arg(STATE_PY)
+            .arg(&self.endpoint)
+            .args(args)
+            .output()
+            .expect("run python3 (installed with moto)");
+        assert!(
+            out.status.success(),
+            "boto3 helper failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// The default subnet of [`ZONE`].
+    pub fn default_subnet(&self) -> String {
+        self.python(&["subnet"])
+    }
+
+    /// Creates S3 bucket `name`.
+    pub fn create_bucket(&self, name: &str) {
+        self.python(&["bucket", name]);
+    }
+
+    /// Instances, hosts and nnb security groups still there, read with boto3.
+    pub fn leftovers(&self) -> Leftovers {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.python(&["state"])).expect("boto3 helper prints JSON");
+        let ids = |k: &str| -> Vec<String> {
+            v[k].as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Leftovers {
+            instances: ids("instances"),
+            hosts: ids("hosts"),
+            security_groups: ids("groups"),
+        }
+    }
+
+    /// Polls the port until moto accepts a connection; panics if moto exits or
+    /// does not listen within [`START_TIMEOUT`].
+    fn wait_until_listening(&mut self, port: u16) {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let started = Instant::now();
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("moto_server exited before listening: {status}");
+            }
+            assert!(
+                started.elapsed() < START_TIMEOUT,
+                "moto_server did not listen on {addr} within {START_TIMEOUT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        // The server may already be gone; either way reap it.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A local TCP port free right now (the OS picks it; moto binds it next).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
+    listener.local_addr().expect("local address").port()
+}
