@@ -339,7 +339,10 @@ async fn full_lifecycle_places_tags_describes_and_tears_down() {
     let report = lease.teardown(&ec2).await.expect("teardown");
     assert_eq!(report.terminated, ids);
     assert_eq!(report.released, [host_id]);
-    assert_eq!(report.deleted_security_groups, std::slice::from_ref(&group_id));
+    assert_eq!(
+        report.deleted_security_groups,
+        std::slice::from_ref(&group_id)
+    );
     assert!(lease.is_empty());
     assert!(live_instances(&client).await.is_empty());
     assert!(allocated_hosts(&client).await.is_empty());
@@ -557,7 +560,10 @@ async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
     dead_sorted.sort();
     assert_eq!(terminated, dead_sorted);
     assert_eq!(report.released, std::slice::from_ref(&dead_host));
-    assert_eq!(report.deleted_security_groups, std::slice::from_ref(&dead_group));
+    assert_eq!(
+        report.deleted_security_groups,
+        std::slice::from_ref(&dead_group)
+    );
 
     let live = live_instances(&client).await;
     assert!(dead_instances.iter().all(|i| !live.contains(i)));
