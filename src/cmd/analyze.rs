@@ -115,11 +115,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
 /// The tables in `format`.
 fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<String> {
     Ok(match format {
-        Format::Terminal => tables
-            .iter()
-            .map(Table::terminal)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Format::Terminal => tables.iter().map(terminal).collect::<Vec<_>>().join("\n"),
         Format::Markdown => tables
             .iter()
             .map(Table::markdown)
@@ -148,4 +144,60 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
                 + "\n"
         }
     })
+}
+
+/// A table as nnb prints tables on a terminal: title, the shared table style (numeric
+/// columns right-aligned), notes indented below.
+fn terminal(table: &Table) -> String {
+    let mut t = crate::table::table(&table.columns);
+    for row in &table.rows {
+        t.add_row(row.iter().enumerate().map(|(c, cell)| {
+            if table.numeric_column(c) {
+                crate::table::right(cell.display())
+            } else {
+                comfy_table::Cell::new(cell.display())
+            }
+        }));
+    }
+    let mut out = format!("{}\n{t}\n", table.title);
+    for note in &table.notes {
+        out.push_str(&format!("  {note}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use nnb_analysis::table::{Cell, Table};
+
+    #[test]
+    fn terminal_tables_have_the_shared_look() {
+        let table = Table {
+            name: "t".into(),
+            title: "A | table".into(),
+            columns: vec!["name".into(), "n".into(), "x".into()],
+            rows: vec![
+                vec![Cell::text("plain"), Cell::Int(3), Cell::num(1.23456, 2)],
+                vec![Cell::text("other"), Cell::Int(-1), Cell::Empty],
+            ],
+            notes: vec!["a note".into()],
+        };
+        let out = super::terminal(&table);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "A | table");
+        assert!(lines[1].starts_with('─'), "{out}");
+        assert!(out.contains("1.23") && !out.contains("1.234"), "{out}");
+        assert!(
+            lines.iter().any(|l| l.trim_end().ends_with('-')),
+            "Empty shows as -: {out}"
+        );
+        assert_eq!(lines.last().copied(), Some("  a note"));
+        // Numbers right-aligned: "3" and "-1" end in the same column.
+        let end = |needle: &str| {
+            lines
+                .iter()
+                .find_map(|l| l.find(needle).map(|i| i + needle.trim_end().len()))
+        };
+        assert_eq!(end(" 3 "), end("-1 "));
+    }
 }

@@ -178,7 +178,7 @@ fn cost_line(p: &Preflight) -> String {
     let c = &p.cost;
     let unknown = if p.steps_without_estimate > 0 {
         format!(
-            " (plus {} fixed-work steps of unknown length, not priced)",
+            " (plus {} fixed-work steps of unknown length, not priced: max_cost_usd also stops the run before a step would pass it)",
             p.steps_without_estimate
         )
     } else {

@@ -130,6 +130,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             "aborted after a failed step (on_failure = \"abort\"); results in {}",
             outcome.dir.display()
         ),
+        RunStatus::CostCap => anyhow::bail!(
+            "stopped before passing max_cost_usd (the cloud resources are torn down); what was \
+             measured is in {}. A resume is a new session with a budget of its own: \
+             nnb run --results {} --resume {}",
+            outcome.dir.display(),
+            args.results.display(),
+            outcome.run_id
+        ),
     }
 }
 

@@ -104,6 +104,9 @@ pub struct Manifest {
     pub controller: serde_json::Value,
     /// Steps in the plan.
     pub planned_steps: Option<usize>,
+    /// What the controller warned about in any session (e.g. tenants sharing CPUs),
+    /// each once, in order: they qualify every number of the run.
+    pub warnings: Vec<String>,
 }
 
 /// One loaded run.
@@ -192,6 +195,12 @@ pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
     let samples_path = dir.join(SAMPLES);
     let (records, mut notes) = read_samples(&samples_path)?;
     let records = complete_steps(records, &mut notes);
+    notes.extend(
+        manifest
+            .warnings
+            .iter()
+            .map(|w| format!("controller warning: {w}")),
+    );
     let samples = frame(&records).map_err(|source| LoadError::Frame {
         path: samples_path.clone(),
         source,
@@ -280,8 +289,27 @@ fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
             .get("planned_steps")
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok()),
+        warnings: session_warnings(&v),
         experiment,
     })
+}
+
+/// The sessions' warnings, each once, in order.
+fn session_warnings(manifest: &Value) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let sessions = manifest.get("sessions").and_then(Value::as_array);
+    for w in sessions
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("warnings"))
+    {
+        for w in w.as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if !out.iter().any(|o| o == w) {
+                out.push(w.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// One line of `samples.jsonl`, without the nested `result`.

@@ -1,7 +1,7 @@
-//! One table type with four renderings: the terminal (the look of every nnb command),
-//! Markdown, CSV and JSON, so each analysis is written once and read anywhere.
+//! One table type with its renderings: Markdown, CSV and JSON here, and the terminal in
+//! the `nnb` binary (with the look of every nnb command), so each analysis is written
+//! once and read anywhere.
 
-use comfy_table::{presets, CellAlignment, TableComponent};
 use serde_json::{json, Map, Value};
 
 /// One cell of a [`Table`].
@@ -58,12 +58,12 @@ impl Cell {
     }
 
     /// Whether the cell holds a number (right-aligned).
-    fn is_number(&self) -> bool {
+    pub fn is_number(&self) -> bool {
         matches!(self, Cell::Int(_) | Cell::Num { .. })
     }
 
     /// The cell as people read it: rounded numbers, `-` for nothing.
-    fn display(&self) -> String {
+    pub fn display(&self) -> String {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Int(i) => i.to_string(),
@@ -97,7 +97,7 @@ impl Cell {
 
 impl Table {
     /// Whether every filled cell of column `c` is a number (then it is right-aligned).
-    fn numeric_column(&self, c: usize) -> bool {
+    pub fn numeric_column(&self, c: usize) -> bool {
         let mut cells = self
             .rows
             .iter()
@@ -105,41 +105,6 @@ impl Table {
             .filter(|cell| !matches!(cell, Cell::Empty))
             .peekable();
         cells.peek().is_some() && cells.all(Cell::is_number)
-    }
-
-    /// The table as nnb prints tables on a terminal: title, ruled table (ruled above,
-    /// below and under the header only, numbers right-aligned, as `nnb`'s other
-    /// commands print them), notes.
-    pub fn terminal(&self) -> String {
-        let mut t = comfy_table::Table::new();
-        t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
-        for c in [
-            TableComponent::HorizontalLines,
-            TableComponent::MiddleIntersections,
-            TableComponent::LeftBorderIntersections,
-            TableComponent::RightBorderIntersections,
-        ] {
-            t.remove_style(c);
-        }
-        t.set_header(&self.columns);
-        let numeric: Vec<bool> = (0..self.columns.len())
-            .map(|c| self.numeric_column(c))
-            .collect();
-        for row in &self.rows {
-            t.add_row(row.iter().enumerate().map(|(c, cell)| {
-                let out = comfy_table::Cell::new(cell.display());
-                if numeric.get(c).copied().unwrap_or(false) {
-                    out.set_alignment(CellAlignment::Right)
-                } else {
-                    out
-                }
-            }));
-        }
-        let mut out = format!("{}\n{t}\n", self.title);
-        for note in &self.notes {
-            out.push_str(&format!("  {note}\n"));
-        }
-        out
     }
 
     /// A GitHub-flavoured Markdown table under a `###` title, notes as a list.

@@ -51,7 +51,13 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
     assert_eq!(run.run_id, "20261122T100000Z-aaaaaa");
     assert_eq!(run.samples.height(), 24);
     assert_eq!(run.samples.width(), nnb_analysis::load::COLUMNS.len());
-    assert!(run.notes.is_empty(), "{:?}", run.notes);
+    assert!(
+        run.notes
+            .iter()
+            .all(|n| n.starts_with("controller warning:")),
+        "{:?}",
+        run.notes
+    );
     assert_eq!(run.logical_cpus(), Some(2));
     assert_eq!(run.label(), "fixture-staircase");
 }
@@ -395,6 +401,20 @@ fn throughput_prediction_from_the_catalog_for_m5_large() {
 }
 
 #[test]
+fn controller_warnings_qualify_the_run() {
+    let run = load("staircase");
+    assert_eq!(
+        run.manifest.warnings,
+        ["tenants share CPUs: 3 tenants on 2 CPUs"]
+    );
+    assert_eq!(
+        run.notes,
+        ["controller warning: tenants share CPUs: 3 tenants on 2 CPUs"]
+    );
+    assert!(load("thread-sweep").notes.is_empty());
+}
+
+#[test]
 fn torn_tail_is_tolerated_and_noted() {
     let run = load("torn-tail");
     // 13 lines: 12 whole, the 13th cut; line 12 is record 1 of 3 of the last step.
@@ -491,28 +511,6 @@ fn sample_table() -> Table {
         ],
         notes: vec!["a note".to_string()],
     }
-}
-
-#[test]
-fn terminal_rendering() {
-    let out = sample_table().terminal();
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines[0], "A | table");
-    assert!(lines[1].starts_with('─'), "{out}");
-    assert!(out.contains("1.23"), "{out}");
-    assert!(!out.contains("1.234"), "{out}");
-    assert!(
-        lines.iter().any(|l| l.trim_end().ends_with('-')),
-        "Empty shows as -: {out}"
-    );
-    assert_eq!(*lines.last().unwrap(), "  a note");
-    // numbers right-aligned: "3" and "-1" end in the same column
-    let three = lines.iter().find(|l| l.contains("plain")).unwrap();
-    let minus = lines.iter().find(|l| l.contains("-1")).unwrap();
-    assert_eq!(
-        three.find(" 3 ").map(|i| i + 2),
-        minus.find("-1 ").map(|i| i + 2)
-    );
 }
 
 #[test]

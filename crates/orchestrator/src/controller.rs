@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::budget::CostCap;
 use crate::client::{AgentClient, AgentError};
 use crate::experiment::{self, Experiment, ExperimentError, Network, OnFailure, Provider};
 use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
@@ -63,6 +64,9 @@ pub enum RunStatus {
     Interrupted,
     /// A step failed under `on_failure = "abort"`.
     Aborted,
+    /// Stopped before a step that would have taken the session past `max_cost_usd`
+    /// (recorded as "aborted" in the manifest; a resume is a session with its own cap).
+    CostCap,
 }
 
 impl RunStatus {
@@ -70,7 +74,7 @@ impl RunStatus {
         match self {
             RunStatus::Completed => "completed",
             RunStatus::Interrupted => "interrupted",
-            RunStatus::Aborted => "aborted",
+            RunStatus::Aborted | RunStatus::CostCap => "aborted",
         }
     }
 }
@@ -313,6 +317,7 @@ async fn measure_all(
     outcome: &mut RunOutcome,
 ) -> Result<RunStatus, ControllerError> {
     let mut cloud = CloudLease::default();
+    let held_since = Instant::now();
     let launched = tokio::select! {
         f = launch(run, opts, &mut cloud) => Some(f),
         () = cancel.wait() => None,
@@ -338,6 +343,7 @@ async fn measure_all(
     let result = match recorded {
         Ok(()) => {
             let mut driver = Driver::new(run, &fleet, journal).await?;
+            driver.cost_cap = CostCap::for_experiment(&run.experiment, held_since);
             let r = driver.drive(opts, cancel, outcome).await;
             driver.stop_background().await;
             r
@@ -501,6 +507,8 @@ struct Driver<'a> {
     running: HashMap<String, Running>,
     journal: Journal,
     overheads: Vec<f64>,
+    /// The run's `max_cost_usd`, enforced before each step (cloud runs).
+    cost_cap: Option<CostCap>,
 }
 
 impl<'a> Driver<'a> {
@@ -521,6 +529,7 @@ impl<'a> Driver<'a> {
             running: HashMap::new(),
             journal,
             overheads: Vec::new(),
+            cost_cap: None,
         };
         if run.plan.needs_endpoint() {
             let Some(ep) = &fleet.endpoint else {
@@ -659,6 +668,11 @@ impl Driver<'_> {
                 status = RunStatus::Interrupted;
                 break;
             }
+            if let Some(Err(why)) = self.cost_cap.as_ref().map(CostCap::allows_next_step) {
+                progress.note(&format!("stopping before step {}: {why}", step.id));
+                status = RunStatus::CostCap;
+                break;
+            }
             progress.step(&step.id, &step.level_label);
             let mut last_error = String::new();
             for attempt in 1..=attempts {
@@ -670,6 +684,9 @@ impl Driver<'_> {
                         break 'steps;
                     }
                 };
+                if let Some(cap) = &mut self.cost_cap {
+                    cap.step_took(begun.elapsed());
+                }
                 match tried {
                     Ok((measured, started_at, settled)) => {
                         let elapsed = begun.elapsed();

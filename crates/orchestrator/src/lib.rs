@@ -7,6 +7,7 @@
 //! files, plans, the controller and the result store build on them.
 
 pub mod agent;
+pub mod budget;
 pub mod client;
 pub mod controller;
 pub mod experiment;
