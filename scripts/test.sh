@@ -21,14 +21,21 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 # The AWS tests start their own moto server per test (a fake EC2/S3 on a free local
-# port) and check leftovers with boto3, which moto brings along.
+# port) and check leftovers with boto3, which moto brings along. Without moto on PATH it
+# goes into a virtual environment of its own (Debian's system pip refuses installs).
 if ! command -v moto_server >/dev/null 2>&1; then
-  if command -v pip >/dev/null 2>&1 || command -v pip3 >/dev/null 2>&1; then
-    "$(command -v pip || command -v pip3)" install -q 'moto[server]'
-  else
-    python3 -m pip install -q 'moto[server]'
+  venv="${NNB_MOTO_VENV:-$HOME/.cache/nnb/moto-venv}"
+  if [ ! -x "$venv/bin/moto_server" ]; then
+    if ! python3 -m venv "$venv" >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -qq python3 python3-venv >/dev/null 2>&1 \
+        || { apt-get update -qq && apt-get install -y -qq python3 python3-venv; }
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+    fi
+    "$venv/bin/pip" install -q 'moto[server]' || echo "note: installing moto failed" >&2
   fi
-  hash -r
+  export PATH="$venv/bin:$PATH"
 fi
 command -v moto_server >/dev/null 2>&1 || echo "note: moto_server is still missing: the AWS tests will skip (or fail under CI)" >&2
 

@@ -16,6 +16,7 @@ use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, 
 use fault_proxy::{Fault, FaultProxy};
 use nnb_aws::ec2::{
     tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
+    ENDPOINT_ROLE,
 };
 use nnb_aws::sweep::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
@@ -349,6 +350,54 @@ async fn full_lifecycle_places_tags_describes_and_tears_down() {
     assert!(!security_group_ids(&client).await.contains(&group_id));
     let again = lease.teardown(&ec2).await.expect("second teardown");
     assert_eq!(again, Default::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_endpoint_runs_beside_the_host_and_is_torn_down_with_it() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let mut plan = plan("endpoint-1", 2, &subnet_id, now() + 3600);
+    // A type not in the catalog and not of the host's family: it is not on the host.
+    plan.tenants.push(TenantLaunch {
+        name: ENDPOINT_ROLE.into(),
+        role: ENDPOINT_ROLE.into(),
+        instance_type: "c5n.9xlarge".into(),
+    });
+    let mut lease = Lease::new("endpoint-1");
+
+    let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
+
+    let host_id = lease.host_ids()[0].clone();
+    let roles: Vec<&str> = launched.iter().map(|l| l.role.as_str()).collect();
+    assert_eq!(roles, ["test", "neighbor", ENDPOINT_ROLE]);
+    let runs = proxy.calls("RunInstances");
+    assert_eq!(runs.len(), 3);
+    for body in &runs[..2] {
+        assert!(body.contains("Placement.Tenancy=host"), "{body}");
+        assert!(
+            body.contains(&format!("Placement.HostId={host_id}")),
+            "{body}"
+        );
+    }
+    let endpoint = &runs[2];
+    assert!(endpoint.contains("InstanceType=c5n.9xlarge"), "{endpoint}");
+    assert!(
+        endpoint.contains(&format!("Placement.AvailabilityZone={ZONE}")),
+        "{endpoint}"
+    );
+    assert!(
+        !endpoint.contains("Placement.HostId") && !endpoint.contains("Placement.Tenancy"),
+        "{endpoint}"
+    );
+    assert_eq!(launched[2].host_id, None);
+
+    lease.teardown(&ec2).await.expect("teardown");
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
