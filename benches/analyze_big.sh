@@ -8,7 +8,8 @@
 #
 # Usage: benches/analyze_big.sh [STEPS] [SAMPLES]      (defaults 1000 and 10000000)
 #   WORK (environment): where the run and report go; default a new temporary directory.
-# Needs: /usr/bin/time (GNU time), a release build (made here, without the AWS SDK).
+# Needs: /usr/bin/time (GNU time), a release build (made here, without the AWS SDK);
+#   optionally PYTHON with pandas and hdrhistogram for the peer comparison.
 # Exits 1 when a target is missed.
 set -euo pipefail
 
@@ -40,5 +41,16 @@ FILES=$(find "$WORK/report" -type f | wc -l)
 echo "report: $WORK/report ($FILES files)"
 echo "wall time: ${WALL_S} s (target < ${MAX_WALL_S} s)"
 echo "max RSS:   ${RSS_MIB} MiB (target < ${MAX_RSS_MIB} MiB)"
+
+# The peer, when its Python packages are there (pip install pandas hdrhistogram): the
+# same latency and throughput tables computed with pandas and hdrh, as the thesis'
+# hand-written scripts would, beside nnb's tables-only time on the same run.
+PY="${PYTHON:-python3}"
+if "$PY" -c "import pandas, hdrh" 2>/dev/null; then
+  /usr/bin/time -f "nnb analyze (tables only): %e s, %M KiB" "$TARGET/release/nnb" analyze "$RUN" > /dev/null
+  "$PY" benches/analyze_vs_pandas.py "$RUN" 2> /dev/null
+else
+  echo "peer skipped: $PY lacks pandas or hdrh (pip install pandas hdrhistogram)"
+fi
 awk -v w="$WALL_S" -v r="$RSS_MIB" -v mw="$MAX_WALL_S" -v mr="$MAX_RSS_MIB" \
   'BEGIN { if (w < mw && r < mr) { print "PASS"; exit 0 } print "FAIL"; exit 1 }'
