@@ -195,12 +195,6 @@ pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
     let samples_path = dir.join(SAMPLES);
     let (records, mut notes) = read_samples(&samples_path)?;
     let records = complete_steps(records, &mut notes);
-    notes.extend(
-        manifest
-            .warnings
-            .iter()
-            .map(|w| format!("controller warning: {w}")),
-    );
     let samples = frame(&records).map_err(|source| LoadError::Frame {
         path: samples_path.clone(),
         source,
@@ -208,6 +202,13 @@ pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
     for note in &notes {
         tracing::warn!(run = %manifest.run_id, "{note}");
     }
+    // Recorded at run time and printed then; here they only qualify the tables.
+    notes.extend(
+        manifest
+            .warnings
+            .iter()
+            .map(|w| format!("controller warning: {w}")),
+    );
     Ok(Run {
         dir: dir.to_path_buf(),
         run_id: manifest.run_id.clone(),

@@ -203,6 +203,24 @@ fn line_chart_has_one_line_and_legend_entry_per_series_titles_and_covering_ticks
 }
 
 #[test]
+fn counts_on_the_x_axis_get_whole_ticks_only() {
+    // Neighbors 0, 1, 2: a plain 1-2-5 grid would put ticks at 0.5 and 1.5.
+    let mut c = runtime_chart();
+    for s in &mut c.series {
+        s.points.truncate(3);
+        s.band = None;
+    }
+    c.markers.clear();
+    let svg = Svg::new(line_chart(&c).unwrap());
+    let labels: Vec<String> = svg.x_ticks().into_iter().map(|(l, _)| l).collect();
+    assert_eq!(labels, ["0", "1", "2"]);
+    // Fractional x data keep the fine grid.
+    c.series[0].points[1].0 = 0.5;
+    let svg = Svg::new(line_chart(&c).unwrap());
+    assert!(svg.x_ticks().iter().any(|(l, _)| l == "0.5"));
+}
+
+#[test]
 fn markers_at_the_same_x_get_their_own_rows() {
     let mut c = runtime_chart();
     c.markers = vec![

@@ -189,9 +189,9 @@ pub(crate) struct Axis {
 /// Most intervals between the first and last tick of a linear axis.
 const MAX_INTERVALS: f64 = 8.0;
 
-/// Ticks on a 1-2-5 grid covering `lo..=hi` with the smallest step that needs at
-/// most [`MAX_INTERVALS`] intervals: (first tick, step, count).
-fn nice_ticks(lo: f64, hi: f64) -> (f64, f64, usize) {
+/// Ticks on a 1-2-5 grid covering `lo..=hi` with the smallest step of at least
+/// `min_step` that needs at most [`MAX_INTERVALS`] intervals: (first tick, step, count).
+fn nice_ticks(lo: f64, hi: f64, min_step: f64) -> (f64, f64, usize) {
     let magnitude = 10f64.powf(((hi - lo) / MAX_INTERVALS).log10().floor());
     let ticks_with = |step: f64| {
         let first = (lo / step + 1e-9).floor() * step;
@@ -200,9 +200,11 @@ fn nice_ticks(lo: f64, hi: f64) -> (f64, f64, usize) {
     };
     [1.0, 2.0, 5.0, 10.0, 20.0]
         .iter()
-        .map(|m| ticks_with(m * magnitude))
+        .map(|m| m * magnitude)
+        .filter(|step| *step >= min_step)
+        .map(ticks_with)
         .find(|(_, _, count)| (*count - 1) as f64 <= MAX_INTERVALS)
-        .unwrap_or_else(|| ticks_with(50.0 * magnitude))
+        .unwrap_or_else(|| ticks_with((50.0 * magnitude).max(min_step)))
 }
 
 impl Axis {
@@ -216,6 +218,23 @@ impl Axis {
         max: f64,
         from_zero: bool,
         headroom: bool,
+    ) -> Axis {
+        Axis::linear_stepped(name, unit, min, max, from_zero, headroom, 0.0)
+    }
+
+    /// A linear axis of counts (neighbors, threads): ticks only at whole numbers.
+    pub fn counts(name: &str, min: f64, max: f64) -> Axis {
+        Axis::linear_stepped(name, Unit::NONE, min, max, false, false, 1.0)
+    }
+
+    fn linear_stepped(
+        name: &str,
+        unit: Unit,
+        min: f64,
+        max: f64,
+        from_zero: bool,
+        headroom: bool,
+        min_step: f64,
     ) -> Axis {
         let (mut lo, mut hi) = (min, max);
         if from_zero {
@@ -231,7 +250,7 @@ impl Axis {
             };
             hi += pad;
         }
-        let (first, step, mut count) = nice_ticks(lo, hi);
+        let (first, step, mut count) = nice_ticks(lo, hi, min_step);
         let mut last = first + step * (count - 1) as f64;
         if headroom && last - max < 0.05 * (last - first) {
             count += 1;

@@ -66,8 +66,14 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
             .chain(bands.filter(|v| v.is_finite()))
     });
     let (y_min, y_max) = min_max(ys).ok_or_else(|| empty(c))?;
+    let whole = |v: f64| v.fract() == 0.0;
+    let counts = c.x_unit == Unit::NONE
+        && c.series.iter().flat_map(|s| &s.points).all(|p| whole(p.0))
+        && c.markers.iter().all(|m| whole(m.0));
     let x = if c.log_x {
         Axis::log10(&c.x_label, c.x_unit, x_min, x_max)
+    } else if counts {
+        Axis::counts(&c.x_label, x_min, x_max)
     } else {
         Axis::linear(&c.x_label, c.x_unit, x_min, x_max, false, false)
     };
