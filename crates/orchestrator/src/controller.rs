@@ -325,12 +325,14 @@ async fn measure_all(
     let fleet = match launched {
         Some(Ok(fleet)) => fleet,
         failed => {
-            if let (Some(s), Some(r)) = (run.manifest.sessions.last_mut(), cloud.record()) {
-                s.cloud = Some(r.clone());
-                run.dir.write_manifest(&run.manifest)?;
-            }
+            // Tear down first: a manifest that cannot be written must not leak a host.
+            let record = cloud.record().cloned();
             if let Err(e) = cloud.release().await {
                 tracing::warn!("tearing down what the launch created: {e}");
+            }
+            if let (Some(s), Some(r)) = (run.manifest.sessions.last_mut(), record) {
+                s.cloud = Some(r);
+                run.dir.write_manifest(&run.manifest)?;
             }
             return match failed {
                 Some(Err(e)) => Err(e),
@@ -340,14 +342,17 @@ async fn measure_all(
     };
     outcome.warnings = fleet.warnings.clone();
     let recorded = record_fleet(run, &fleet).await;
+    // No early return until the fleet is shut down: it may hold a dedicated host.
     let result = match recorded {
-        Ok(()) => {
-            let mut driver = Driver::new(run, &fleet, journal).await?;
-            driver.cost_cap = CostCap::for_experiment(&run.experiment, held_since);
-            let r = driver.drive(opts, cancel, outcome).await;
-            driver.stop_background().await;
-            r
-        }
+        Ok(()) => match Driver::new(run, &fleet, journal).await {
+            Ok(mut driver) => {
+                driver.cost_cap = CostCap::for_experiment(&run.experiment, held_since);
+                let r = driver.drive(opts, cancel, outcome).await;
+                driver.stop_background().await;
+                r
+            }
+            Err(e) => Err(e),
+        },
         Err(e) => Err(e),
     };
     if let Err(e) = fleet.shutdown().await {
