@@ -311,6 +311,8 @@ pub async fn launch_aws(
         spec.instance_type
     );
     let launched = held.ec2.provision(&plan, &mut held.lease).await?;
+    let deadline = Instant::now() + spec.health_timeout;
+    let launched = wait_running(&held.ec2, &launched, deadline, spec.health_timeout).await?;
     let groups = match &plan.security_group {
         SecurityGroupPlan::Existing(ids) => ids.clone(),
         SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
@@ -334,7 +336,7 @@ pub async fn launch_aws(
         spec.agent_port
     );
     let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
-    wait_healthy(&all, spec.health_timeout).await?;
+    wait_healthy(&all, deadline, spec.health_timeout).await?;
     Ok(Fleet {
         tenants: fleet_tenants,
         endpoint,
@@ -343,6 +345,44 @@ pub async fn launch_aws(
         net: None,
         cloud: std::mem::take(cloud),
     })
+}
+
+/// The launched instances described again once every one runs: RunInstances answers
+/// while they are pending, and a public address is assigned only when an instance
+/// runs. Waiting counts against the health timeout (`timeout`, ending at `deadline`):
+/// an instance that never boots fails the run like an agent that never answers.
+async fn wait_running(
+    ec2: &Ec2,
+    launched: &[Launched],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<Vec<Launched>, ProviderError> {
+    let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
+    loop {
+        let now = ec2.describe(&ids).await?;
+        let waiting: Vec<String> = launched
+            .iter()
+            .filter(|l| {
+                !now.iter()
+                    .any(|n| n.instance_id == l.instance_id && n.state == "running")
+            })
+            .map(|l| l.tenant.clone())
+            .collect();
+        if waiting.is_empty() {
+            // In launch order, as the manifest records them.
+            let mut now = now;
+            now.sort_by_key(|n| ids.iter().position(|id| *id == n.instance_id));
+            return Ok(now);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ProviderError::Unhealthy {
+                timeout,
+                detail: format!("instances not running yet: {}", waiting.join(", ")),
+            });
+        }
+        tokio::time::sleep(HEALTH_POLL.min(left)).await;
+    }
 }
 
 /// The launched instances as tenants, in the order of `specs`; each agent is
@@ -426,8 +466,11 @@ fn record(
 
 /// Polls every tenant's `/health` until all answer or `timeout` passes; the error
 /// names the tenants that stayed silent and why.
-async fn wait_healthy(tenants: &[Tenant], timeout: Duration) -> Result<(), ProviderError> {
-    let deadline = Instant::now() + timeout;
+async fn wait_healthy(
+    tenants: &[Tenant],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<(), ProviderError> {
     let checks = tenants.iter().map(|t| async move {
         let c = t.client();
         let mut last = "no answer".to_string();
