@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::load::{Run, Scenario};
 use crate::plot::{self, PlotError};
 use crate::table::Table;
-use crate::tables::{self, AnalysisError, Degradation, Knees, LatencyVsLoad, Throughput};
+use crate::tables::{self, Analyses, AnalysisError, Degradation, Knees, LatencyVsLoad, Throughput};
 
 /// What to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,10 +99,7 @@ pub struct ReportSummary {
 struct Analysed<'r> {
     run: &'r Run,
     info: RunInfo,
-    degradation: Option<Degradation>,
-    knees: Option<Knees>,
-    latency: Option<LatencyVsLoad>,
-    throughput: Option<Throughput>,
+    analyses: Analyses,
 }
 
 impl<'r> Analysed<'r> {
@@ -116,10 +113,7 @@ impl<'r> Analysed<'r> {
                 scenario: run.manifest.scenario.name(),
                 dir: run.dir.clone(),
             },
-            degradation: tables::degradation(run)?,
-            knees: tables::knees(run)?,
-            latency: tables::latency_vs_load(run)?,
-            throughput: tables::throughput(run)?,
+            analyses: Analyses::of(run)?,
         })
     }
 
@@ -129,7 +123,8 @@ impl<'r> Analysed<'r> {
 
     /// The metric of the run's degradation analysis (what its levels measure).
     fn metric(&self) -> &str {
-        self.degradation
+        self.analyses
+            .degradation
             .as_ref()
             .map_or("value", |d| d.metric.as_str())
     }
@@ -283,11 +278,11 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
             .iter()
             .map(|n| format!("{}: {n}", a.info.run_id)),
     );
-    for table in tables::run_tables(a.run)? {
+    for table in a.analyses.tables(a.run) {
         w.table(table)?;
     }
     let label = a.label().to_string();
-    if let Some(d) = &a.degradation {
+    if let Some(d) = &a.analyses.degradation {
         if a.run.manifest.scenario == Scenario::NeighborStaircase {
             let chart = charts::staircase(&[(label.clone(), d)]);
             w.plot(
@@ -297,11 +292,11 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
             )?;
         }
     }
-    if let Some(k) = &a.knees {
+    if let Some(k) = &a.analyses.knees {
         let chart = charts::sweep(&[(label.clone(), k, a.metric())]);
         w.plot("thread_sweep", &chart.title, plot::line_chart(&chart))?;
     }
-    if let Some(l) = &a.latency {
+    if let Some(l) = &a.analyses.latency {
         let chart = charts::latency(&[(label.clone(), l)]);
         w.plot("latency_vs_load", &chart.title, plot::line_chart(&chart))?;
         if let Some((chart, note)) = charts::percentiles(&label, l) {
@@ -313,7 +308,7 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
             w.note(note);
         }
     }
-    if let Some(t) = &a.throughput {
+    if let Some(t) = &a.analyses.throughput {
         let chart = charts::throughput(&label, t);
         w.plot("throughput_per_node", &chart.title, plot::box_chart(&chart))?;
     }
@@ -329,11 +324,11 @@ fn metal_section<'o>(
     let stairs: Vec<(&Analysed, &Degradation)> = analysed
         .iter()
         .filter(|a| a.run.manifest.scenario == Scenario::NeighborStaircase)
-        .filter_map(|a| Some((a, a.degradation.as_ref()?)))
+        .filter_map(|a| Some((a, a.analyses.degradation.as_ref()?)))
         .collect();
     let sweeps: Vec<(&Analysed, &Knees)> = analysed
         .iter()
-        .filter_map(|a| Some((a, a.knees.as_ref()?)))
+        .filter_map(|a| Some((a, a.analyses.knees.as_ref()?)))
         .collect();
     if stairs.is_empty() || sweeps.is_empty() {
         return Ok(None);
@@ -384,7 +379,7 @@ fn compare_section<'o>(
     let stairs: Vec<(String, &Degradation)> = analysed
         .iter()
         .filter(|a| a.run.manifest.scenario == Scenario::NeighborStaircase)
-        .filter_map(|a| Some((a.label().to_string(), a.degradation.as_ref()?)))
+        .filter_map(|a| Some((a.label().to_string(), a.analyses.degradation.as_ref()?)))
         .collect();
     if stairs.len() > 1 {
         let chart = charts::staircase(&stairs);
@@ -396,7 +391,13 @@ fn compare_section<'o>(
     }
     let sweeps: Vec<(String, &Knees, &str)> = analysed
         .iter()
-        .filter_map(|a| Some((a.label().to_string(), a.knees.as_ref()?, a.metric())))
+        .filter_map(|a| {
+            Some((
+                a.label().to_string(),
+                a.analyses.knees.as_ref()?,
+                a.metric(),
+            ))
+        })
         .collect();
     if sweeps.len() > 1 {
         let chart = charts::sweep(&sweeps);
@@ -408,7 +409,7 @@ fn compare_section<'o>(
     }
     let latencies: Vec<(String, &LatencyVsLoad)> = analysed
         .iter()
-        .filter_map(|a| Some((a.label().to_string(), a.latency.as_ref()?)))
+        .filter_map(|a| Some((a.label().to_string(), a.analyses.latency.as_ref()?)))
         .collect();
     if latencies.len() > 1 {
         let chart = charts::latency(&latencies);
@@ -420,7 +421,7 @@ fn compare_section<'o>(
     }
     let throughputs: Vec<(String, &Throughput)> = analysed
         .iter()
-        .filter_map(|a| Some((a.label().to_string(), a.throughput.as_ref()?)))
+        .filter_map(|a| Some((a.label().to_string(), a.analyses.throughput.as_ref()?)))
         .collect();
     if throughputs.len() > 1 {
         let chart = charts::throughput_compare(&throughputs);

@@ -49,37 +49,65 @@ pub enum AnalysisError {
 /// isolation, latency, throughput). The first table's notes also carry what loading
 /// tolerated and how many failed steps were left out.
 pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
-    let mut tables = Vec::new();
-    if let Some(d) = degradation(run)? {
-        tables.push(d.table());
+    Ok(Analyses::of(run)?.tables(run))
+}
+
+/// Every analysis a run supports, computed once: what both its tables and its plots
+/// are made of.
+#[derive(Debug, Clone)]
+pub struct Analyses {
+    /// Degradation per level ([`degradation`]).
+    pub degradation: Option<Degradation>,
+    /// Thread-sweep knees ([`knees`]).
+    pub knees: Option<Knees>,
+    /// Isolation-matrix metrics ([`isolation`]).
+    pub isolation: Option<Isolation>,
+    /// Latency vs aggregate neighbor load ([`latency_vs_load`]).
+    pub latency: Option<LatencyVsLoad>,
+    /// Per-node throughput ([`throughput`]).
+    pub throughput: Option<Throughput>,
+    /// Steps that failed after their retries (left out of every statistic).
+    failed: usize,
+}
+
+impl Analyses {
+    /// Runs every analysis `run`'s scenario supports.
+    pub fn of(run: &Run) -> Result<Analyses, AnalysisError> {
+        Ok(Analyses {
+            degradation: degradation(run)?,
+            knees: knees(run)?,
+            isolation: isolation(run)?,
+            latency: latency_vs_load(run)?,
+            throughput: throughput(run)?,
+            failed: failed_steps(run)?,
+        })
     }
-    if let Some(k) = knees(run)? {
-        tables.push(k.table());
+
+    /// The tables of these analyses of `run`, titled with the run, its notes (and the
+    /// failed steps) under the first.
+    pub fn tables(&self, run: &Run) -> Vec<Table> {
+        let mut tables = Vec::new();
+        tables.extend(self.degradation.as_ref().map(Degradation::table));
+        tables.extend(self.knees.as_ref().map(Knees::table));
+        tables.extend(self.isolation.as_ref().map(Isolation::table));
+        tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
+        tables.extend(self.throughput.as_ref().map(Throughput::table));
+        let mut notes = run.notes.clone();
+        if self.failed > 0 {
+            notes.push(format!(
+                "{} failed step(s) left out of the statistics",
+                self.failed
+            ));
+        }
+        let label = run.label();
+        for t in &mut tables {
+            t.title = format!("{} — {label} ({})", t.title, run.run_id);
+        }
+        if let Some(first) = tables.first_mut() {
+            first.notes.extend(notes);
+        }
+        tables
     }
-    if let Some(i) = isolation(run)? {
-        tables.push(i.table());
-    }
-    if let Some(l) = latency_vs_load(run)? {
-        tables.push(l.table());
-    }
-    if let Some(t) = throughput(run)? {
-        tables.push(t.table());
-    }
-    let failed = failed_steps(run)?;
-    let mut notes = run.notes.clone();
-    if failed > 0 {
-        notes.push(format!(
-            "{failed} failed step(s) left out of the statistics"
-        ));
-    }
-    let label = run.label();
-    for t in &mut tables {
-        t.title = format!("{} — {label} ({})", t.title, run.run_id);
-    }
-    if let Some(first) = tables.first_mut() {
-        first.notes.extend(notes);
-    }
-    Ok(tables)
 }
 
 /// Tables comparing several runs side by side: the maximum-degradation summary per run
