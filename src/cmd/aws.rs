@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use comfy_table::Cell;
 use nnb_aws::s3::S3Url;
-use nnb_aws::sweep::{sweep, SweepFilter};
+use nnb_aws::reap::{sweep, SweepFilter};
 use nnb_orchestrator::experiment::{AwsHost, AwsSpec, Experiment};
 use nnb_orchestrator::plan::Plan;
 use nnb_orchestrator::provider::aws::{self as provider, CostEstimate, LAUNCH_OVERHEAD};

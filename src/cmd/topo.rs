@@ -17,7 +17,7 @@ use crate::table::{right, table};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{allowed_cpus, parse_cpu_list, plan, PinStrategy, PlacementError};
-use nnb_burn::probe::{estimate_duration, probe, ProbeConfig, ProbeError, ProbeReport};
+use nnb_burn::smt_probe::{estimate_duration, probe, ProbeConfig, ProbeError, ProbeReport};
 use nnb_burn::topology::{format_list, NumaNode, Topology, TopologySummary};
 use serde::Serialize;
 
@@ -42,7 +42,7 @@ pub struct TopoArgs {
     #[arg(long, conflicts_with = "sysfs_root")]
     pub probe: bool,
     /// Trials per CPU pair; a majority of slowed trials makes a pair siblings.
-    #[arg(long, default_value_t = nnb_burn::probe::DEFAULT_TRIALS, requires = "probe")]
+    #[arg(long, default_value_t = nnb_burn::smt_probe::DEFAULT_TRIALS, requires = "probe")]
     pub probe_trials: usize,
     /// CPUs to probe, e.g. 0-7 [default: every allowed online CPU].
     #[arg(long, value_name = "LIST", requires = "probe")]

@@ -3,7 +3,7 @@
 //! - [`config`]: the SDK configuration from the standard AWS chain;
 //! - [`ec2`]: dedicated hosts and the tenants placed on them, always torn down;
 //! - [`userdata`]: the cloud-init user data that installs and starts `nnb agent`;
-//! - [`sweep`]: finds and removes what a dead run left behind;
+//! - [`reap`]: finds and removes what a dead run left behind;
 //! - [`s3`]: results upload, verification and fetch;
 //! - [`actions`]: every AWS API call nnb makes and the IAM action it needs.
 
@@ -11,5 +11,5 @@ pub mod actions;
 pub mod config;
 pub mod ec2;
 pub mod s3;
-pub mod sweep;
+pub mod reap;
 pub mod userdata;

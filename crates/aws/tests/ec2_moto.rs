@@ -18,7 +18,7 @@ use nnb_aws::ec2::{
     tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
     ENDPOINT_ROLE,
 };
-use nnb_aws::sweep::{sweep, ResourceKind, SweepFilter};
+use nnb_aws::reap::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
 use support::Moto;
 

@@ -9,7 +9,7 @@ pub mod burner;
 pub mod clock;
 pub mod env;
 pub mod placement;
-pub mod probe;
+pub mod smt_probe;
 pub mod stats;
 pub mod steal;
 pub mod sweep;

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{AwsError, Ec2, HostInfo};
-use crate::sweep::{self, ResourceKind, SweepFilter};
+use crate::reap::{self, ResourceKind, SweepFilter};
 
 /// How long teardown waits for instances to terminate (EC2 takes a minute or two).
 const TERMINATE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
@@ -128,7 +128,7 @@ impl Lease {
             run_id: Some(self.run_id.clone()),
             ..SweepFilter::default()
         };
-        for found in sweep::find(ec2, &filter).await? {
+        for found in reap::find(ec2, &filter).await? {
             let list = match found.kind {
                 ResourceKind::Instance => &mut self.instance_ids,
                 ResourceKind::Host => &mut self.host_ids,

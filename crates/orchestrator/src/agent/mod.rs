@@ -9,7 +9,7 @@
 
 pub mod auth;
 mod runner;
-mod table;
+mod job_table;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -26,7 +26,7 @@ use nnb_burn::topology::Topology;
 
 use crate::jobs::{ErrorBody, Health, JobRequest, Started};
 pub use auth::Token;
-use table::JobTable;
+use job_table::JobTable;
 
 /// How long `POST /jobs/{id}/stop` waits for a job to end before answering (a job
 /// that cannot be interrupted is then marked stopped and abandoned).
@@ -170,7 +170,7 @@ async fn supervise(
     agent: Arc<Agent>,
     id: String,
     job: runner::Job,
-    shared: Arc<table::JobShared>,
+    shared: Arc<job_table::JobShared>,
     deadline_ms: u64,
 ) {
     let thread_shared = Arc::clone(&shared);

@@ -24,7 +24,7 @@ use nnb_netlat::units::Rate;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::table::{JobShared, Outcome};
+use super::job_table::{JobShared, Outcome};
 use crate::jobs::JobSpec;
 
 /// Length of one burn slice of a busy job: the stop flag is checked between slices.

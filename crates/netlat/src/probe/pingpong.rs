@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::clock::{duration_ns, now_ns};
 use crate::hist::LatencyHist;
-use crate::probe::{
+use super::{
     connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
     ProbeReport,
 };

@@ -1,10 +1,13 @@
 //! The latency probe's settings, results and entry point, shared by the closed-loop
-//! ping-pong ([`crate::pingpong`]) and the open-loop probe ([`crate::openloop`]).
+//! ping-pong ([`pingpong`]) and the open-loop probe ([`openloop`]).
 //!
 //! Round trips are timed on the client only, with [`crate::clock::now_ns`]. A ping
 //! unanswered after [`ProbeConfig::timeout`] counts as lost and the probe moves on, so
 //! a probe always finishes: within `warmup + count * timeout` in count mode and within
 //! `warmup + duration + timeout` in duration mode.
+
+pub mod openloop;
+pub mod pingpong;
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
@@ -215,8 +218,8 @@ pub fn run(
 ) -> Result<ProbeReport, ProbeError> {
     cfg.validate()?;
     match cfg.rate_pps {
-        None => crate::pingpong::run(cfg, stop, on_interval),
-        Some(rate) => crate::openloop::run(cfg, rate, stop, on_interval),
+        None => pingpong::run(cfg, stop, on_interval),
+        Some(rate) => openloop::run(cfg, rate, stop, on_interval),
     }
 }
 

@@ -4,7 +4,7 @@
 //! CPUs sysfs calls separate cores, so the same expectation holds.
 
 use nnb_burn::placement::allowed_cpus;
-use nnb_burn::probe::{probe, ProbeConfig};
+use nnb_burn::smt_probe::{probe, ProbeConfig};
 use nnb_burn::topology::Topology;
 
 /// Two allowed online CPUs that sysfs says are on different physical cores.
