@@ -10,6 +10,6 @@
 pub mod actions;
 pub mod config;
 pub mod ec2;
-pub mod s3;
 pub mod reap;
+pub mod s3;
 pub mod userdata;

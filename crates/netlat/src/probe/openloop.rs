@@ -15,12 +15,12 @@ use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::clock::{duration_ns, now_ns, wait_until};
-use crate::hist::LatencyHist;
 use super::{
     connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
     ProbeReport,
 };
+use crate::clock::{duration_ns, now_ns, wait_until};
+use crate::hist::LatencyHist;
 use crate::sendbatch::{set_socket_buffer, Direction};
 use crate::seq::SeqTracker;
 use crate::wire::{Header, Kind, HEADER_LEN};

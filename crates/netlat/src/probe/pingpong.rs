@@ -12,12 +12,12 @@ use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::clock::{duration_ns, now_ns};
-use crate::hist::LatencyHist;
 use super::{
     connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
     ProbeReport,
 };
+use crate::clock::{duration_ns, now_ns};
+use crate::hist::LatencyHist;
 use crate::seq::SeqTracker;
 use crate::wire::{Header, Kind, HEADER_LEN};
 

@@ -8,8 +8,8 @@
 //! supervises deadlines and answers requests, it never times anything.
 
 pub mod auth;
-mod runner;
 mod job_table;
+mod runner;
 
 use std::future::Future;
 use std::net::IpAddr;
