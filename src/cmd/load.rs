@@ -12,7 +12,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 
 use crate::table::table;
-use nnb_netlat::affinity::allowed_cpus;
+use nnb_burn::placement::allowed_cpus;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
 use nnb_netlat::serve::{ServeConfig, Server};

@@ -38,36 +38,7 @@ fn serialize_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
     s.serialize_u64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-/// Pinning a thread failed, or the thread is not where it was put.
-#[derive(Debug, thiserror::Error)]
-pub enum PinError {
-    /// `sched_setaffinity` refused.
-    #[error("cannot pin to CPU {cpu}: {source}")]
-    SetAffinity {
-        /// The CPU asked for.
-        cpu: usize,
-        /// The OS error.
-        source: io::Error,
-    },
-    /// The affinity read back is not exactly the one CPU asked for.
-    #[error("pinned to CPU {cpu} but the affinity read back is {actual:?}")]
-    AffinityMismatch {
-        /// The CPU asked for.
-        cpu: usize,
-        /// The mask read back.
-        actual: Vec<usize>,
-    },
-    /// `sched_getcpu` reports another CPU than the pinned one.
-    #[error("pinned to CPU {cpu} but running on CPU {observed:?} ({when})")]
-    WrongCpu {
-        /// The CPU asked for.
-        cpu: usize,
-        /// The CPU seen (None if sched_getcpu failed).
-        observed: Option<usize>,
-        /// When it was seen: "after pinning", "at start", "at end".
-        when: &'static str,
-    },
-}
+pub use nnb_sys::affinity::{current_cpu, pin_current_thread, PinError};
 
 /// A burn that could not be run or whose placement did not hold.
 #[derive(Debug, thiserror::Error)]
@@ -330,49 +301,6 @@ fn empty_record(slot: &Slot, affinity: Vec<usize>) -> ThreadRecord {
         checksum: 0,
         clock_reads: 0,
     }
-}
-
-/// Pins the calling thread to `cpu`, then verifies: the affinity read back is exactly
-/// `{cpu}` and `sched_getcpu` says `cpu`.
-pub fn pin_current_thread(cpu: usize) -> Result<(), PinError> {
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return Err(PinError::SetAffinity {
-            cpu,
-            source: io::Error::from_raw_os_error(libc::EINVAL),
-        });
-    }
-    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: cpu < CPU_SETSIZE (checked above); `set` is a valid cpu_set_t.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
-    // SAFETY: the pointer and size describe `set`; pid 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(PinError::SetAffinity {
-            cpu,
-            source: io::Error::last_os_error(),
-        });
-    }
-    let actual = allowed_cpus();
-    if actual != [cpu] {
-        return Err(PinError::AffinityMismatch { cpu, actual });
-    }
-    // The kernel migrates the thread before sched_setaffinity returns.
-    let observed = current_cpu();
-    if observed != Some(cpu) {
-        return Err(PinError::WrongCpu {
-            cpu,
-            observed,
-            when: "after pinning",
-        });
-    }
-    Ok(())
-}
-
-/// The CPU the calling thread runs on now (`sched_getcpu`), None if it fails.
-pub fn current_cpu() -> Option<usize> {
-    // SAFETY: sched_getcpu has no arguments and no memory effects.
-    usize::try_from(unsafe { libc::sched_getcpu() }).ok()
 }
 
 /// A spinning start gate: threads arrive, spin until all have, and leave together.

@@ -10,6 +10,8 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+pub use nnb_sys::clock::monotonic_raw_ns;
+use nnb_sys::clock::read_counter;
 use serde::Serialize;
 
 /// Number of calibration windows; the spread of their frequencies is the error estimate.
@@ -295,46 +297,6 @@ fn paired_read() -> (u64, u64) {
     (best.1, best.2)
 }
 
-/// Nanoseconds of `CLOCK_MONOTONIC_RAW` (not slewed by NTP).
-#[inline]
-pub fn monotonic_raw_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Reads the hardware counter, ordered after the preceding instructions.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn read_counter() -> u64 {
-    // SAFETY: lfence and rdtsc are available on every x86_64 CPU.
-    unsafe {
-        core::arch::x86_64::_mm_lfence();
-        core::arch::x86_64::_rdtsc()
-    }
-}
-
-/// Reads the virtual counter, ordered after the preceding instructions (`isb`).
-#[cfg(target_arch = "aarch64")]
-#[inline(always)]
-fn read_counter() -> u64 {
-    let v: u64;
-    // SAFETY: cntvct_el0 is readable from EL0 on Linux.
-    unsafe { core::arch::asm!("isb", "mrs {v}, cntvct_el0", v = out(reg) v, options(nostack)) };
-    v
-}
-
-/// No counter on this architecture: the OS clock stands in (never selected as Counter).
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-#[inline(always)]
-fn read_counter() -> u64 {
-    monotonic_raw_ns()
-}
-
 /// The facts that decide whether the hardware counter is trusted.
 struct CounterFacts {
     name: &'static str,
@@ -388,19 +350,11 @@ impl CounterFacts {
     }
 }
 
-/// cpuid 0x80000007 EDX bit 8: invariant TSC.
+/// cpuid 0x80000007 EDX bit 8: invariant TSC (the extended leaf is checked first).
 #[cfg(target_arch = "x86_64")]
-// `__cpuid` is safe from Rust 1.87 on and unsafe before; the block serves both.
-#[allow(unused_unsafe)]
 fn invariant_tsc_cpuid() -> bool {
-    use core::arch::x86_64::__cpuid;
-    // SAFETY: cpuid is available on every x86_64 CPU; the extended leaf is checked first.
-    unsafe {
-        if __cpuid(0x8000_0000).eax < 0x8000_0007 {
-            return false;
-        }
-        __cpuid(0x8000_0007).edx & (1 << 8) != 0
-    }
+    use nnb_sys::clock::cpuid;
+    cpuid(0x8000_0000).eax >= 0x8000_0007 && cpuid(0x8000_0007).edx & (1 << 8) != 0
 }
 
 /// The `flags` line of the first CPU in `/proc/cpuinfo` (empty when unreadable).

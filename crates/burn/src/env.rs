@@ -124,9 +124,7 @@ pub fn parse_proc_stat_steal(text: &str) -> Option<StealTicks> {
 
 /// Clock ticks per second of /proc/stat (sysconf `_SC_CLK_TCK`), 100 if unknown.
 pub fn user_hz() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(v).ok().filter(|&v| v > 0).unwrap_or(100)
+    nnb_sys::process::clock_ticks_per_second().unwrap_or(100)
 }
 
 /// The hypervisor: the cpuid hypervisor bit and vendor leaf on x86, else
@@ -136,20 +134,14 @@ pub fn hypervisor() -> Option<String> {
 }
 
 #[cfg(target_arch = "x86_64")]
-// `__cpuid` is safe from Rust 1.87 on and unsafe before; the block serves both.
-#[allow(unused_unsafe)]
 fn cpuid_hypervisor() -> Option<String> {
-    use core::arch::x86_64::__cpuid;
-    // SAFETY: cpuid exists on every x86_64 CPU; leaf 1 always exists; leaf
-    // 0x40000000 is only read when the hypervisor bit says a hypervisor defines it.
-    let (present, regs) = unsafe {
-        let present = __cpuid(1).ecx & (1 << 31) != 0;
-        (present, present.then(|| __cpuid(0x4000_0000)))
-    };
-    if !present {
+    use nnb_sys::clock::cpuid;
+    // Leaf 1 always exists; leaf 0x40000000 is only read when the hypervisor bit says
+    // a hypervisor defines it.
+    if cpuid(1).ecx & (1 << 31) == 0 {
         return Some("none".to_string());
     }
-    let regs = regs?;
+    let regs = cpuid(0x4000_0000);
     let bytes: Vec<u8> = [regs.ebx, regs.ecx, regs.edx]
         .iter()
         .flat_map(|r| r.to_le_bytes())
@@ -195,21 +187,10 @@ fn cpu_model() -> String {
 }
 
 fn kernel() -> String {
-    // SAFETY: utsname is plain data; uname fills it with NUL-terminated strings.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer refers to `u`, alive across the call.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return "unknown".to_string();
-    }
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    format!("{} {}", field(&u.release), field(&u.machine))
+    nnb_sys::process::uname().map_or_else(
+        |_| "unknown".to_string(),
+        |k| format!("{} {}", k.release, k.machine),
+    )
 }
 
 fn read_trimmed(path: &Path) -> Option<String> {

@@ -306,25 +306,13 @@ fn check_list(
 }
 
 /// The CPUs this process may run on (`sched_getaffinity`), sorted. Empty if the
-/// kernel refuses to say (logged); CPUs numbered 1024 and above are not seen
-/// (`cpu_set_t` holds 1024).
+/// kernel refuses to say (logged): a placement then finds no CPU allowed and says so.
+/// CPUs numbered 1024 and above are not seen (`cpu_set_t` holds 1024).
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; an all-zero value is a valid empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the pointer and size describe `set`, which lives across the call.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        tracing::warn!(
-            "sched_getaffinity failed: {}",
-            std::io::Error::last_os_error()
-        );
-        return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` is below CPU_SETSIZE, the capacity of `set`.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect()
+    nnb_sys::affinity::allowed_cpus().unwrap_or_else(|e| {
+        tracing::warn!("sched_getaffinity failed: {e}");
+        Vec::new()
+    })
 }
 
 /// Renders a placement as a plain-text table (thread, CPU, core, package, and the
@@ -407,11 +395,9 @@ mod tests {
 
     #[test]
     fn allowed_cpus_includes_the_current_cpu() {
-        // SAFETY: sched_getcpu has no preconditions.
-        let now = unsafe { libc::sched_getcpu() };
+        let now = nnb_sys::affinity::current_cpu().unwrap_or(usize::MAX);
         let allowed = allowed_cpus();
         assert!(!allowed.is_empty());
-        let now = usize::try_from(now).unwrap_or(usize::MAX);
         assert!(allowed.contains(&now), "{now} not in {allowed:?}");
     }
 }

@@ -399,9 +399,10 @@ fn measure(
                             for (phase, active) in phases.iter().enumerate() {
                                 barrier.wait();
                                 if active.contains(&me) {
-                                    let start = thread_cpu_ns();
+                                    let start = nnb_sys::clock::thread_cpu_ns();
                                     black_box(spin(black_box(iterations)));
-                                    let ns = thread_cpu_ns().saturating_sub(start) as f64;
+                                    let ns = nnb_sys::clock::thread_cpu_ns().saturating_sub(start)
+                                        as f64;
                                     best[phase] = best[phase].min(ns);
                                 }
                             }
@@ -424,18 +425,6 @@ fn measure(
             })
             .collect()
     })
-}
-
-/// CPU time consumed by the calling thread, in nanoseconds.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill; the clock id is a
-    // constant every Linux supports.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    u64::try_from(ts.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(ts.tv_nsec).unwrap_or(0)
 }
 
 /// The probe's fixed work: eight independent 64-bit multiply-xorshift chains, four steps

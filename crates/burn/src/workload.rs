@@ -281,6 +281,8 @@ pub fn count_primes(max_prime: u64) -> u64 {
 }
 
 /// `n` rounds of one FMA on every chain, with hardware FMA where the CPU has it.
+// The one `unsafe` outside nnb-sys: calling a `target_feature` function.
+#[allow(unsafe_code)]
 fn fma_chains(acc: &mut [f64; FMA_CHAINS], n: u64) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -295,8 +297,13 @@ fn fma_chains(acc: &mut [f64; FMA_CHAINS], n: u64) {
 
 /// The FMA loop compiled with the `fma` target feature, so `mul_add` is one
 /// instruction instead of a libm call.
+///
+/// # Safety
+///
+/// The CPU must support FMA (`is_x86_feature_detected!("fma")`).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "fma")]
+#[allow(unsafe_code)]
 unsafe fn fma_chains_x86_fma(acc: &mut [f64; FMA_CHAINS], n: u64) {
     fma_rounds(acc, n);
 }

@@ -8,15 +8,9 @@
 use std::time::Duration;
 
 /// Nanoseconds of `CLOCK_MONOTONIC_RAW` (arbitrary origin, never goes back).
+#[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC_RAW exists on every
-    // Linux since 2.6.28, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_RAW, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    nnb_sys::clock::monotonic_raw_ns()
 }
 
 /// Nanoseconds in `d`, saturating at `u64::MAX` (584 years).
@@ -46,8 +40,9 @@ pub fn wait_until(deadline_ns: u64, spin_ns: u64) -> u64 {
 /// shrinking its timer slack from the default 50 us to 1 ns (`PR_SET_TIMERSLACK`), so
 /// pacing threads can sleep most of a gap instead of spinning through it.
 pub fn precise_sleeps() {
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    if let Err(e) = nnb_sys::process::set_timer_slack_ns(1) {
+        tracing::debug!("cannot shrink the timer slack, sleeps end up to 50 us late: {e}");
+    }
 }
 
 #[cfg(test)]

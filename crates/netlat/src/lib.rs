@@ -4,7 +4,6 @@
 //! Measuring paths use plain threads with blocking or busy-polled sockets; no async
 //! runtime runs inside a timed loop.
 
-pub mod affinity;
 pub mod clock;
 pub mod hist;
 pub mod load;

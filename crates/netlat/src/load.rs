@@ -25,7 +25,6 @@ use std::time::Duration;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::affinity::pin_current_thread;
 use crate::clock::{duration_ns, now_ns};
 use crate::pacing::Pacer;
 use crate::probe::{connect_udp, ProbeError, MAX_UDP_PAYLOAD};
@@ -385,7 +384,9 @@ fn run_stream(
 ) -> Result<StreamResult, LoadError> {
     let cpu = (!cfg.cpus.is_empty()).then(|| cfg.cpus[index % cfg.cpus.len()]);
     if let Some(c) = cpu {
-        pin_current_thread(c).map_err(io_err(format!("pinning load stream {index}")))?;
+        nnb_sys::affinity::pin_current_thread(c)
+            .map_err(io::Error::from)
+            .map_err(io_err(format!("pinning load stream {index}")))?;
     }
     crate::clock::precise_sleeps();
     let share = 1.0 / cfg.streams as f64;

@@ -11,8 +11,9 @@
 
 use std::io;
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 
+use nnb_sys::mmsg::SendBatch;
+pub use nnb_sys::socket::Direction;
 use serde::Serialize;
 
 use crate::wire::{Header, Kind, HEADER_LEN};
@@ -44,25 +45,17 @@ pub enum GsoUse {
 pub struct BatchSender {
     sock: UdpSocket,
     msg_size: usize,
-    /// Messages per `sendmmsg`.
-    messages: usize,
     /// Datagrams per message (1 without GSO).
     segments: usize,
     gso: GsoUse,
-    buf: Vec<u8>,
-    iovs: Vec<libc::iovec>,
-    hdrs: Vec<libc::mmsghdr>,
+    /// One slot per message (`sendmmsg` entry), `segments` datagrams each.
+    batch: SendBatch,
 }
-
-// SAFETY: the raw pointers in `iovs` and `hdrs` point into `buf` and `iovs`, which
-// the sender owns and never reallocates; nothing else holds them.
-unsafe impl Send for BatchSender {}
 
 impl BatchSender {
     /// A sender of `msg_size`-byte datagrams, `messages` per system call, trying
     /// GSO when `want_gso` and at least two datagrams fit one message.
     pub fn new(sock: UdpSocket, msg_size: usize, messages: usize, want_gso: bool) -> Self {
-        let messages = messages.max(1);
         let gso_segments = (MAX_GSO_BYTES / msg_size.max(1)).min(MAX_GSO_SEGMENTS);
         let gso = if !want_gso || gso_segments < 2 {
             GsoUse::Off
@@ -80,47 +73,18 @@ impl BatchSender {
             GsoUse::On { segments } => segments,
             _ => 1,
         };
-        let mut s = BatchSender {
+        BatchSender {
             sock,
             msg_size,
-            messages,
             segments,
             gso,
-            buf: vec![0u8; messages * segments * msg_size],
-            iovs: Vec::new(),
-            hdrs: Vec::new(),
-        };
-        s.build_headers();
-        s
-    }
-
-    /// Points one iovec and one mmsghdr at each message slot of `buf`.
-    fn build_headers(&mut self) {
-        let slot = self.segments * self.msg_size;
-        let base = self.buf.as_mut_ptr();
-        self.iovs = (0..self.messages)
-            .map(|k| libc::iovec {
-                // SAFETY: k * slot < buf.len() by construction of `buf`.
-                iov_base: unsafe { base.add(k * slot) }.cast(),
-                iov_len: slot,
-            })
-            .collect();
-        let iov_base = self.iovs.as_mut_ptr();
-        self.hdrs = (0..self.messages)
-            .map(|k| {
-                // SAFETY: msghdr is plain data; all-zero is "no name, no control".
-                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-                // SAFETY: k < iovs.len().
-                h.msg_hdr.msg_iov = unsafe { iov_base.add(k) };
-                h.msg_hdr.msg_iovlen = 1;
-                h
-            })
-            .collect();
+            batch: SendBatch::new(messages, segments * msg_size),
+        }
     }
 
     /// Most datagrams one [`BatchSender::send`] can carry.
     pub fn capacity(&self) -> u64 {
-        (self.messages * self.segments) as u64
+        (self.batch.messages() * self.segments) as u64
     }
 
     /// Whether GSO is in use, off, or was refused.
@@ -138,6 +102,7 @@ impl BatchSender {
     /// partial send).
     pub fn send(&mut self, stream: u32, first_seq: u64, n: u64, send_ts: u64) -> io::Result<u64> {
         let n = n.min(self.capacity()) as usize;
+        let buf = self.batch.buffer_mut();
         for j in 0..n {
             let off = j * self.msg_size;
             Header {
@@ -148,41 +113,27 @@ impl BatchSender {
                 stream,
                 payload_len: (self.msg_size - HEADER_LEN) as u32,
             }
-            .encode(&mut self.buf[off..off + HEADER_LEN]);
+            .encode(&mut buf[off..off + HEADER_LEN]);
         }
         let msgs = n.div_ceil(self.segments);
-        for k in 0..msgs {
-            let in_msg = (n - k * self.segments).min(self.segments);
-            self.iovs[k].iov_len = in_msg * self.msg_size;
-        }
-        // SAFETY: hdrs[..msgs] point at iovs and buf owned by self, sized above.
-        let rc = unsafe {
-            libc::sendmmsg(
-                self.sock.as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                msgs as libc::c_uint,
-                0,
-            )
-        };
-        if rc < 0 {
-            let err = io::Error::last_os_error();
-            if matches!(self.gso, GsoUse::On { .. })
-                && matches!(
-                    err.raw_os_error(),
-                    Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP)
-                )
+        match self.batch.send(&self.sock, n * self.msg_size) {
+            Ok(sent_msgs) => Ok(if sent_msgs >= msgs {
+                n as u64
+            } else {
+                (sent_msgs * self.segments) as u64
+            }),
+            Err(err)
+                if matches!(self.gso, GsoUse::On { .. })
+                    && matches!(
+                        err.raw_os_error(),
+                        Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP)
+                    ) =>
             {
                 self.fall_back(&err)?;
-                return self.send(stream, first_seq, n as u64, send_ts);
+                self.send(stream, first_seq, n as u64, send_ts)
             }
-            return Err(err);
+            Err(err) => Err(err),
         }
-        let sent_msgs = rc as usize;
-        Ok(if sent_msgs >= msgs {
-            n as u64
-        } else {
-            (sent_msgs * self.segments) as u64
-        })
     }
 
     /// Turns GSO off after the kernel refused a segmented send.
@@ -193,65 +144,29 @@ impl BatchSender {
             reason: format!("segmented send refused: {err}"),
         };
         self.segments = 1;
-        self.build_headers();
+        self.batch.shrink_slots(self.msg_size);
         Ok(())
     }
 }
 
 /// Sets the socket's GSO segment size (0 turns GSO off).
 fn set_gso_size(sock: &UdpSocket, size: usize) -> io::Result<()> {
-    let v = size as libc::c_int;
-    // SAFETY: a valid fd and a c_int option value of the right length.
-    let rc = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+    let size = u16::try_from(size).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a GSO segment of {size} bytes is larger than any UDP datagram"),
         )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Which socket buffer to size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
-    /// The send buffer (`SO_SNDBUF`).
-    Send,
-    /// The receive buffer (`SO_RCVBUF`).
-    Receive,
+    })?;
+    nnb_sys::socket::set_udp_segment(sock, size)
 }
 
 /// Asks for a socket buffer of `bytes` (the `...FORCE` option when privileged, else
 /// the plain one, which the kernel caps at `net.core.wmem_max`/`rmem_max`). A refusal
 /// only costs headroom, so it is logged, not returned.
 pub fn set_socket_buffer(sock: &UdpSocket, dir: Direction, bytes: usize) {
-    let v = bytes.min(i32::MAX as usize) as libc::c_int;
-    let opts = match dir {
-        Direction::Send => [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF],
-        Direction::Receive => [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF],
-    };
-    for opt in opts {
-        // SAFETY: a valid fd and a c_int option value of the right length.
-        let rc = unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::SOL_SOCKET,
-                opt,
-                (&v as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if rc == 0 {
-            return;
-        }
+    if let Err(e) = nnb_sys::socket::set_buffer(sock, dir, bytes) {
+        tracing::debug!("could not set the {dir:?} buffer to {bytes} bytes: {e}");
     }
-    tracing::debug!("could not set the {dir:?} buffer to {bytes} bytes");
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use nnb_netlat::report::{decode_report, encode_request, StreamReport};
@@ -171,22 +170,6 @@ fn sink_detects_data_arriving_faster_than_it_was_sent() {
     assert!(r.burst_bytes >= 50 * 132, "{r:?}");
 }
 
-/// Sets `UDP_SEGMENT` (GSO: the kernel cuts each send into `size`-byte datagrams; 0
-/// turns it off) on `sock`; false when the kernel refuses it.
-fn set_udp_segment(sock: &UdpSocket, size: libc::c_int) -> bool {
-    // SAFETY: a valid fd and a pointer to an int of the declared size.
-    let r = unsafe {
-        libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_UDP,
-            libc::UDP_SEGMENT,
-            std::ptr::from_ref(&size).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
-}
-
 #[test]
 fn sink_counts_every_segment_of_a_gso_send() {
     let server = Server::start(&ServeConfig::default()).unwrap();
@@ -204,13 +187,13 @@ fn sink_counts_every_segment_of_a_gso_send() {
             &vec![0; len - HEADER_LEN],
         ));
     }
-    if !set_udp_segment(&sock, 100) {
+    if nnb_sys::socket::set_udp_segment(&sock, 100).is_err() {
         eprintln!("skipping: this kernel has no UDP_SEGMENT");
         return;
     }
     sock.send_to(&buf, sink).unwrap();
     // 0 turns segmentation off for the report request.
-    set_udp_segment(&sock, 0);
+    nnb_sys::socket::set_udp_segment(&sock, 0).expect("GSO off");
     let r = request_report(&sock, sink, 3);
     assert_eq!((r.seq.received, r.seq.lost(), r.bytes), (10, 0, 960));
     assert_eq!(server.stop().garbage().total(), 0);

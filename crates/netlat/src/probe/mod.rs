@@ -239,7 +239,9 @@ pub fn connect_udp(target: SocketAddr) -> Result<UdpSocket, ProbeError> {
 /// Pins the calling thread when asked to.
 pub(crate) fn pin(cpu: Option<usize>) -> Result<(), ProbeError> {
     match cpu {
-        Some(c) => crate::affinity::pin_current_thread(c).map_err(ProbeError::io("pinning")),
+        Some(c) => nnb_sys::affinity::pin_current_thread(c)
+            .map_err(std::io::Error::from)
+            .map_err(ProbeError::io("pinning")),
         None => Ok(()),
     }
 }

@@ -17,12 +17,12 @@ pub mod tcp_sink;
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use nnb_sys::socket;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -240,7 +240,9 @@ impl Server {
         let handle = std::thread::Builder::new()
             .name(format!("nnb-{}", service.replace(' ', "-").to_lowercase()))
             .spawn(move || {
-                let pinned = cpu.map_or(Ok(()), crate::affinity::pin_current_thread);
+                let pinned = cpu.map_or(Ok(()), |c| {
+                    nnb_sys::affinity::pin_current_thread(c).map_err(io::Error::from)
+                });
                 let ok = pinned.is_ok();
                 let _ = tx.send(pinned);
                 if ok {
@@ -328,16 +330,13 @@ fn bind_udp(
     let err = |source| ServeError::Socket { service, source };
     socket.set_read_timeout(Some(RECV_TIMEOUT)).map_err(err)?;
     if let Some(bytes) = cfg.recv_buffer {
-        let bytes = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-        if setsockopt_int(&socket, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, bytes).is_err() {
-            setsockopt_int(&socket, libc::SOL_SOCKET, libc::SO_RCVBUF, bytes).map_err(err)?;
-        }
+        socket::set_buffer(&socket, socket::Direction::Receive, bytes).map_err(err)?;
     }
     if sink {
-        setsockopt_int(&socket, libc::SOL_SOCKET, mmsg::SO_TIMESTAMPNS, 1).map_err(err)?;
+        socket::set_timestamps_ns(&socket, true).map_err(err)?;
         // Coalesced receive: a sender's GSO batch arrives as one buffer that the sink
         // splits, instead of one system call per datagram. Kernels before 5.0 lack it.
-        if let Err(e) = setsockopt_int(&socket, libc::SOL_UDP, libc::UDP_GRO, 1) {
+        if let Err(e) = socket::set_udp_gro(&socket, true) {
             tracing::debug!("UDP_GRO unavailable, receiving datagram by datagram: {e}");
         }
     }
@@ -345,46 +344,11 @@ fn bind_udp(
     Ok((socket, addr))
 }
 
-/// Sets one integer socket option.
-fn setsockopt_int(
-    socket: &UdpSocket,
-    level: libc::c_int,
-    opt: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: a valid fd and a pointer to an int of the declared size.
-    let r = unsafe {
-        libc::setsockopt(
-            socket.as_raw_fd(),
-            level,
-            opt,
-            std::ptr::from_ref(&value).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// Reads a clock in nanoseconds.
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec to fill; the clocks used here always exist on Linux.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The server's clock: `CLOCK_MONOTONIC` in nanoseconds. Not the probes'
 /// `CLOCK_MONOTONIC_RAW` ([`crate::clock`]): the sink converts kernel `CLOCK_REALTIME`
 /// stamps, and realtime and monotonic are slewed alike, so their offset stays fixed.
 pub(crate) fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    nnb_sys::clock::monotonic_ns()
 }
 
 /// Maps kernel receive timestamps (`CLOCK_REALTIME`) onto the server's monotonic
@@ -399,7 +363,7 @@ pub(crate) struct ArrivalClock {
 impl ArrivalClock {
     fn new() -> Self {
         let mono = monotonic_ns();
-        let real = clock_ns(libc::CLOCK_REALTIME);
+        let real = nnb_sys::clock::realtime_ns();
         ArrivalClock {
             realtime_minus_mono: i128::from(real) - i128::from(mono),
         }

@@ -2,7 +2,6 @@
 //! byte rewritten in place) to the sender, in batches; drops and counts the rest.
 
 use std::net::UdpSocket;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::garbage::{GarbageCounts, GarbageKind};
 use super::lock;
-use super::mmsg::{self, Batch};
+use super::mmsg::{self, RecvBatch};
 use crate::wire::{Header, Kind};
 
 /// The reflector's counters.
@@ -41,25 +40,33 @@ pub(crate) fn run(
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<ReflectorStats>>,
 ) {
-    let fd = socket.as_raw_fd();
-    let mut batch = Batch::new(false);
+    let mut batch = RecvBatch::new(false);
     let mut answer = Vec::with_capacity(mmsg::BATCH);
-    mmsg::serve_batches(fd, &mut batch, busy_poll, &stop, "reflector", |batch, n| {
-        answer.clear();
-        let mut garbage = GarbageCounts::default();
-        for i in 0..n {
-            match classify(batch.datagram(i)) {
-                Ok(()) => {
-                    Header::turn_into_pong(batch.datagram_mut(i));
-                    answer.push(i);
+    mmsg::serve_batches(
+        &socket,
+        &mut batch,
+        busy_poll,
+        &stop,
+        "reflector",
+        |batch, n| {
+            answer.clear();
+            let mut garbage = GarbageCounts::default();
+            for i in 0..n {
+                match classify(batch.datagram(i)) {
+                    Ok(()) => {
+                        Header::turn_into_pong(batch.datagram_mut(i));
+                        answer.push(i);
+                    }
+                    Err(kind) => garbage.add(kind),
                 }
-                Err(kind) => garbage.add(kind),
             }
-        }
-        let sent = batch.send_back(fd, &answer);
-        let mut st = lock(&stats);
-        st.reflected += sent as u64;
-        st.send_failures += (answer.len() - sent) as u64;
-        st.garbage.merge(&garbage);
-    });
+            let sent = batch.send_back(&socket, &answer, |e| {
+                tracing::debug!("sendmmsg refused a datagram: {e}");
+            });
+            let mut st = lock(&stats);
+            st.reflected += sent as u64;
+            st.send_failures += (answer.len() - sent) as u64;
+            st.garbage.merge(&garbage);
+        },
+    );
 }

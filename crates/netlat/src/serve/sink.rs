@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
@@ -15,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::burst::BurstDetector;
 use super::garbage::{GarbageCounts, GarbageKind};
-use super::mmsg::{self, Batch};
+use super::mmsg::{self, RecvBatch};
 use super::{lock, ArrivalClock};
 use crate::report::{encode_report, StreamReport};
 use crate::seq::{SeqStats, SeqTracker};
@@ -323,10 +322,9 @@ pub(crate) fn run(
     stop: Arc<AtomicBool>,
     state: Arc<Mutex<SinkState>>,
 ) {
-    let fd = socket.as_raw_fd();
-    let mut batch = Batch::new(true);
+    let mut batch = RecvBatch::new(true);
     let mut reply = Vec::new();
-    mmsg::serve_batches(fd, &mut batch, busy_poll, &stop, "sink", |batch, n| {
+    mmsg::serve_batches(&socket, &mut batch, busy_poll, &stop, "sink", |batch, n| {
         let mut st = lock(&state);
         for i in 0..n {
             let Some(peer) = batch.peer(i) else { continue };

@@ -5,7 +5,6 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -83,7 +82,7 @@ pub(crate) fn run(
 ) {
     let mut conns: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        if !readable(&listener, POLL) {
+        if !nnb_sys::socket::wait_readable(&listener, POLL) {
             continue;
         }
         let (stream, peer) = match listener.accept() {
@@ -123,18 +122,6 @@ pub(crate) fn run(
             tracing::error!("a TCP connection thread panicked");
         }
     }
-}
-
-/// True when the listener has a connection waiting within `timeout`.
-fn readable(listener: &TcpListener, timeout: Duration) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: listener.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    let r = unsafe { libc::poll(&mut pfd, 1, timeout.as_millis() as libc::c_int) };
-    r > 0 && pfd.revents & libc::POLLIN != 0
 }
 
 /// Reads until the client's half-close, counting bytes, then answers the report line.

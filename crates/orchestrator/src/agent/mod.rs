@@ -222,24 +222,4 @@ fn unknown_job(id: &str) -> Response {
 /// Restricts the calling thread (and every thread it creates afterwards) to `cpus`:
 /// call it before starting the runtime so the whole agent and its jobs stay on its
 /// tenant's CPUs.
-pub fn restrict_to_cpus(cpus: &[usize]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_ZERO/CPU_SET write inside it, and
-    // sched_setaffinity reads `size_of::<cpu_set_t>()` bytes of it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        for &c in cpus {
-            if c >= libc::CPU_SETSIZE as usize {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("CPU {c} is beyond the largest CPU number this system supports"),
-                ));
-            }
-            libc::CPU_SET(c, &mut set);
-        }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
+pub use nnb_sys::affinity::restrict_to_cpus;

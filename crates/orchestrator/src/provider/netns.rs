@@ -67,10 +67,7 @@ fn run(program: &str, args: &[&str]) -> Result<String, ProviderError> {
 }
 
 /// Whether this process runs as root (network namespaces need it).
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+pub use nnb_sys::process::is_root;
 
 /// The namespace names `ip netns list` shows.
 pub fn list_namespaces() -> Result<Vec<String>, ProviderError> {

@@ -1,0 +1,126 @@
+//! Process and thread setup: privileges, kernel facts (`uname`, clock ticks), timer
+//! slack, and tying a child process's life to its parent.
+
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+use crate::cvt;
+
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and no memory effects.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of `/proc/stat`), None
+/// when the system does not say.
+pub fn clock_ticks_per_second() -> Option<u64> {
+    // SAFETY: sysconf has no memory effects.
+    let v = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(v).ok().filter(|&v| v > 0)
+}
+
+/// The running kernel as `uname` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelName {
+    /// The release, e.g. `6.8.0-1019-aws`.
+    pub release: String,
+    /// The machine (architecture), e.g. `x86_64`.
+    pub machine: String,
+}
+
+/// The running kernel's release and machine (`uname`).
+pub fn uname() -> io::Result<KernelName> {
+    // SAFETY: utsname is plain data; all-zero is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer refers to `u`, alive across the call; uname fills it with
+    // NUL-terminated strings.
+    cvt(unsafe { libc::uname(&mut u) })?;
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Ok(KernelName {
+        release: field(&u.release),
+        machine: field(&u.machine),
+    })
+}
+
+/// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`, 50 us by default):
+/// its sleeps end within `ns` of their deadline. 0 restores the default.
+pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
+    let ns = libc::c_ulong::try_from(ns).unwrap_or(libc::c_ulong::MAX);
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only this thread.
+    cvt(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns) })?;
+    Ok(())
+}
+
+/// The calling thread's timer slack in nanoseconds (`PR_GET_TIMERSLACK`).
+pub fn timer_slack_ns() -> io::Result<u64> {
+    // SAFETY: PR_GET_TIMERSLACK takes no argument and returns the slack.
+    let v = cvt(unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) })?;
+    Ok(u64::try_from(v).unwrap_or(0))
+}
+
+/// Makes the child that `cmd` spawns die (SIGKILL) when this process dies
+/// (`PR_SET_PDEATHSIG` in the child before `exec`), so no orphan outlives a crashed
+/// parent. A parent that died between fork and the `prctl` makes the child exit at
+/// once, since no signal would ever come.
+pub fn kill_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe calls (prctl, getppid, _exit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_facts() {
+        let k = uname().expect("uname");
+        assert!(!k.release.is_empty() && !k.machine.is_empty(), "{k:?}");
+        assert_eq!(k.machine, std::env::consts::ARCH);
+        assert!(clock_ticks_per_second().is_some_and(|hz| hz > 0));
+        let uid_file = std::fs::read_to_string("/proc/self/status").expect("status");
+        let euid = uid_file
+            .lines()
+            .find_map(|l| l.strip_prefix("Uid:"))
+            .and_then(|v| v.split_whitespace().nth(1))
+            .expect("Uid line");
+        assert_eq!(is_root(), euid == "0");
+    }
+
+    #[test]
+    fn timer_slack_reads_back() {
+        std::thread::spawn(|| {
+            set_timer_slack_ns(1).expect("set slack");
+            assert_eq!(timer_slack_ns().expect("get slack"), 1);
+        })
+        .join()
+        .expect("thread");
+    }
+
+    #[test]
+    fn a_child_with_a_parent_death_signal_runs() {
+        let mut cmd = Command::new("true");
+        kill_with_parent(&mut cmd);
+        assert!(cmd.status().expect("spawn true").success());
+    }
+}
