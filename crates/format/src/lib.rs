@@ -23,8 +23,8 @@ pub use job::{JobKind, JobResult, Metrics};
 pub use kind::{Role, Scenario, ENDPOINT_ROLE};
 pub use metric::{Direction, Metric, Quantity};
 pub use record::{
-    parse_sample, LineError, COLUMNS, Manifest, Sample, SampleParts, SampleStatus, Session, StepRecord,
-    TenantRecord,
+    parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session, StepRecord,
+    TenantRecord, COLUMNS,
 };
 pub use time::{run_id_stamp, timestamp};
 

@@ -188,6 +188,9 @@ mod tests {
         assert!(!Metric::RttMeanNs.direction().higher_is_better());
         assert!(Metric::OpsPerSec.direction().higher_is_better());
         assert!(Metric::RateBps.direction().higher_is_better());
-        assert_eq!((Metric::RuntimeS.decimals(), Metric::RateBps.decimals()), (4, 0));
+        assert_eq!(
+            (Metric::RuntimeS.decimals(), Metric::RateBps.decimals()),
+            (4, 0)
+        );
     }
 }

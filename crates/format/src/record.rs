@@ -294,7 +294,7 @@ pub struct Session<H = Value, C = Value> {
     pub steps_run: usize,
     /// Cloud resources this session ran on (aws provider: host, instances); absent
     /// for local and static fleets and in manifests written before it existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud: Option<C>,
 }
 

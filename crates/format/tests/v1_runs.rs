@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use nnb_format::{parse_sample, LineError, Manifest, Metric, Sample, SampleStatus, MANIFEST, SAMPLES};
+use nnb_format::{
+    parse_sample, LineError, Manifest, Metric, Sample, SampleStatus, MANIFEST, SAMPLES,
+};
 use serde_json::Value;
 
 fn fixture(name: &str) -> PathBuf {
@@ -23,7 +25,13 @@ fn lines(run: &str) -> Vec<String> {
 
 #[test]
 fn v1_samples_round_trip_unchanged() {
-    for run in ["staircase", "thread-sweep", "isolation-matrix", "load-steps", "throughput-m5"] {
+    for run in [
+        "staircase",
+        "thread-sweep",
+        "isolation-matrix",
+        "load-steps",
+        "throughput-m5",
+    ] {
         for line in lines(run) {
             let sample: Sample = parse_sample(&line).unwrap_or_else(|e| panic!("{run}: {e}"));
             let written: Value = serde_json::to_value(&sample).unwrap();
