@@ -455,7 +455,7 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
             } else {
                 r.n.to_string()
             }),
-            m.unwrap_or("-").into(),
+            m.map_or("-", Metric::name).into(),
             right(r.mean.map_or("-".to_string(), |v| fmt_metric(m, v))),
             right(r.stddev.map_or("-".to_string(), |v| fmt_metric(m, v))),
             right(
