@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use nnb_format::Metric;
 use serde_json::Value;
 
 #[path = "support/cli.rs"]
@@ -50,7 +51,7 @@ fn terminal_tables_show_the_staircase_numbers() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(
-        out.starts_with("Degradation per step: runtime_s (s)"),
+        out.starts_with(&format!("Degradation per step: {} (s)", Metric::RuntimeS)),
         "{out}"
     );
     // busy neighbors=2: (12.3 - 10) / 10 = 23%; idle: (10.45 - 10) / 10 = 4.5%

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use nnb_format::Metric;
 use serde_json::Value;
 
 #[path = "support/agents.rs"]
@@ -196,8 +197,8 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         assert_eq!(r["format_version"], 1);
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["tenant"], "test");
-        assert_eq!(r["metric"], "runtime_s");
-        let runtime = r["runtime_s"].as_f64().unwrap_or(0.0);
+        assert_eq!(r["metric"], Metric::RuntimeS.name());
+        let runtime = r[Metric::RuntimeS.name()].as_f64().unwrap_or(0.0);
         assert!(runtime > 0.0, "no runtime in {r}");
         assert_eq!(r["result"]["burn"]["total_ops"], 2_000_000);
     }

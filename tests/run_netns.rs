@@ -7,6 +7,7 @@ mod netns;
 
 use std::process::Command;
 
+use nnb_format::Metric;
 use serde_json::Value;
 
 const EXPERIMENT: &str = r#"name = "e2e-latency-load"
@@ -86,7 +87,7 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
         records
             .iter()
             .filter(|r| r["level_label"] == label && r["role"] == "test")
-            .filter_map(|r| r["rtt_mean_ns"].as_f64())
+            .filter_map(|r| r[Metric::RttMeanNs.name()].as_f64())
             .collect()
     };
     let (idle, loaded) = (rtt("load=0"), rtt("load=300M"));
@@ -104,7 +105,7 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
                 .iter()
                 .filter(|r| r["level_label"] == "load=300M" && r["rep"] == rep)
                 .filter(|r| r["role"] == "neighbor")
-                .filter_map(|r| r["rate_bps"].as_f64())
+                .filter_map(|r| r[Metric::RateBps.name()].as_f64())
                 .sum()
         })
         .collect();

@@ -21,10 +21,11 @@ use nnb_burn::env::Environment;
 use nnb_burn::placement::{
     allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
 };
-use nnb_burn::stats::Summary;
 use nnb_burn::sweep::{analyze, expected_smt_knee, SweepAnalysis, SweepSpec};
 use nnb_burn::topology::{Topology, TopologySummary};
 use nnb_burn::workload::Workload;
+use nnb_format::stats::Summary;
+use nnb_format::Metric;
 use serde::Serialize;
 
 use crate::usage::usage;
@@ -142,7 +143,7 @@ struct Step {
 /// The sweep part of the report.
 #[derive(Debug, Serialize)]
 struct SweepReport {
-    /// What the sweep's values are: "runtime_s" or "s_per_op_per_thread".
+    /// What the sweep's values are: the runtime ([`Metric::RuntimeS`]) or `s_per_op_per_thread`.
     metric: &'static str,
     analysis: SweepAnalysis,
     expected_smt_knee: Option<usize>,
@@ -371,7 +372,7 @@ fn measure(
 fn sweep_report(cfg: &Config, steps: &[Step], topo: &Topology) -> SweepReport {
     let (metric, points): (&'static str, Vec<(usize, f64)>) = match cfg.work {
         Work::Ops(_) => (
-            "runtime_s",
+            Metric::RuntimeS.name(),
             steps
                 .iter()
                 .map(|s| (s.threads, s.runtime_s.mean))
@@ -570,9 +571,10 @@ fn print_reps(out: &mut String, work: Work, step: &Step) {
 }
 
 fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
-    let value_label = match sweep.metric {
-        "runtime_s" => "runtime",
-        _ => "time/op/thread",
+    let value_label = if sweep.metric == Metric::RuntimeS.name() {
+        Metric::RuntimeS.label()
+    } else {
+        "time/op/thread"
     };
     let mut t = table([
         "threads",

@@ -25,6 +25,7 @@ use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_orchestrator::jobs::JobSpec;
 use nnb_orchestrator::plan::{self, Assignment, Plan};
 use nnb_orchestrator::provider::local::carve_cpus;
+use nnb_format::{Metric, Quantity};
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 
@@ -419,13 +420,13 @@ fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
 }
 
 /// Formats a metric value for people.
-fn fmt_metric(metric: Option<&str>, v: f64) -> String {
-    match metric {
-        Some("runtime_s") => crate::cmd::cpu::fmt_secs(v),
-        Some("rtt_mean_ns") => nnb_netlat::hist::format_ns(v),
-        Some("rate_bps") => rate(v),
-        Some("ops_per_sec") => format!("{} ops/s", nnb_netlat::units::format_si(v)),
-        _ => format!("{v:.4}"),
+fn fmt_metric(metric: Option<Metric>, v: f64) -> String {
+    match metric.map(Metric::quantity) {
+        Some(Quantity::Seconds) => crate::cmd::cpu::fmt_secs(v),
+        Some(Quantity::Nanoseconds) => nnb_netlat::hist::format_ns(v),
+        Some(Quantity::BitsPerSecond) => rate(v),
+        Some(Quantity::OpsPerSecond) => format!("{} ops/s", nnb_netlat::units::format_si(v)),
+        None => format!("{v:.4}"),
     }
 }
 
@@ -445,7 +446,7 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
     }
     let mut t = table(&header);
     for r in rows {
-        let m = r.metric.as_deref();
+        let m = r.metric;
         let mut cells = vec![
             r.group.clone().into(),
             r.level_label.clone().into(),
@@ -454,7 +455,7 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
             } else {
                 r.n.to_string()
             }),
-            m.unwrap_or("-").into(),
+            m.map_or("-", Metric::name).into(),
             right(r.mean.map_or("-".to_string(), |v| fmt_metric(m, v))),
             right(r.stddev.map_or("-".to_string(), |v| fmt_metric(m, v))),
             right(

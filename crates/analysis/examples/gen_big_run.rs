@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
+use nnb_format::Metric;
 use serde_json::json;
 
 /// Repetitions per load level.
@@ -161,14 +162,14 @@ fn generate(results: &Path, steps: usize, samples: usize) -> Result<PathBuf, Box
         let mean = 30_000.0 + load / HOST_BW_BPS * 120_000.0;
         let mut probe = common(1, "probe", "test", "latency");
         let fields = [
-            ("metric", json!("rtt_mean_ns")),
+            ("metric", json!(Metric::RttMeanNs.name())),
             ("value", json!(mean)),
             ("higher_is_better", json!(false)),
-            ("rtt_mean_ns", json!(mean)),
-            ("rtt_p50_ns", json!(mean)),
-            ("rtt_p90_ns", json!(mean * 1.2)),
-            ("rtt_p99_ns", json!(mean * 2.0)),
-            ("rtt_p999_ns", json!(mean * 8.0)),
+            (Metric::RttMeanNs.name(), json!(mean)),
+            (Metric::RttP50Ns.name(), json!(mean)),
+            (Metric::RttP90Ns.name(), json!(mean * 1.2)),
+            (Metric::RttP99Ns.name(), json!(mean * 2.0)),
+            (Metric::RttP999Ns.name(), json!(mean * 8.0)),
             ("hdr_log", json!(rel)),
         ];
         for (k, v) in fields {
@@ -180,10 +181,10 @@ fn generate(results: &Path, steps: usize, samples: usize) -> Result<PathBuf, Box
             let rate = share.min(HOST_BW_BPS / NEIGHBORS as f64) * (0.95 + 0.05 * rng.next());
             let mut r = common(node + 1, &format!("neighbor-{node}"), "neighbor", "load");
             for (k, v) in [
-                ("metric", json!("rate_bps")),
+                ("metric", json!(Metric::RateBps.name())),
                 ("value", json!(rate)),
                 ("higher_is_better", json!(true)),
-                ("rate_bps", json!(rate)),
+                (Metric::RateBps.name(), json!(rate)),
             ] {
                 r[k] = v;
             }

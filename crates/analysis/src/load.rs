@@ -15,13 +15,15 @@ use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+use nnb_format::{parse_sample, LineError, Metric, Sample};
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use serde::de::IgnoredAny;
-use serde::Deserialize;
 use serde_json::Value;
 
-/// The only results format version this crate reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub use nnb_format::{Scenario, COLUMNS, FORMAT_VERSION, MANIFEST, SAMPLES};
+
+/// One record of `samples.jsonl` as analysis reads it: the nested `result` skipped.
+type Record = Sample<IgnoredAny>;
 
 /// Why a run could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -74,19 +76,6 @@ pub enum LoadError {
     },
 }
 
-/// The kind of experiment a run measured (the `scenario` field).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Scenario {
-    /// Test node beside 0..n busy or idle neighbors (thesis 5.2).
-    NeighborStaircase,
-    /// Test node with 1..n threads (thesis 5.1).
-    ThreadSweep,
-    /// Latency probe while neighbors push an aggregate load (thesis 6.2).
-    LoadSteps,
-    /// Volpert et al.'s tenant-state pairs (seed 004, Table 1).
-    IsolationMatrix,
-}
-
 /// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
 #[derive(Debug, Clone)]
 pub struct Manifest {
@@ -123,69 +112,6 @@ pub struct Run {
     pub samples: DataFrame,
     /// What was tolerated while loading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
-}
-
-/// The sample columns of [`Run::samples`], in order.
-pub const COLUMNS: [&str; 30] = [
-    "step",
-    "step_index",
-    "part",
-    "parts",
-    "scenario",
-    "group",
-    "level",
-    "level_label",
-    "rep",
-    "warmup",
-    "tenant",
-    "role",
-    "job",
-    "status",
-    "error",
-    "attempts",
-    "started_at",
-    "elapsed_ms",
-    "metric",
-    "value",
-    "higher_is_better",
-    "runtime_s",
-    "ops_per_sec",
-    "rtt_mean_ns",
-    "rtt_p50_ns",
-    "rtt_p90_ns",
-    "rtt_p99_ns",
-    "rtt_p999_ns",
-    "rate_bps",
-    "hdr_log",
-];
-
-/// Name of the manifest in a run directory.
-pub const MANIFEST: &str = "manifest.json";
-/// Name of the samples journal in a run directory.
-pub const SAMPLES: &str = "samples.jsonl";
-
-impl Scenario {
-    /// The scenario's name in the format, e.g. `neighbor-staircase`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::NeighborStaircase => "neighbor-staircase",
-            Scenario::ThreadSweep => "thread-sweep",
-            Scenario::LoadSteps => "load-steps",
-            Scenario::IsolationMatrix => "isolation-matrix",
-        }
-    }
-
-    /// The scenario named `name` in the format, if nnb knows it.
-    pub fn from_name(name: &str) -> Option<Scenario> {
-        [
-            Scenario::NeighborStaircase,
-            Scenario::ThreadSweep,
-            Scenario::LoadSteps,
-            Scenario::IsolationMatrix,
-        ]
-        .into_iter()
-        .find(|s| s.name() == name)
-    }
 }
 
 /// Loads the run in `dir`: its manifest, its complete steps and notes on what was
@@ -313,80 +239,16 @@ fn session_warnings(manifest: &Value) -> Vec<String> {
     out
 }
 
-/// One line of `samples.jsonl`, without the nested `result`.
-#[derive(Debug, Deserialize)]
-struct Record {
-    format_version: u64,
-    step: String,
-    step_index: u64,
-    part: u64,
-    parts: u64,
-    scenario: String,
-    group: String,
-    level: f64,
-    level_label: String,
-    rep: u32,
-    warmup: bool,
-    tenant: String,
-    role: String,
-    job: String,
-    status: String,
-    #[serde(default)]
-    error: Option<String>,
-    attempts: u32,
-    started_at: String,
-    elapsed_ms: f64,
-    #[serde(default)]
-    metric: Option<String>,
-    #[serde(default)]
-    value: Option<f64>,
-    #[serde(default)]
-    higher_is_better: Option<bool>,
-    #[serde(default)]
-    runtime_s: Option<f64>,
-    #[serde(default)]
-    ops_per_sec: Option<f64>,
-    #[serde(default)]
-    rtt_mean_ns: Option<f64>,
-    #[serde(default)]
-    rtt_p50_ns: Option<f64>,
-    #[serde(default)]
-    rtt_p90_ns: Option<f64>,
-    #[serde(default)]
-    rtt_p99_ns: Option<f64>,
-    #[serde(default)]
-    rtt_p999_ns: Option<f64>,
-    #[serde(default)]
-    rate_bps: Option<f64>,
-    #[serde(default)]
-    hdr_log: Option<String>,
-    #[serde(default, rename = "result")]
-    _result: Option<IgnoredAny>,
-}
-
-/// Only the version of a line that did not parse as a version-1 record.
-#[derive(Deserialize)]
-struct VersionOnly {
-    format_version: u64,
-}
-
-/// Parses one line; a parse failure is returned as the error message.
+/// Parses one line; a line that is not a record is returned as the error message.
 fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, String>, LoadError> {
-    match serde_json::from_str::<Record>(line) {
-        Ok(r) if r.format_version == u64::from(FORMAT_VERSION) => Ok(Ok(r)),
-        Ok(r) => Err(LoadError::Version {
+    match parse_sample(line) {
+        Ok(r) => Ok(Ok(r)),
+        Err(LineError::Version(found)) => Err(LoadError::Version {
             path: path.to_path_buf(),
             line: number,
-            found: r.format_version,
+            found,
         }),
-        Err(e) => match serde_json::from_str::<VersionOnly>(line) {
-            Ok(v) if v.format_version != u64::from(FORMAT_VERSION) => Err(LoadError::Version {
-                path: path.to_path_buf(),
-                line: number,
-                found: v.format_version,
-            }),
-            _ => Ok(Err(e.to_string())),
-        },
+        Err(LineError::Invalid(message)) => Ok(Err(message)),
     }
 }
 
@@ -435,12 +297,12 @@ fn read_samples(path: &Path) -> Result<Lines, LoadError> {
 /// Drops the records of steps with fewer than `parts` records (a step torn by a crash),
 /// noting each.
 fn complete_steps(records: Vec<(usize, Record)>, notes: &mut Vec<String>) -> Vec<Record> {
-    let mut counts: HashMap<&str, (u64, u64, usize)> = HashMap::new();
+    let mut counts: HashMap<&str, (usize, usize, usize)> = HashMap::new();
     for (line, r) in &records {
         let e = counts.entry(r.step.as_str()).or_insert((0, r.parts, *line));
         e.0 += 1;
     }
-    let mut torn: Vec<(&str, u64, u64, usize)> = counts
+    let mut torn: Vec<(&str, usize, usize, usize)> = counts
         .iter()
         .filter(|(_, (n, parts, _))| n < parts)
         .map(|(step, &(n, parts, line))| (*step, n, parts, line))
@@ -470,9 +332,9 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     }
     let s = |f: fn(&Record) -> &str| records.iter().map(f).collect::<Vec<&str>>();
     let os = |f: fn(&Record) -> Option<&str>| records.iter().map(f).collect::<Vec<Option<&str>>>();
-    let u = |f: fn(&Record) -> u64| records.iter().map(f).collect::<Vec<u64>>();
+    let u = |f: fn(&Record) -> usize| records.iter().map(|r| f(r) as u64).collect::<Vec<u64>>();
     let of = |f: fn(&Record) -> Option<f64>| records.iter().map(f).collect::<Vec<Option<f64>>>();
-    let columns = vec![
+    let mut columns = vec![
         col("step", s(|r| &r.step)),
         col("step_index", u(|r| r.step_index)),
         col("part", u(|r| r.part)),
@@ -492,7 +354,7 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
         col("tenant", s(|r| &r.tenant)),
         col("role", s(|r| &r.role)),
         col("job", s(|r| &r.job)),
-        col("status", s(|r| &r.status)),
+        col("status", s(|r| r.status.name())),
         col("error", os(|r| r.error.as_deref())),
         col(
             "attempts",
@@ -503,7 +365,7 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
             "elapsed_ms",
             records.iter().map(|r| r.elapsed_ms).collect::<Vec<f64>>(),
         ),
-        col("metric", os(|r| r.metric.as_deref())),
+        col("metric", os(|r| r.metric.map(Metric::name))),
         col("value", of(|r| r.value)),
         col(
             "higher_is_better",
@@ -512,16 +374,15 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
                 .map(|r| r.higher_is_better)
                 .collect::<Vec<Option<bool>>>(),
         ),
-        col("runtime_s", of(|r| r.runtime_s)),
-        col("ops_per_sec", of(|r| r.ops_per_sec)),
-        col("rtt_mean_ns", of(|r| r.rtt_mean_ns)),
-        col("rtt_p50_ns", of(|r| r.rtt_p50_ns)),
-        col("rtt_p90_ns", of(|r| r.rtt_p90_ns)),
-        col("rtt_p99_ns", of(|r| r.rtt_p99_ns)),
-        col("rtt_p999_ns", of(|r| r.rtt_p999_ns)),
-        col("rate_bps", of(|r| r.rate_bps)),
-        col("hdr_log", os(|r| r.hdr_log.as_deref())),
     ];
+    let metrics = Metric::ALL.into_iter().map(|m| {
+        col(
+            m.name(),
+            records.iter().map(|r| r.get(m)).collect::<Vec<Option<f64>>>(),
+        )
+    });
+    columns.extend(metrics);
+    columns.push(col("hdr_log", os(|r| r.hdr_log.as_deref())));
     DataFrame::new(records.len(), columns)
 }
 

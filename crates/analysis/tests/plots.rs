@@ -3,6 +3,8 @@
 //! data (in value and in pixels), markers and reference lines; and the refusals: empty
 //! input and NaN values.
 
+use nnb_format::Metric;
+
 use nnb_analysis::plot::{
     box_chart, line_chart, percentile_chart, series_color, BoxChart, LineChart, PercentileChart,
     PlotError, Series, Unit,
@@ -529,6 +531,6 @@ fn units_format_values_with_one_prefix() {
     assert_eq!(Unit::SECONDS.format(0.0123), "12.3 ms");
     assert_eq!(Unit::NONE.format(12.0), "12");
     assert_eq!(Unit::PERCENT.format(13.26), "13.3%");
-    assert_eq!(Unit::of_metric("rtt_p999_ns"), Unit::NANOSECONDS);
-    assert_eq!(Unit::of_metric("runtime_s"), Unit::SECONDS);
+    assert_eq!(Unit::of_metric(Metric::RttP999Ns), Unit::NANOSECONDS);
+    assert_eq!(Unit::of_metric(Metric::RuntimeS), Unit::SECONDS);
 }

@@ -12,6 +12,7 @@ use hdrhistogram::serialization::V2Serializer;
 use hdrhistogram::Histogram;
 use nnb_analysis::load::load_run;
 use nnb_analysis::report::{write_report, ReportError, ReportOptions};
+use nnb_format::Metric;
 use serde_json::{json, Value};
 
 /// One record of samples.jsonl with the fields every record has.
@@ -61,9 +62,9 @@ fn write_run(
 
 /// Fills in a staircase record's runtime.
 fn runtime(mut r: Value, seconds: f64) -> Value {
-    r["metric"] = json!("runtime_s");
+    r["metric"] = json!(Metric::RuntimeS.name());
     r["value"] = json!(seconds);
-    r["runtime_s"] = json!(seconds);
+    r[Metric::RuntimeS.name()] = json!(seconds);
     r["higher_is_better"] = json!(false);
     r
 }
@@ -168,9 +169,9 @@ fn load_steps(root: &Path, run_id: &str) -> PathBuf {
             );
             probe["parts"] = json!(3);
             probe["job"] = json!("latency");
-            probe["metric"] = json!("rtt_mean_ns");
+            probe["metric"] = json!(Metric::RttMeanNs.name());
             probe["value"] = json!(centre as f64);
-            probe["rtt_mean_ns"] = json!(centre as f64);
+            probe[Metric::RttMeanNs.name()] = json!(centre as f64);
             probe["higher_is_better"] = json!(false);
             probe["hdr_log"] = json!(rel);
             lines.push(probe);
@@ -186,9 +187,9 @@ fn load_steps(root: &Path, run_id: &str) -> PathBuf {
                 n["tenant"] = json!(node);
                 n["role"] = json!("neighbor");
                 n["job"] = json!("load");
-                n["metric"] = json!("rate_bps");
+                n["metric"] = json!(Metric::RateBps.name());
                 n["value"] = json!(load / 2.0);
-                n["rate_bps"] = json!(load / 2.0);
+                n[Metric::RateBps.name()] = json!(load / 2.0);
                 n["higher_is_better"] = json!(true);
                 lines.push(n);
             }

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use nnb_format::Metric;
+
 use nnb_analysis::load::{load_run, LoadError, Run, Scenario};
 use nnb_analysis::table::{Cell, Table};
 use nnb_analysis::tables::{
@@ -65,7 +67,7 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
 #[test]
 fn staircase_degradation_mean_stddev_ci_by_hand() {
     let d = degradation(&load("staircase")).unwrap().unwrap();
-    assert_eq!(d.metric, "runtime_s");
+    assert_eq!(d.metric, Metric::RuntimeS);
     assert_eq!(d.unit, "s");
     assert!(!d.higher_is_better);
     let groups: Vec<&str> = d.groups.iter().map(|g| g.group.as_str()).collect();
@@ -224,7 +226,7 @@ fn isolation_matrix_i_plr_and_i_ulr_by_hand() {
     let run = load("isolation-matrix");
     assert!(degradation(&run).unwrap().is_none());
     let iso = isolation(&run).unwrap().unwrap();
-    assert_eq!(iso.metric, "ops_per_sec");
+    assert_eq!(iso.metric, Metric::OpsPerSec);
     // baselines (Mops/s): u (99+101)/2 = 100, s (198+202)/2 = 200, o (195+205)/2 = 200,
     // f (390+410)/2 = 400 = p_max.
     let base: Vec<(u32, &str, f64)> = iso

@@ -1,6 +1,6 @@
 //! CPU side of nnb: where threads can run (topology, placement), how time is read
 //! (TSC clock), what they run (workloads), and the measurements built from them
-//! (pinned burner, statistics, thread sweeps, steal/hiccup detection, SMT probe).
+//! (pinned burner, thread sweeps, steal/hiccup detection, SMT probe).
 //!
 //! This crate knows nothing of async runtimes, HTTP or clouds: the timed loops run
 //! on plain pinned threads.
@@ -10,7 +10,6 @@ pub mod clock;
 pub mod env;
 pub mod placement;
 pub mod smt_probe;
-pub mod stats;
 pub mod steal;
 pub mod sweep;
 pub mod topology;

@@ -38,6 +38,7 @@ use std::hint::black_box;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use nnb_format::stats::median;
 use serde::Serialize;
 
 use crate::burner::{pin_current_thread, PinError};
@@ -344,17 +345,6 @@ fn groups(cpus: &[usize], pairs: &[PairResult]) -> Vec<Vec<usize>> {
     out
 }
 
-/// Median of a non-empty slice (NaN when empty).
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// Finds the spin iterations that take about `spin` of CPU time on `cpu`.
 fn calibrate(cpu: usize, spin: Duration) -> Result<u64, ProbeError> {
     let target = spin.as_nanos() as f64;
@@ -556,12 +546,5 @@ mod tests {
             "{n96:?}"
         );
         assert!(estimate_duration(192, 3, DEFAULT_SPIN) > n96 * 3);
-    }
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&[]).is_nan());
     }
 }

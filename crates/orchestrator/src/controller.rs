@@ -424,10 +424,7 @@ async fn launch(
 }
 
 fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Test => "test",
-        Role::Neighbor => "neighbor",
-    }
+    role.name()
 }
 
 /// Asks every agent for its health (all at once) and writes tenants and warnings
@@ -437,7 +434,7 @@ async fn record_fleet(run: &mut Run, fleet: &Fleet) -> Result<(), ControllerErro
         .tenants
         .iter()
         .map(|t| (t, role_name(t.role)))
-        .chain(fleet.endpoint.iter().map(|t| (t, "endpoint")))
+        .chain(fleet.endpoint.iter().map(|t| (t, nnb_format::ENDPOINT_ROLE)))
         .collect();
     let healths = join_all(
         all.iter()
@@ -630,13 +627,13 @@ fn millis(d: Duration) -> u64 {
 
 /// Seconds of measured interval a job's result reports, if it says.
 fn measured_secs(spec: &JobSpec, result: &Value) -> Option<f64> {
-    let n = |p: &str| result.pointer(p).and_then(Value::as_f64);
-    match spec {
-        JobSpec::Burn { .. } => n("/burn/wall_ns").map(|ns| ns / 1e9),
-        JobSpec::Latency { warmup_ms, .. } => n("/elapsed_s").map(|s| s + *warmup_ms as f64 / 1e3),
-        JobSpec::Load { .. } => n("/sent/elapsed_s"),
-        _ => None,
-    }
+    let warmup_s = match spec {
+        JobSpec::Latency { warmup_ms, .. } => *warmup_ms as f64 / 1e3,
+        _ => 0.0,
+    };
+    let kind = nnb_format::JobKind::from_name(spec.kind())?;
+    let parsed = nnb_format::JobResult::parse(kind, result).ok()?;
+    Some(parsed.measured_secs(warmup_s))
 }
 
 impl Driver<'_> {
@@ -1038,10 +1035,7 @@ impl Driver<'_> {
 /// Removes a raw HDR log (`hdr_log`, a string) from a job result, to be stored as
 /// its own file.
 fn take_hdr_log(result: &mut Value) -> Option<String> {
-    match result.as_object_mut()?.remove("hdr_log")? {
-        Value::String(s) => Some(s),
-        _ => None,
-    }
+    nnb_format::job::take_hdr_log(result)
 }
 
 /// Mean, median and max of per-step overheads (ms).
@@ -1052,11 +1046,7 @@ fn overhead(ms: &[f64]) -> Option<Overhead> {
     let mut sorted = ms.to_vec();
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = nnb_format::stats::median(&sorted);
     Some(Overhead {
         steps: n,
         mean_ms: sorted.iter().sum::<f64>() / n as f64,

@@ -8,20 +8,26 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
-use serde::{Deserialize, Serialize};
+use nnb_format::{stats, JobKind, Role, StepRecord};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::jobs::Health;
 use crate::plan::Step;
+use crate::provider::CloudRecord;
 
-/// Version of the manifest and sample record format (`format_version` field).
-pub const FORMAT_VERSION: u32 = 1;
-/// Name of the manifest file in a run directory.
-pub const MANIFEST: &str = "manifest.json";
-/// Name of the samples journal in a run directory.
-pub const SAMPLES: &str = "samples.jsonl";
+pub use nnb_format::{
+    timestamp, Metrics, Sample, SampleParts, SampleStatus, FORMAT_VERSION, MANIFEST, SAMPLES,
+};
+
+/// `manifest.json` as the controller writes it: agents' health and cloud records typed.
+pub type Manifest = nnb_format::Manifest<Health, CloudRecord>;
+/// One start or resume of a run, as the controller records it.
+pub type Session = nnb_format::Session<Health, CloudRecord>;
+/// Where one tenant ran, with its agent's health.
+pub type TenantRecord = nnb_format::TenantRecord<Health>;
 
 /// Why results could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -62,346 +68,38 @@ pub(crate) fn io_err<'a>(
 /// A new run id: UTC start time and a short random suffix, e.g.
 /// `20261122T104409Z-3f9a2c`. Sorts by time; unique in practice.
 pub fn new_run_id() -> String {
-    let t = civil(SystemTime::now());
     format!(
-        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{:06x}",
-        t.0,
-        t.1,
-        t.2,
-        t.3,
-        t.4,
-        t.5,
+        "{}-{:06x}",
+        nnb_format::run_id_stamp(SystemTime::now()),
         rand::random::<u32>() & 0xff_ffff
     )
 }
 
-/// RFC 3339 UTC time with milliseconds, e.g. `2026-11-22T10:44:09.123Z`.
-pub fn timestamp(at: SystemTime) -> String {
-    let (y, mo, d, h, mi, s) = civil(at);
-    let ms = at
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_millis());
-    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
-}
-
-/// (year, month, day, hour, minute, second) in UTC (Howard Hinnant's
-/// days-to-civil algorithm).
-fn civil(at: SystemTime) -> (i64, u32, u32, u32, u32, u32) {
-    let secs = at.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
-    )
-}
-
-/// Whether a sample measured something or records a failed step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SampleStatus {
-    /// The job ended with a result.
-    Ok,
-    /// The step failed (after any retries); `error` says why.
-    Failed,
-}
-
-/// One line of `samples.jsonl`: one measured job of one step (format version 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// Record format version ([`FORMAT_VERSION`]).
-    pub format_version: u32,
-    /// The run.
-    pub run_id: String,
-    /// Stable step id, e.g. `busy/neighbors=2/rep=3`.
-    pub step: String,
-    /// 0-based position of the step in the plan.
-    pub step_index: usize,
-    /// 1-based index of this record among the step's records.
-    pub part: usize,
-    /// How many records the step has (a step is complete when all are written).
-    pub parts: usize,
-    /// Scenario kind, e.g. `neighbor-staircase`.
-    pub scenario: String,
-    /// Scenario part: `busy`, `idle`, `sweep`, `load`, `baseline`, `pair`.
-    pub group: String,
-    /// Numeric level (neighbors, threads, bit/s, Table 1 id).
-    pub level: f64,
-    /// Level label, e.g. `neighbors=2`.
-    pub level_label: String,
-    /// Repetition within the level (1-based).
-    pub rep: u32,
-    /// A warm-up repetition (leave it out of statistics).
-    pub warmup: bool,
-    /// The tenant the job ran on.
-    pub tenant: String,
-    /// `test` or `neighbor`.
-    pub role: String,
-    /// Job kind: `burn`, `latency`, `load`.
-    pub job: String,
-    /// Ok or failed.
-    pub status: SampleStatus,
-    /// Why the step failed.
-    pub error: Option<String>,
-    /// Attempts made (1 = first try succeeded).
-    pub attempts: u32,
-    /// Wall-clock start of the measured jobs (RFC 3339 UTC).
-    pub started_at: String,
-    /// Controller-side time from starting the measured jobs to collecting them, ms.
-    pub elapsed_ms: f64,
-    /// Name of the primary metric in `value` (e.g. `runtime_s`).
-    pub metric: Option<String>,
-    /// The primary metric's value.
-    pub value: Option<f64>,
-    /// Whether a higher `value` is better (throughput) or worse (runtime, latency).
-    pub higher_is_better: Option<bool>,
-    /// burn: wall time last end - first start, seconds.
-    pub runtime_s: Option<f64>,
-    /// burn: ops of all threads per second.
-    pub ops_per_sec: Option<f64>,
-    /// latency: mean RTT, ns.
-    pub rtt_mean_ns: Option<f64>,
-    /// latency: median RTT, ns.
-    pub rtt_p50_ns: Option<f64>,
-    /// latency: 90th percentile RTT, ns.
-    pub rtt_p90_ns: Option<f64>,
-    /// latency: 99th percentile RTT, ns.
-    pub rtt_p99_ns: Option<f64>,
-    /// latency: 99.9th percentile RTT, ns.
-    pub rtt_p999_ns: Option<f64>,
-    /// load: payload rate received by the sink (sent rate when no sink report), bit/s.
-    pub rate_bps: Option<f64>,
-    /// Raw HDR log of this job, relative to the run directory.
-    pub hdr_log: Option<String>,
-    /// The job's raw result as the agent returned it.
-    pub result: Option<Value>,
-}
-
-/// Flat metrics read from a job's raw result.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Metrics {
-    /// Primary metric name.
-    pub metric: Option<&'static str>,
-    /// Primary metric value.
-    pub value: Option<f64>,
-    /// Direction of the primary metric.
-    pub higher_is_better: Option<bool>,
-    /// See [`Sample::runtime_s`].
-    pub runtime_s: Option<f64>,
-    /// See [`Sample::ops_per_sec`].
-    pub ops_per_sec: Option<f64>,
-    /// Mean, p50, p90, p99, p99.9 RTT in ns.
-    pub rtt: [Option<f64>; 5],
-    /// See [`Sample::rate_bps`].
-    pub rate_bps: Option<f64>,
-}
-
-fn num(v: &Value, pointer: &str) -> Option<f64> {
-    v.pointer(pointer).and_then(Value::as_f64)
-}
-
-/// Reads the metrics of a `kind` job's result. A fixed-work burn's primary metric is
-/// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a load's
-/// the received rate.
+/// Reads the metrics of a `kind` job's result ([`Metrics::of`]); none for a job kind
+/// that is not measured.
 pub fn metrics(kind: &str, fixed_work: bool, result: &Value) -> Metrics {
-    match kind {
-        "burn" => {
-            let runtime_s = num(result, "/burn/wall_ns").map(|ns| ns / 1e9);
-            let ops_per_sec = num(result, "/burn/ops_per_sec");
-            let (metric, value, higher) = if fixed_work {
-                ("runtime_s", runtime_s, false)
-            } else {
-                ("ops_per_sec", ops_per_sec, true)
-            };
-            Metrics {
-                metric: Some(metric),
-                value,
-                higher_is_better: Some(higher),
-                runtime_s,
-                ops_per_sec,
-                ..Metrics::default()
-            }
-        }
-        "latency" => {
-            let rtt = ["mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns"]
-                .map(|f| num(result, &format!("/rtt/{f}")));
-            Metrics {
-                metric: Some("rtt_mean_ns"),
-                value: rtt[0],
-                higher_is_better: Some(false),
-                rtt,
-                ..Metrics::default()
-            }
-        }
-        "load" => {
-            let rate = num(result, "/sink/rate_bps").or_else(|| num(result, "/sent/payload_bps"));
-            Metrics {
-                metric: Some("rate_bps"),
-                value: rate,
-                higher_is_better: Some(true),
-                rate_bps: rate,
-                ..Metrics::default()
-            }
-        }
-        _ => Metrics::default(),
+    JobKind::from_name(kind).map_or_else(Metrics::default, |k| Metrics::of(k, fixed_work, result))
+}
+
+impl StepRecord for Step {
+    fn id(&self) -> &str {
+        &self.id
     }
-}
-
-/// What the record of one job of a step is made of, besides the step itself.
-#[derive(Debug, Clone)]
-pub struct SampleParts {
-    /// Tenant name.
-    pub tenant: String,
-    /// `test` or `neighbor`.
-    pub role: String,
-    /// Job kind.
-    pub job: String,
-    /// Ok or failed.
-    pub status: SampleStatus,
-    /// Why it failed.
-    pub error: Option<String>,
-    /// Attempts made.
-    pub attempts: u32,
-    /// When the measured jobs started.
-    pub started_at: SystemTime,
-    /// Controller-side elapsed time, ms.
-    pub elapsed_ms: f64,
-    /// Flat metrics.
-    pub metrics: Metrics,
-    /// HDR log path relative to the run directory.
-    pub hdr_log: Option<String>,
-    /// Raw result.
-    pub result: Option<Value>,
-}
-
-impl Sample {
-    /// The record for part `part` (1-based) of `parts` of `step`.
-    pub fn new(
-        run_id: &str,
-        scenario: &str,
-        step_index: usize,
-        step: &Step,
-        part: usize,
-        parts: usize,
-        p: SampleParts,
-    ) -> Sample {
-        let m = p.metrics;
-        Sample {
-            format_version: FORMAT_VERSION,
-            run_id: run_id.to_string(),
-            step: step.id.clone(),
-            step_index,
-            part,
-            parts,
-            scenario: scenario.to_string(),
-            group: step.group.clone(),
-            level: step.level,
-            level_label: step.level_label.clone(),
-            rep: step.rep,
-            warmup: step.warmup,
-            tenant: p.tenant,
-            role: p.role,
-            job: p.job,
-            status: p.status,
-            error: p.error,
-            attempts: p.attempts,
-            started_at: timestamp(p.started_at),
-            elapsed_ms: p.elapsed_ms,
-            metric: m.metric.map(str::to_string),
-            value: m.value,
-            higher_is_better: m.higher_is_better,
-            runtime_s: m.runtime_s,
-            ops_per_sec: m.ops_per_sec,
-            rtt_mean_ns: m.rtt[0],
-            rtt_p50_ns: m.rtt[1],
-            rtt_p90_ns: m.rtt[2],
-            rtt_p99_ns: m.rtt[3],
-            rtt_p999_ns: m.rtt[4],
-            rate_bps: m.rate_bps,
-            hdr_log: p.hdr_log,
-            result: p.result,
-        }
+    fn group(&self) -> &str {
+        &self.group
     }
-}
-
-/// Where one tenant ran, as the provider placed it and its agent reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TenantRecord {
-    /// Name.
-    pub name: String,
-    /// `test`, `neighbor` or `endpoint`.
-    pub role: String,
-    /// Agent address.
-    pub addr: String,
-    /// CPUs the provider pinned it to.
-    pub cpus: Vec<usize>,
-    /// Network namespace (emulated network).
-    pub netns: Option<String>,
-    /// IP in the emulated network.
-    pub ip: Option<String>,
-    /// What the agent said about itself (version, topology, allowed CPUs).
-    pub health: Option<Health>,
-}
-
-/// One start or resume of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Session {
-    /// When it started (RFC 3339 UTC).
-    pub started_at: String,
-    /// When it ended, if it did.
-    pub finished_at: Option<String>,
-    /// `running`, `completed`, `interrupted`, `aborted` or `failed`.
-    pub status: String,
-    /// The controller's command line.
-    pub command: Vec<String>,
-    /// The tenants of this session's fleet.
-    pub tenants: Vec<TenantRecord>,
-    /// Provider warnings (e.g. tenants sharing CPUs).
-    pub warnings: Vec<String>,
-    /// Process ids of the agents this session started (local provider), so anyone
-    /// can check that none outlived the run.
-    pub agent_pids: Vec<u32>,
-    /// Steps measured (ok or failed) in this session.
-    pub steps_run: usize,
-    /// Cloud resources this session ran on (aws provider: host, instances); absent
-    /// for local and static fleets and in manifests written before it existed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cloud: Option<crate::provider::CloudRecord>,
-}
-
-/// `manifest.json`: what was run, where and with what.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    /// Format version ([`FORMAT_VERSION`]).
-    pub format_version: u32,
-    /// The run id (the directory name).
-    pub run_id: String,
-    /// nnb version of the controller.
-    pub nnb_version: String,
-    /// The experiment file as named on the command line.
-    pub experiment_file: String,
-    /// The experiment file's text (a resume re-reads this, not the file).
-    pub experiment_text: String,
-    /// The checked experiment.
-    pub experiment: Value,
-    /// Steps in the plan.
-    pub planned_steps: usize,
-    /// The controller host's environment (CPU model, kernel, clocksource, ...).
-    pub controller: Value,
-    /// Start and resumes, in order.
-    pub sessions: Vec<Session>,
+    fn level(&self) -> f64 {
+        self.level
+    }
+    fn level_label(&self) -> &str {
+        &self.level_label
+    }
+    fn rep(&self) -> u32 {
+        self.rep
+    }
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
 }
 
 /// A run's directory.
@@ -488,19 +186,9 @@ impl RunDir {
         tenant: &str,
         log: &str,
     ) -> Result<String, ResultsError> {
-        let dir = self.path.join("hdr");
+        let dir = self.path.join(nnb_format::HDR_DIR);
         fs::create_dir_all(&dir).map_err(io_err("cannot create", &dir))?;
-        let safe: String = step_id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
-        let rel = format!("hdr/{safe}.{tenant}.hlog");
+        let rel = nnb_format::hdr_log_path(step_id, tenant);
         let path = self.path.join(&rel);
         let mut f = OpenOptions::new()
             .create(true)
@@ -531,8 +219,8 @@ pub struct SummaryRow {
     pub level_label: String,
     /// Numeric level.
     pub level: f64,
-    /// The primary metric's name (e.g. `runtime_s`).
-    pub metric: Option<String>,
+    /// The primary metric.
+    pub metric: Option<nnb_format::Metric>,
     /// Measured repetitions that succeeded (warm-ups excluded).
     pub n: usize,
     /// Repetitions recorded as failed.
@@ -555,7 +243,7 @@ pub struct SummaryRow {
 fn neighbor_load(samples: &[Sample], group: &str, label: &str) -> Option<f64> {
     let mut per_step: Vec<(&str, f64)> = Vec::new();
     let loads = samples.iter().filter(|s| {
-        s.role == "neighbor" && !s.warmup && s.group == group && s.level_label == label
+        s.role == Role::Neighbor.name() && !s.warmup && s.group == group && s.level_label == label
     });
     for s in loads {
         let Some(rate) = s.rate_bps else { continue };
@@ -577,7 +265,10 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
         higher_is_better: bool,
     }
     let mut order: Vec<Acc> = Vec::new();
-    for s in samples.iter().filter(|s| s.role == "test" && !s.warmup) {
+    for s in samples
+        .iter()
+        .filter(|s| s.role == Role::Test.name() && !s.warmup)
+    {
         let i = match order
             .iter()
             .position(|a| a.row.group == s.group && a.row.level_label == s.level_label)
@@ -607,23 +298,17 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
         match (s.status, s.value) {
             (SampleStatus::Ok, Some(v)) => {
                 acc.values.push(v);
-                acc.row.metric = s.metric.clone();
+                acc.row.metric = s.metric;
                 acc.higher_is_better = s.higher_is_better.unwrap_or(false);
             }
             _ => acc.row.failed += 1,
         }
     }
     for acc in &mut order {
-        let n = acc.values.len();
-        acc.row.n = n;
-        if n > 0 {
-            let mean = acc.values.iter().sum::<f64>() / n as f64;
-            acc.row.mean = Some(mean);
-            if n > 1 {
-                let var =
-                    acc.values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-                acc.row.stddev = Some(var.sqrt());
-            }
+        acc.row.n = acc.values.len();
+        if let Some(s) = stats::Summary::of(&acc.values) {
+            acc.row.mean = Some(s.mean);
+            acc.row.stddev = (s.n > 1).then_some(s.stddev);
         }
     }
     for acc in &mut order {
@@ -647,11 +332,7 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
             if r == 0.0 || (a.row.group == "baseline") {
                 return None;
             }
-            Some(if a.higher_is_better {
-                (r - v) / r * 100.0
-            } else {
-                (v - r) / r * 100.0
-            })
+            Some(stats::degradation_pct(r, v, a.higher_is_better))
         })
         .collect();
     order
@@ -667,14 +348,6 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn timestamps_are_utc_rfc3339() {
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_344_249_123);
-        assert_eq!(timestamp(t), "2026-11-22T10:44:09.123Z");
-        assert_eq!(timestamp(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-    }
 
     #[test]
     fn run_ids_sort_by_time_and_differ() {
@@ -695,10 +368,14 @@ mod tests {
             measure: Vec::new(),
             estimate: None,
         };
+        let metric = if higher {
+            nnb_format::Metric::OpsPerSec
+        } else {
+            nnb_format::Metric::RuntimeS
+        };
         let metrics = Metrics {
-            metric: Some("m"),
+            metric: Some(metric),
             value: Some(value),
-            higher_is_better: Some(higher),
             ..Metrics::default()
         };
         Sample::new(
@@ -710,8 +387,8 @@ mod tests {
             1,
             SampleParts {
                 tenant: "test".into(),
-                role: "test".into(),
-                job: "burn".into(),
+                role: Role::Test.name().into(),
+                job: JobKind::Burn.name().into(),
                 status: SampleStatus::Ok,
                 error: None,
                 attempts: 1,
@@ -741,14 +418,10 @@ mod tests {
     }
 
     #[test]
-    fn burn_metrics_follow_the_work_mode() {
-        let r = serde_json::json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0}});
-        let fixed = metrics("burn", true, &r);
-        assert_eq!((fixed.metric, fixed.value), (Some("runtime_s"), Some(2.5)));
-        let timed = metrics("burn", false, &r);
-        assert_eq!(
-            (timed.metric, timed.value),
-            (Some("ops_per_sec"), Some(400.0))
-        );
+    fn only_measured_job_kinds_have_metrics() {
+        let r = serde_json::json!({});
+        let fixed = metrics(JobKind::Burn.name(), true, &r);
+        assert_eq!(fixed.metric, Some(nnb_format::Metric::RuntimeS));
+        assert_eq!(metrics("busy", true, &r), Metrics::default());
     }
 }

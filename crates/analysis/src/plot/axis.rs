@@ -2,6 +2,8 @@
 //! plotters so that the ticks always cover the data (the last tick is at or above the
 //! largest value), carry one SI prefix per axis, and can be logarithmic or "nines".
 
+use nnb_format::{Metric, Quantity};
+
 /// Physical unit of an axis. Tick labels are plain numbers; the unit, with the SI
 /// prefix chosen for the axis (e.g. `Gbit/s`, `µs`), goes into the axis title.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,21 +62,13 @@ impl Unit {
         max_exponent: 0,
     };
 
-    /// The unit of a results-format metric name (`runtime_s`, `rtt_mean_ns`,
-    /// `rate_bps`, `ops_per_sec`), or [`Unit::NONE`] when the name says nothing.
-    pub fn of_metric(metric: &str) -> Unit {
-        if metric.ends_with("_ns") {
-            Unit::NANOSECONDS
-        } else if metric.ends_with("_bps") {
-            Unit::BITS_PER_SECOND
-        } else if metric.ends_with("_s") {
-            Unit::SECONDS
-        } else if metric.ends_with("per_sec") {
-            Unit::OPS_PER_SECOND
-        } else if metric.ends_with("_pct") {
-            Unit::PERCENT
-        } else {
-            Unit::NONE
+    /// The unit of a results-format metric's values.
+    pub fn of_metric(metric: Metric) -> Unit {
+        match metric.quantity() {
+            Quantity::Nanoseconds => Unit::NANOSECONDS,
+            Quantity::BitsPerSecond => Unit::BITS_PER_SECOND,
+            Quantity::Seconds => Unit::SECONDS,
+            Quantity::OpsPerSecond => Unit::OPS_PER_SECOND,
         }
     }
 

@@ -1,6 +1,8 @@
 //! The charts of a report, built from the typed analyses: what each plot shows, its
 //! title, axes and series. Pure data in, chart specs out; drawing is [`crate::plot`]'s.
 
+use nnb_format::Metric;
+
 use crate::load::Run;
 use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
 use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, Throughput};
@@ -9,16 +11,12 @@ use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, Throughput};
 /// spread of them, first and last included.
 pub(crate) const MAX_PERCENTILE_SERIES: usize = 8;
 
-/// Name and unit of a results-format metric, for axis titles.
-pub(crate) fn metric_axis(metric: &str) -> (String, Unit) {
-    let name = match metric {
-        "runtime_s" => "runtime",
-        "ops_per_sec" => "throughput",
-        "rtt_mean_ns" => "mean round-trip time",
-        "rate_bps" => "rate",
-        other => other,
-    };
-    (name.to_string(), Unit::of_metric(metric))
+/// Name and unit of a results-format metric, for axis titles (`value`, no unit, when
+/// the run names none).
+pub(crate) fn metric_axis(metric: Option<Metric>) -> (String, Unit) {
+    metric.map_or(("value".to_string(), Unit::NONE), |m| {
+        (m.label().to_string(), Unit::of_metric(m))
+    })
 }
 
 /// The quantity a level measures and each level's value as text, from labels like
@@ -72,8 +70,7 @@ fn group_series_name(prefix: &str, group: &str) -> String {
 /// Runtime (the staircase metric) vs neighbors, one series per group (busy, idle), for
 /// one or several runs (series then prefixed with the run's label).
 pub(crate) fn staircase(runs: &[(String, &Degradation)]) -> LineChart {
-    let metric = runs.first().map_or("value", |r| r.1.metric.as_str());
-    let (y_label, y_unit) = metric_axis(metric);
+    let (y_label, y_unit) = metric_axis(runs.first().map(|r| r.1.metric));
     let several = runs.len() > 1;
     let series = runs
         .iter()
@@ -121,9 +118,8 @@ fn knee_markers(k: &Knees, prefix: &str) -> Vec<(f64, String)> {
 }
 
 /// Metric vs threads with knees marked, for one or several sweeps.
-pub(crate) fn sweep(runs: &[(String, &Knees, &str)]) -> LineChart {
-    let metric = runs.first().map_or("value", |r| r.2);
-    let (y_label, y_unit) = metric_axis(metric);
+pub(crate) fn sweep(runs: &[(String, &Knees, Option<Metric>)]) -> LineChart {
+    let (y_label, y_unit) = metric_axis(runs.first().and_then(|r| r.2));
     let several = runs.len() > 1;
     let prefix = |label: &str| {
         if several {
@@ -186,7 +182,7 @@ pub(crate) fn staircase_vs_metal(
     metal: (&str, &Knees),
 ) -> (LineChart, Option<String>) {
     let (stair_label, stair_run, d) = stair;
-    let (y_label, y_unit) = metric_axis(&d.metric);
+    let (y_label, y_unit) = metric_axis(Some(d.metric));
     let threads = busy_threads_per_level(stair_run);
     let to_x = |l: &LevelStats| threads.map_or(l.level, |(test, each)| test + l.level * each);
     let busy = d.groups.iter().find(|g| g.group == "busy");
@@ -402,10 +398,11 @@ mod tests {
     #[test]
     fn metrics_name_their_axis_and_unit() {
         assert_eq!(
-            metric_axis("runtime_s"),
+            metric_axis(Some(Metric::RuntimeS)),
             ("runtime".to_string(), Unit::SECONDS)
         );
-        assert_eq!(metric_axis("rtt_mean_ns").1, Unit::NANOSECONDS);
-        assert_eq!(metric_axis("ops_per_sec").1, Unit::OPS_PER_SECOND);
+        assert_eq!(metric_axis(Some(Metric::RttMeanNs)).1, Unit::NANOSECONDS);
+        assert_eq!(metric_axis(Some(Metric::OpsPerSec)).1, Unit::OPS_PER_SECOND);
+        assert_eq!(metric_axis(None), ("value".to_string(), Unit::NONE));
     }
 }

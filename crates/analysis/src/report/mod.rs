@@ -12,6 +12,8 @@ mod index;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use nnb_format::Metric;
+
 use crate::load::{Run, Scenario};
 use crate::plot::{self, PlotError};
 use crate::table::Table;
@@ -122,11 +124,8 @@ impl<'r> Analysed<'r> {
     }
 
     /// The metric of the run's degradation analysis (what its levels measure).
-    fn metric(&self) -> &str {
-        self.analyses
-            .degradation
-            .as_ref()
-            .map_or("value", |d| d.metric.as_str())
+    fn metric(&self) -> Option<Metric> {
+        self.analyses.degradation.as_ref().map(|d| d.metric)
     }
 }
 
@@ -389,7 +388,7 @@ fn compare_section<'o>(
             plot::line_chart(&chart),
         )?;
     }
-    let sweeps: Vec<(String, &Knees, &str)> = analysed
+    let sweeps: Vec<(String, &Knees, Option<Metric>)> = analysed
         .iter()
         .filter_map(|a| {
             Some((

@@ -1,18 +1,19 @@
 //! Degradation per step against the group's first level (thesis 5.2): mean, stddev and
 //! 95% CI of the repetitions, busy and idle side by side, and the maximum per run.
 
-use nnb_burn::stats::Summary;
+use nnb_format::stats::{degradation_pct, Summary};
+use nnb_format::{Metric, Role};
 
 use crate::load::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, decimals, degradation_pct, is, measured, unit, AnalysisError, Level};
+use super::{by_group, is, measured, AnalysisError, Level};
 
 /// Degradation of the test tenant's primary metric per level, per group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Degradation {
-    /// The primary metric (`runtime_s`, `ops_per_sec`, `rtt_mean_ns`, ...).
-    pub metric: String,
+    /// The primary metric (runtime, throughput, mean RTT, ...).
+    pub metric: Metric,
     /// Its unit (`s`, `ops/s`, `ns`, `bit/s`).
     pub unit: String,
     /// Whether a higher value is better (then degradation is `(p_0 - p_k) / p_0 * 100`).
@@ -60,11 +61,14 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
     if is(run, Scenario::IsolationMatrix) {
         return Ok(None);
     }
-    let rows = measured(run, "test")?;
+    let rows = measured(run, Role::Test)?;
     let Some(first) = rows.iter().find(|r| r.value.is_some()) else {
         return Ok(None);
     };
-    let metric = first.metric.clone().unwrap_or_else(|| "value".to_string());
+    let metric = first.metric.ok_or_else(|| AnalysisError::Data {
+        run: run.run_id.clone(),
+        message: "a measured test record names no known metric".to_string(),
+    })?;
     let higher_is_better = first.higher_is_better.unwrap_or(false);
     let mut groups = Vec::new();
     for (group, levels) in by_group(&rows) {
@@ -79,7 +83,7 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         groups.push(GroupLevels { group, levels, max });
     }
     Ok(Some(Degradation {
-        unit: unit(&metric).to_string(),
+        unit: metric.unit().to_string(),
         metric,
         higher_is_better,
         groups,
@@ -142,7 +146,7 @@ impl Degradation {
                 }
             }
         }
-        let d = decimals(&self.unit);
+        let d = self.metric.decimals();
         let rows = labels
             .iter()
             .map(|label| {

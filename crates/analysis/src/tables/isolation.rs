@@ -3,18 +3,19 @@
 //! `I_plr = |p_a - p_b| / p_a` and `I_ulr = |p_a - p_b| / p_max`, where `p_max`, the
 //! most the resource gives one tenant, is a's unrestricted baseline (scenario 4).
 
-use nnb_burn::stats::Summary;
+use nnb_format::stats::Summary;
+use nnb_format::{Metric, Role};
 
 use crate::load::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, decimals, is, measured, unit, AnalysisError};
+use super::{by_group, is, measured, AnalysisError};
 
 /// Baselines and pairs of an isolation-matrix run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Isolation {
-    /// The primary metric of tenant a (`ops_per_sec`, `rate_bps`).
-    pub metric: String,
+    /// The primary metric of tenant a (throughput or rate).
+    pub metric: Metric,
     /// The maximum: a's unrestricted baseline mean.
     pub p_max: f64,
     /// Scenarios 1-4: a alone.
@@ -91,15 +92,13 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     if !is(run, Scenario::IsolationMatrix) {
         return Ok(None);
     }
-    let rows = measured(run, "test")?;
-    let metric = rows
-        .iter()
-        .find_map(|r| r.metric.clone())
-        .unwrap_or_else(|| "value".to_string());
+    let rows = measured(run, Role::Test)?;
     let data_err = |message: String| AnalysisError::Data {
         run: run.run_id.clone(),
         message,
     };
+    let no_baseline = || data_err("no baseline of tenant a: I_plr needs one".to_string());
+    let metric = rows.iter().find_map(|r| r.metric).ok_or_else(no_baseline)?;
     let mut baselines = Vec::new();
     let mut pairs = Vec::new();
     for (group, levels) in by_group(&rows) {
@@ -131,7 +130,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
         .find(|b| b.state == "unrestricted")
         .map(|b| b.mean)
         .or_else(|| baselines.iter().map(|b| b.mean).reduce(f64::max))
-        .ok_or_else(|| data_err("no baseline of tenant a: I_plr needs one".to_string()))?;
+        .ok_or_else(no_baseline)?;
     let pairs = pairs
         .into_iter()
         .map(|(id, a, b, p_b, n)| {
@@ -164,7 +163,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
 impl Isolation {
     /// Rows as in seed 004 Table 2: id, shortname, a, a', I_ulr %, I_plr %.
     pub fn table(&self) -> Table {
-        let d = decimals(unit(&self.metric));
+        let d = self.metric.decimals();
         let mut rows: Vec<Vec<Cell>> = self
             .baselines
             .iter()
@@ -189,7 +188,7 @@ impl Isolation {
                 Cell::num(p.i_plr * 100.0, 2),
             ]
         }));
-        let u = unit(&self.metric);
+        let u = self.metric.unit();
         Table {
             name: "isolation".to_string(),
             title: format!("Isolation matrix ({})", self.metric),

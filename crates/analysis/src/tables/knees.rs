@@ -5,7 +5,10 @@
 use crate::load::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{decimals, degradation, degradation_pct, is, AnalysisError, LevelStats};
+use nnb_format::stats::degradation_pct;
+use nnb_format::Metric;
+
+use super::{degradation, is, AnalysisError, LevelStats};
 
 /// The sweep's levels and the steps between them.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,9 +98,9 @@ impl Knees {
         // Thread sweeps measure the burner's runtime or throughput; the unit decides
         // only the digits shown.
         let d = if self.levels.iter().all(|l| l.mean.abs() >= 1000.0) {
-            decimals("ops/s")
+            Metric::OpsPerSec.decimals()
         } else {
-            decimals("s")
+            Metric::RuntimeS.decimals()
         };
         let rows = self
             .steps

@@ -3,6 +3,7 @@
 //! repetitions' histograms summed), else the means of the per-record percentiles.
 
 use hdrhistogram::Histogram;
+use nnb_format::Role;
 
 use crate::load::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -57,7 +58,7 @@ pub fn latency_vs_load(run: &Run) -> Result<Option<LatencyVsLoad>, AnalysisError
     if !is(run, Scenario::LoadSteps) {
         return Ok(None);
     }
-    let rows = measured(run, "test")?;
+    let rows = measured(run, Role::Test)?;
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {

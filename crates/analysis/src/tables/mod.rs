@@ -15,6 +15,7 @@ pub use knees::{knees, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 
+use nnb_format::{Metric, Role, SampleStatus};
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
 use crate::load::{LoadError, Run, Scenario};
@@ -134,7 +135,7 @@ pub(crate) struct Row {
     pub level: f64,
     pub label: String,
     pub tenant: String,
-    pub metric: Option<String>,
+    pub metric: Option<Metric>,
     pub value: Option<f64>,
     pub higher_is_better: Option<bool>,
     pub rate_bps: Option<f64>,
@@ -156,7 +157,7 @@ fn failed_steps(run: &Run) -> Result<usize, AnalysisError> {
         .samples
         .clone()
         .lazy()
-        .filter(col("status").eq(lit("failed")))
+        .filter(col("status").eq(lit(SampleStatus::Failed.name())))
         .select([col("step_index")])
         .collect()
         .map_err(polars_err(run))?;
@@ -168,7 +169,7 @@ fn failed_steps(run: &Run) -> Result<usize, AnalysisError> {
 }
 
 /// The measured records (ok, not warm-up) of `role`, in plan order.
-pub(crate) fn measured(run: &Run, role: &str) -> Result<Vec<Row>, AnalysisError> {
+pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError> {
     let err = polars_err(run);
     let df = run
         .samples
@@ -176,9 +177,9 @@ pub(crate) fn measured(run: &Run, role: &str) -> Result<Vec<Row>, AnalysisError>
         .lazy()
         .filter(
             col("role")
-                .eq(lit(role))
+                .eq(lit(role.name()))
                 .and(col("warmup").not())
-                .and(col("status").eq(lit("ok"))),
+                .and(col("status").eq(lit(SampleStatus::Ok.name()))),
         )
         .sort(
             ["step_index"],
@@ -205,16 +206,20 @@ pub(crate) fn measured(run: &Run, role: &str) -> Result<Vec<Row>, AnalysisError>
         let level = num("level")?;
         let label = text("level_label")?;
         let tenant = text("tenant")?;
-        let metric = text("metric")?;
+        let metric: Vec<Option<Metric>> = text("metric")?
+            .iter()
+            .map(|m| m.as_deref().and_then(Metric::from_name))
+            .collect();
         let value = num("value")?;
         let higher: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
-        let rate = num("rate_bps")?;
+        let rate = num(Metric::RateBps.name())?;
+        let [mean, p50, p90, p99, p999] = Metric::RTT;
         let rtt = [
-            num("rtt_mean_ns")?,
-            num("rtt_p50_ns")?,
-            num("rtt_p90_ns")?,
-            num("rtt_p99_ns")?,
-            num("rtt_p999_ns")?,
+            num(mean.name())?,
+            num(p50.name())?,
+            num(p90.name())?,
+            num(p99.name())?,
+            num(p999.name())?,
         ];
         let hdr = text("hdr_log")?;
         Ok((0..df.height())
@@ -223,7 +228,7 @@ pub(crate) fn measured(run: &Run, role: &str) -> Result<Vec<Row>, AnalysisError>
                 level: level[i].unwrap_or(f64::NAN),
                 label: label[i].clone().unwrap_or_default(),
                 tenant: tenant[i].clone().unwrap_or_default(),
-                metric: metric[i].clone(),
+                metric: metric[i],
                 value: value[i],
                 higher_is_better: higher[i],
                 rate_bps: rate[i],
@@ -264,35 +269,6 @@ pub(crate) fn by_group(rows: &[Row]) -> Vec<(String, Vec<Level<'_>>)> {
         }
     }
     groups
-}
-
-/// Degradation of `value` against `reference` in percent, positive = worse:
-/// `(v - r) / r * 100` when lower is better, `(r - v) / r * 100` when higher is better.
-pub(crate) fn degradation_pct(reference: f64, value: f64, higher_is_better: bool) -> f64 {
-    if higher_is_better {
-        (reference - value) / reference * 100.0
-    } else {
-        (value - reference) / reference * 100.0
-    }
-}
-
-/// The unit of a primary metric, for column headers.
-pub(crate) fn unit(metric: &str) -> &'static str {
-    match metric {
-        "runtime_s" => "s",
-        "ops_per_sec" => "ops/s",
-        "rtt_mean_ns" => "ns",
-        "rate_bps" => "bit/s",
-        _ => "",
-    }
-}
-
-/// Digits shown after the point for values of `unit`.
-pub(crate) fn decimals(unit: &str) -> usize {
-    match unit {
-        "s" => 4,
-        _ => 0,
-    }
 }
 
 /// Whether the run measured `scenario`.

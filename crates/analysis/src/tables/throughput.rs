@@ -3,6 +3,7 @@
 //! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
 
 use nnb_catalog::Catalog;
+use nnb_format::Role;
 use serde_json::Value;
 
 use crate::load::{Run, Scenario};
@@ -61,7 +62,7 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
     if !is(run, Scenario::LoadSteps) {
         return Ok(None);
     }
-    let rows = measured(run, "neighbor")?;
+    let rows = measured(run, Role::Neighbor)?;
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use crate::provider::Role;
+pub use nnb_format::Role;
 use crate::provider::TenantSpec;
 pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
@@ -32,12 +32,7 @@ use file::{
 };
 
 /// Scenario kinds as written in `scenario.kind`.
-pub const SCENARIO_KINDS: [&str; 4] = [
-    "neighbor-staircase",
-    "thread-sweep",
-    "load-steps",
-    "isolation-matrix",
-];
+pub const SCENARIO_KINDS: [&str; 4] = nnb_format::Scenario::NAMES;
 
 /// Default test and busy workload: the thesis' `cpu_burn` loop.
 const DEFAULT_WORKLOAD: &str = "fpadd";
@@ -748,10 +743,7 @@ impl Checker<'_> {
                 test_seen = true;
             }
             let base = t.name.as_ref().map_or(
-                match role {
-                    Role::Test => "test".to_string(),
-                    Role::Neighbor => "neighbor".to_string(),
-                },
+                role.name().to_string(),
                 |n| n.get_ref().clone(),
             );
             let name_span = t.name.as_ref().map_or(t.role.span(), |n| n.span());

@@ -152,10 +152,7 @@ pub fn estimate_cost(spec: &AwsSpec, measuring: Duration) -> CostEstimate {
 }
 
 fn role_name(role: Role) -> &'static str {
-    match role {
-        Role::Test => "test",
-        Role::Neighbor => "neighbor",
-    }
+    role.name()
 }
 
 /// Where the tenants get nnb from, for user data. Every tenant of a run boots on

@@ -24,7 +24,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::process::Child;
 use std::time::Duration;
 
-use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::client::{AgentClient, AgentError};
@@ -33,15 +32,8 @@ pub use cloud::{CloudLease, CloudRecord, HostRecord, InstanceRecord};
 pub use local::{launch_local, LocalOptions, Network};
 pub use static_hosts::load_static;
 
-/// What a tenant is for in an experiment.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "kebab-case")]
-pub enum Role {
-    /// The measured tenant.
-    Test,
-    /// A tenant that disturbs the test tenant (busy or idle).
-    Neighbor,
-}
+/// What a tenant is for in an experiment (defined by the results format).
+pub use nnb_format::Role;
 
 /// A tenant to provide: its name, role and size.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,7 @@
-//! Summary statistics of repeated measurements: mean, median, min, max, sample
-//! standard deviation, coefficient of variation and a 95% confidence interval.
+//! Statistics of repeated measurements, in one place for every crate: the summary
+//! (mean, median, min, max, sample standard deviation, coefficient of variation, 95%
+//! confidence interval of the mean), the median alone, Welch's interval of a
+//! difference of two means, and the degradation of a value against a reference.
 //!
 //! Benchmarks are repeated a handful of times, so the interval uses Student's t with
 //! `n - 1` degrees of freedom from a table, not the normal approximation (which would
@@ -57,11 +59,7 @@ impl Summary {
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let mean = sorted.iter().sum::<f64>() / n as f64;
-        let median = if n % 2 == 1 {
-            sorted[n / 2]
-        } else {
-            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-        };
+        let median = median_of_sorted(&sorted);
         let stddev = if n > 1 {
             (sorted.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
         } else {
@@ -88,6 +86,58 @@ impl Summary {
             ci95_high: mean + half,
         })
     }
+}
+
+/// Median of `values` (mean of the two middle values for an even count); NaN when
+/// empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    median_of_sorted(&sorted)
+}
+
+/// Median of an already sorted slice; NaN when empty.
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// Degradation of `value` against `reference` in percent, positive = worse:
+/// `(v - r) / r * 100` when lower is better (runtimes, latencies: the thesis's
+/// definition), `(r - v) / r * 100` when higher is better (throughputs: Volpert's
+/// I_plr in percent).
+pub fn degradation_pct(reference: f64, value: f64, higher_is_better: bool) -> f64 {
+    if higher_is_better {
+        (reference - value) / reference * 100.0
+    } else {
+        (value - reference) / reference * 100.0
+    }
+}
+
+/// Welch's 95% confidence interval of the difference of means `mean(b) - mean(a)` of two
+/// independent samples with possibly different variances, with the Welch-Satterthwaite
+/// degrees of freedom (rounded down, so the interval errs wide). `None` when either
+/// sample has fewer than two values or holds a NaN, or both have zero variance.
+pub fn welch_ci95(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
+    let (sa, sb) = (Summary::of(a)?, Summary::of(b)?);
+    if sa.n < 2 || sb.n < 2 {
+        return None;
+    }
+    let (va, vb) = (
+        sa.stddev.powi(2) / sa.n as f64,
+        sb.stddev.powi(2) / sb.n as f64,
+    );
+    let se2 = va + vb;
+    if se2 == 0.0 {
+        return None;
+    }
+    let df = se2.powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
+    let half = t_critical_95(df.floor() as usize) * se2.sqrt();
+    let diff = sb.mean - sa.mean;
+    Some((diff - half, diff + half))
 }
 
 /// Two-sided 95% critical value of Student's t for `df` degrees of freedom (df >= 1;
@@ -150,6 +200,34 @@ mod tests {
         );
         assert!(Summary::of(&[]).is_none());
         assert!(Summary::of(&[1.0, f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    /// 10 -> 12.5 is 25% worse for a runtime; 100 -> 90 is 10% worse for a throughput.
+    #[test]
+    fn degradation_is_positive_when_worse() {
+        assert!(close(degradation_pct(10.0, 12.5, false), 25.0));
+        assert!(close(degradation_pct(100.0, 90.0, true), 10.0));
+        assert!(close(degradation_pct(100.0, 110.0, true), -10.0));
+    }
+
+    /// a = 1, 2, 3 (mean 2, s^2 = 1), b = 4, 6, 8 (mean 6, s^2 = 4): se^2 = 1/3 + 4/3 =
+    /// 5/3; df = (5/3)^2 / ((1/3)^2/2 + (4/3)^2/2) = (25/9) / (17/18) = 2.94 -> 2,
+    /// t = 4.303; interval 4 -+ 4.303 * sqrt(5/3).
+    #[test]
+    fn welch_interval_by_hand() {
+        let (lo, hi) = welch_ci95(&[1.0, 2.0, 3.0], &[4.0, 6.0, 8.0]).unwrap();
+        let half = 4.303 * (5.0f64 / 3.0).sqrt();
+        assert!(close(lo, 4.0 - half), "{lo}");
+        assert!(close(hi, 4.0 + half), "{hi}");
+        assert!(welch_ci95(&[1.0], &[1.0, 2.0]).is_none());
+        assert!(welch_ci95(&[1.0, 1.0], &[2.0, 2.0]).is_none());
     }
 
     #[test]

@@ -1,0 +1,280 @@
+//! Typed job results: the fields of an agent's `burn`, `latency` and `load` results
+//! that the results format reads (the agent's full result is kept verbatim in a
+//! sample's `result`), and the flat [`Metrics`] of a sample made from them.
+//!
+//! The agent's result types (`nnb_burn`, `nnb_netlat`) serialize to JSON with at
+//! least these fields; reading them through these types rather than JSON pointers
+//! makes a renamed field a failing test instead of a silently empty column.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::metric::Metric;
+
+/// The measured job kinds of a step, as a sample's `job` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A pinned CPU burner.
+    Burn,
+    /// A UDP latency probe.
+    Latency,
+    /// A UDP load generator.
+    Load,
+}
+
+impl JobKind {
+    /// The job's name in the format: `burn`, `latency`, `load`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            JobKind::Burn => "burn",
+            JobKind::Latency => "latency",
+            JobKind::Load => "load",
+        }
+    }
+
+    /// The measured job kind named `name`, if it is one (`steal`, `busy`, ... are not).
+    pub fn from_name(name: &str) -> Option<JobKind> {
+        [JobKind::Burn, JobKind::Latency, JobKind::Load]
+            .into_iter()
+            .find(|k| k.name() == name)
+    }
+}
+
+/// The burner's totals in a `burn` job's result (`burn` object).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct BurnTotals {
+    /// Wall time, last thread end - first thread start, ns.
+    pub wall_ns: f64,
+    /// Operations of all threads per second.
+    pub ops_per_sec: f64,
+}
+
+/// What the format reads of a `burn` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct BurnJobResult {
+    /// The burn's totals.
+    pub burn: BurnTotals,
+}
+
+/// Round-trip times of a latency probe (`rtt` object), ns.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct RttSummary {
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: f64,
+    /// 90th percentile.
+    pub p90_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// 99.9th percentile.
+    pub p999_ns: f64,
+}
+
+/// What the format reads of a `latency` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct LatencyJobResult {
+    /// Measured time after the warm-up, s.
+    pub elapsed_s: f64,
+    /// Round-trip times.
+    pub rtt: RttSummary,
+}
+
+/// The sender's totals of a load job (`sent` object).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct SentTotals {
+    /// Sending time, s.
+    pub elapsed_s: f64,
+    /// Payload rate sent, bit/s.
+    pub payload_bps: f64,
+}
+
+/// What the sink reported of a load job (`sink` object).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct SinkTotals {
+    /// Payload rate received, bit/s.
+    pub rate_bps: f64,
+}
+
+/// What the format reads of a `load` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct LoadJobResult {
+    /// The sender's totals.
+    pub sent: SentTotals,
+    /// The sink's report, when it answered.
+    #[serde(default)]
+    pub sink: Option<SinkTotals>,
+}
+
+impl LoadJobResult {
+    /// Payload rate received by the sink, or sent when the sink did not report.
+    pub fn rate_bps(&self) -> f64 {
+        self.sink.map_or(self.sent.payload_bps, |s| s.rate_bps)
+    }
+}
+
+/// A measured job's result, read by kind.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum JobResult {
+    /// A burn's.
+    Burn(BurnJobResult),
+    /// A latency probe's.
+    Latency(LatencyJobResult),
+    /// A load generator's.
+    Load(LoadJobResult),
+}
+
+impl JobResult {
+    /// Reads the result of a `kind` job; an error says which field is missing or
+    /// malformed.
+    pub fn parse(kind: JobKind, result: &Value) -> Result<JobResult, serde_json::Error> {
+        Ok(match kind {
+            JobKind::Burn => JobResult::Burn(BurnJobResult::deserialize(result)?),
+            JobKind::Latency => JobResult::Latency(LatencyJobResult::deserialize(result)?),
+            JobKind::Load => JobResult::Load(LoadJobResult::deserialize(result)?),
+        })
+    }
+
+    /// Seconds of measured interval the result reports; a latency probe's warm-up
+    /// (`warmup_s`, which its result leaves out) is added to it.
+    pub fn measured_secs(&self, warmup_s: f64) -> f64 {
+        match self {
+            JobResult::Burn(b) => b.burn.wall_ns / 1e9,
+            JobResult::Latency(l) => l.elapsed_s + warmup_s,
+            JobResult::Load(l) => l.sent.elapsed_s,
+        }
+    }
+}
+
+/// Removes the raw HDR interval log a latency job's result carries in its `hdr_log`
+/// field (the controller stores it beside the samples) and returns it.
+pub fn take_hdr_log(result: &mut Value) -> Option<String> {
+    match result.as_object_mut()?.remove("hdr_log")? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// The flat metric columns of one sample.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Metrics {
+    /// Primary metric.
+    pub metric: Option<Metric>,
+    /// Primary metric value.
+    pub value: Option<f64>,
+    /// See [`Metric::RuntimeS`].
+    pub runtime_s: Option<f64>,
+    /// See [`Metric::OpsPerSec`].
+    pub ops_per_sec: Option<f64>,
+    /// Mean, p50, p90, p99, p99.9 RTT in ns ([`Metric::RTT`]).
+    pub rtt: [Option<f64>; 5],
+    /// See [`Metric::RateBps`].
+    pub rate_bps: Option<f64>,
+}
+
+impl Metrics {
+    /// The metrics of a `kind` job's raw result. A fixed-work burn's primary metric is
+    /// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a
+    /// load's the received rate. A result without the expected fields keeps the
+    /// primary metric's name with no values.
+    pub fn of(kind: JobKind, fixed_work: bool, result: &Value) -> Metrics {
+        let primary = match kind {
+            JobKind::Burn if fixed_work => Metric::RuntimeS,
+            JobKind::Burn => Metric::OpsPerSec,
+            JobKind::Latency => Metric::RttMeanNs,
+            JobKind::Load => Metric::RateBps,
+        };
+        let mut m = Metrics {
+            metric: Some(primary),
+            ..Metrics::default()
+        };
+        match JobResult::parse(kind, result) {
+            Ok(JobResult::Burn(b)) => {
+                m.runtime_s = Some(b.burn.wall_ns / 1e9);
+                m.ops_per_sec = Some(b.burn.ops_per_sec);
+            }
+            Ok(JobResult::Latency(l)) => {
+                let r = l.rtt;
+                m.rtt = [r.mean_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns].map(Some);
+            }
+            Ok(JobResult::Load(l)) => m.rate_bps = Some(l.rate_bps()),
+            Err(_) => {}
+        }
+        m.value = m.get(primary);
+        m
+    }
+
+    /// The value of `metric` in these columns.
+    pub fn get(&self, metric: Metric) -> Option<f64> {
+        match metric {
+            Metric::RuntimeS => self.runtime_s,
+            Metric::OpsPerSec => self.ops_per_sec,
+            Metric::RttMeanNs => self.rtt[0],
+            Metric::RttP50Ns => self.rtt[1],
+            Metric::RttP90Ns => self.rtt[2],
+            Metric::RttP99Ns => self.rtt[3],
+            Metric::RttP999Ns => self.rtt[4],
+            Metric::RateBps => self.rate_bps,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn burn_metrics_follow_the_work_mode() {
+        let r = json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0, "threads": []}});
+        let fixed = Metrics::of(JobKind::Burn, true, &r);
+        assert_eq!(
+            (fixed.metric, fixed.value),
+            (Some(Metric::RuntimeS), Some(2.5))
+        );
+        let timed = Metrics::of(JobKind::Burn, false, &r);
+        assert_eq!(
+            (timed.metric, timed.value, timed.runtime_s),
+            (Some(Metric::OpsPerSec), Some(400.0), Some(2.5))
+        );
+    }
+
+    #[test]
+    fn latency_and_load_metrics() {
+        let r = json!({"elapsed_s": 2.0, "rtt": {"mean_ns": 1500.5, "p50_ns": 1400,
+            "p90_ns": 1800, "p99_ns": 2500, "p999_ns": 9000, "p9999_ns": 12000}});
+        let m = Metrics::of(JobKind::Latency, false, &r);
+        assert_eq!(m.value, Some(1500.5));
+        assert_eq!(m.get(Metric::RttP999Ns), Some(9000.0));
+        let parsed = JobResult::parse(JobKind::Latency, &r).unwrap();
+        assert_eq!(parsed.measured_secs(0.5), 2.5);
+
+        let sent = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6}, "sink": null});
+        assert_eq!(Metrics::of(JobKind::Load, false, &sent).value, Some(9e6));
+        let sunk = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
+            "sink": {"rate_bps": 8e6}});
+        let m = Metrics::of(JobKind::Load, false, &sunk);
+        assert_eq!((m.metric, m.rate_bps), (Some(Metric::RateBps), Some(8e6)));
+        assert_eq!(
+            JobResult::parse(JobKind::Load, &sunk)
+                .unwrap()
+                .measured_secs(0.0),
+            3.0
+        );
+    }
+
+    #[test]
+    fn a_result_without_the_fields_has_no_values() {
+        let m = Metrics::of(JobKind::Burn, true, &json!({"burn": {}}));
+        assert_eq!((m.metric, m.value), (Some(Metric::RuntimeS), None));
+        assert!(JobResult::parse(JobKind::Latency, &json!(null)).is_err());
+    }
+
+    #[test]
+    fn hdr_log_is_taken_out() {
+        let mut r = json!({"elapsed_s": 1.0, "hdr_log": "#[log]"});
+        assert_eq!(take_hdr_log(&mut r).as_deref(), Some("#[log]"));
+        assert_eq!(r, json!({"elapsed_s": 1.0}));
+        assert_eq!(take_hdr_log(&mut r), None);
+    }
+}

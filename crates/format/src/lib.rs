@@ -1,0 +1,69 @@
+//! The results format of nnb, defined once: what `nnb run` writes into a run
+//! directory and what `nnb analyze` reads back (`docs/results-format.md` describes
+//! it for people and other tools).
+//!
+//! - [`Sample`], [`Manifest`], [`Session`], [`TenantRecord`]: the records, and
+//!   [`parse_sample`], the reader of one line of `samples.jsonl`;
+//! - [`MANIFEST`], [`SAMPLES`], [`hdr_log_path`]: the file names; [`FORMAT_VERSION`];
+//! - [`Metric`]: every metric column with its unit, direction and label, so no code
+//!   compares metric names as strings; [`Scenario`], [`Role`], [`JobKind`];
+//! - [`job`]: the typed fields of the agents' job results the format is made from;
+//! - [`stats`]: summary, median, Student-t and Welch intervals, degradation.
+//!
+//! Plain data and arithmetic: no I/O beyond what callers pass in, no async.
+
+pub mod job;
+mod kind;
+mod metric;
+mod record;
+pub mod stats;
+mod time;
+
+pub use job::{JobKind, JobResult, Metrics};
+pub use kind::{Role, Scenario, ENDPOINT_ROLE};
+pub use metric::{Direction, Metric, Quantity};
+pub use record::{
+    parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session, StepRecord,
+    TenantRecord, COLUMNS,
+};
+pub use time::{run_id_stamp, timestamp};
+
+/// Version of the manifest and sample record format (their `format_version` field).
+/// Fields may be added within a version; renaming or removing one bumps it.
+pub const FORMAT_VERSION: u32 = 1;
+/// Name of the manifest file in a run directory.
+pub const MANIFEST: &str = "manifest.json";
+/// Name of the samples journal in a run directory.
+pub const SAMPLES: &str = "samples.jsonl";
+/// Directory of a run's raw HDR interval logs.
+pub const HDR_DIR: &str = "hdr";
+
+/// Path, relative to the run directory, of the raw HDR log of `tenant` at step
+/// `step_id`: `hdr/<step>.<tenant>.hlog`, with every character of the step id other
+/// than ASCII letters, digits, `-` and `.` made `_` (`/` and `=` are not safe).
+pub fn hdr_log_path(step_id: &str, tenant: &str) -> String {
+    let safe: String = step_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{HDR_DIR}/{safe}.{tenant}.hlog")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hdr_paths_are_safe() {
+        assert_eq!(
+            hdr_log_path("load/load=50M/rep=1", "test"),
+            "hdr/load_load_50M_rep_1.test.hlog"
+        );
+    }
+}

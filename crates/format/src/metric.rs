@@ -1,0 +1,196 @@
+//! The metrics of the results format: every column a sample's `metric` may name, with
+//! its unit, direction and axis label. Code compares [`Metric`]s, never metric names.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a larger or a smaller value of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Runtimes and latencies: smaller is better.
+    LowerIsBetter,
+    /// Throughputs and rates: larger is better.
+    HigherIsBetter,
+}
+
+impl Direction {
+    /// The format's `higher_is_better` flag for this direction.
+    pub fn higher_is_better(self) -> bool {
+        self == Direction::HigherIsBetter
+    }
+}
+
+/// The physical quantity a metric's values are, which picks how they are printed and
+/// scaled on an axis (the formatters themselves belong to the code that prints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Quantity {
+    /// Seconds.
+    Seconds,
+    /// Nanoseconds.
+    Nanoseconds,
+    /// Operations per second.
+    OpsPerSecond,
+    /// Bits per second.
+    BitsPerSecond,
+}
+
+/// A metric of the results format: a flat numeric column of `samples.jsonl`, and the
+/// name a sample's `metric` field gives its primary metric (`value`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Fixed-work burn: wall time, last thread end - first thread start, seconds.
+    RuntimeS,
+    /// Burn: operations of all threads per second.
+    OpsPerSec,
+    /// Latency probe: mean round-trip time, ns.
+    RttMeanNs,
+    /// Latency probe: median round-trip time, ns.
+    RttP50Ns,
+    /// Latency probe: 90th percentile round-trip time, ns.
+    RttP90Ns,
+    /// Latency probe: 99th percentile round-trip time, ns.
+    RttP99Ns,
+    /// Latency probe: 99.9th percentile round-trip time, ns.
+    RttP999Ns,
+    /// Load generator: payload rate received by the sink (sent rate when the sink did
+    /// not report), bit/s.
+    RateBps,
+}
+
+impl Metric {
+    /// Every metric, in the order of the format's columns.
+    pub const ALL: [Metric; 8] = [
+        Metric::RuntimeS,
+        Metric::OpsPerSec,
+        Metric::RttMeanNs,
+        Metric::RttP50Ns,
+        Metric::RttP90Ns,
+        Metric::RttP99Ns,
+        Metric::RttP999Ns,
+        Metric::RateBps,
+    ];
+
+    /// The round-trip-time metrics of a latency job: mean, p50, p90, p99, p99.9.
+    pub const RTT: [Metric; 5] = [
+        Metric::RttMeanNs,
+        Metric::RttP50Ns,
+        Metric::RttP90Ns,
+        Metric::RttP99Ns,
+        Metric::RttP999Ns,
+    ];
+
+    /// The metric's name in the format (its column and the `metric` field), e.g.
+    /// `runtime_s`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::RuntimeS => "runtime_s",
+            Metric::OpsPerSec => "ops_per_sec",
+            Metric::RttMeanNs => "rtt_mean_ns",
+            Metric::RttP50Ns => "rtt_p50_ns",
+            Metric::RttP90Ns => "rtt_p90_ns",
+            Metric::RttP99Ns => "rtt_p99_ns",
+            Metric::RttP999Ns => "rtt_p999_ns",
+            Metric::RateBps => "rate_bps",
+        }
+    }
+
+    /// The metric named `name` in the format, if there is one.
+    pub fn from_name(name: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// What its values are.
+    pub fn quantity(self) -> Quantity {
+        match self {
+            Metric::RuntimeS => Quantity::Seconds,
+            Metric::OpsPerSec => Quantity::OpsPerSecond,
+            Metric::RttMeanNs
+            | Metric::RttP50Ns
+            | Metric::RttP90Ns
+            | Metric::RttP99Ns
+            | Metric::RttP999Ns => Quantity::Nanoseconds,
+            Metric::RateBps => Quantity::BitsPerSecond,
+        }
+    }
+
+    /// The unit symbol for column headers: `s`, `ops/s`, `ns`, `bit/s`.
+    pub fn unit(self) -> &'static str {
+        match self.quantity() {
+            Quantity::Seconds => "s",
+            Quantity::Nanoseconds => "ns",
+            Quantity::OpsPerSecond => "ops/s",
+            Quantity::BitsPerSecond => "bit/s",
+        }
+    }
+
+    /// Whether a larger or a smaller value is better.
+    pub fn direction(self) -> Direction {
+        match self.quantity() {
+            Quantity::Seconds | Quantity::Nanoseconds => Direction::LowerIsBetter,
+            Quantity::OpsPerSecond | Quantity::BitsPerSecond => Direction::HigherIsBetter,
+        }
+    }
+
+    /// What the metric is, for axis titles: `runtime`, `throughput`, `mean round-trip
+    /// time`, `p99 round-trip time`, `rate`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::RuntimeS => "runtime",
+            Metric::OpsPerSec => "throughput",
+            Metric::RttMeanNs => "mean round-trip time",
+            Metric::RttP50Ns => "median round-trip time",
+            Metric::RttP90Ns => "p90 round-trip time",
+            Metric::RttP99Ns => "p99 round-trip time",
+            Metric::RttP999Ns => "p99.9 round-trip time",
+            Metric::RateBps => "rate",
+        }
+    }
+
+    /// Digits shown after the point in tables: 4 for seconds, none for the rest.
+    pub fn decimals(self) -> usize {
+        match self.quantity() {
+            Quantity::Seconds => 4,
+            _ => 0,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_through_serde_and_from_name() {
+        for m in Metric::ALL {
+            assert_eq!(Metric::from_name(m.name()), Some(m));
+            let json = serde_json::to_string(&m).unwrap();
+            assert_eq!(json, format!("\"{}\"", m.name()));
+            assert_eq!(serde_json::from_str::<Metric>(&json).unwrap(), m);
+        }
+        assert_eq!(Metric::from_name("value"), None);
+    }
+
+    #[test]
+    fn units_and_directions() {
+        assert_eq!(Metric::RuntimeS.unit(), "s");
+        assert_eq!(Metric::OpsPerSec.unit(), "ops/s");
+        assert_eq!(Metric::RttP999Ns.unit(), "ns");
+        assert_eq!(Metric::RateBps.unit(), "bit/s");
+        assert!(!Metric::RuntimeS.direction().higher_is_better());
+        assert!(!Metric::RttMeanNs.direction().higher_is_better());
+        assert!(Metric::OpsPerSec.direction().higher_is_better());
+        assert!(Metric::RateBps.direction().higher_is_better());
+        assert_eq!(
+            (Metric::RuntimeS.decimals(), Metric::RateBps.decimals()),
+            (4, 0)
+        );
+    }
+}

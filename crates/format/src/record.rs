@@ -1,0 +1,354 @@
+//! The records of a run directory: one [`Sample`] per line of `samples.jsonl`, and
+//! `manifest.json` ([`Manifest`] with its [`Session`]s and [`TenantRecord`]s).
+//!
+//! The manifest's agent health and cloud record are typed by the orchestrator that
+//! writes them; readers that do not care take the defaults, raw JSON values.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::job::Metrics;
+use crate::metric::Metric;
+use crate::time::timestamp;
+use crate::FORMAT_VERSION;
+
+/// Whether a sample measured something or records a failed step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SampleStatus {
+    /// The job ended with a result.
+    Ok,
+    /// The step failed (after any retries); `error` says why.
+    Failed,
+}
+
+impl SampleStatus {
+    /// The status's name in the format: `ok` or `failed`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SampleStatus::Ok => "ok",
+            SampleStatus::Failed => "failed",
+        }
+    }
+}
+
+/// One line of `samples.jsonl`: one measured job of one step. `R` is what the
+/// job's raw `result` is read as: a JSON value, or [`serde::de::IgnoredAny`] for a
+/// reader that skips it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample<R = Value> {
+    /// Record format version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The run.
+    pub run_id: String,
+    /// Stable step id, e.g. `busy/neighbors=2/rep=3`.
+    pub step: String,
+    /// 0-based position of the step in the plan.
+    pub step_index: usize,
+    /// 1-based index of this record among the step's records.
+    pub part: usize,
+    /// How many records the step has (a step is complete when all are written).
+    pub parts: usize,
+    /// Scenario kind ([`crate::Scenario::name`]), e.g. `neighbor-staircase`.
+    pub scenario: String,
+    /// Scenario part: `busy`, `idle`, `sweep`, `load`, `baseline`, `pair`.
+    pub group: String,
+    /// Numeric level (neighbors, threads, bit/s, Table 1 id).
+    pub level: f64,
+    /// Level label, e.g. `neighbors=2`.
+    pub level_label: String,
+    /// Repetition within the level (1-based).
+    pub rep: u32,
+    /// A warm-up repetition (leave it out of statistics).
+    pub warmup: bool,
+    /// The tenant the job ran on.
+    pub tenant: String,
+    /// [`crate::Role::name`]: `test` or `neighbor`.
+    pub role: String,
+    /// Job kind ([`crate::JobKind::name`]): `burn`, `latency`, `load`.
+    pub job: String,
+    /// Ok or failed.
+    pub status: SampleStatus,
+    /// Why the step failed.
+    pub error: Option<String>,
+    /// Attempts made (1 = first try succeeded).
+    pub attempts: u32,
+    /// Wall-clock start of the measured jobs (RFC 3339 UTC).
+    pub started_at: String,
+    /// Controller-side time from starting the measured jobs to collecting them, ms.
+    pub elapsed_ms: f64,
+    /// The primary metric in `value`.
+    pub metric: Option<Metric>,
+    /// The primary metric's value.
+    pub value: Option<f64>,
+    /// Whether a higher `value` is better (throughput) or worse (runtime, latency).
+    pub higher_is_better: Option<bool>,
+    /// burn: wall time last end - first start, seconds.
+    pub runtime_s: Option<f64>,
+    /// burn: ops of all threads per second.
+    pub ops_per_sec: Option<f64>,
+    /// latency: mean RTT, ns.
+    pub rtt_mean_ns: Option<f64>,
+    /// latency: median RTT, ns.
+    pub rtt_p50_ns: Option<f64>,
+    /// latency: 90th percentile RTT, ns.
+    pub rtt_p90_ns: Option<f64>,
+    /// latency: 99th percentile RTT, ns.
+    pub rtt_p99_ns: Option<f64>,
+    /// latency: 99.9th percentile RTT, ns.
+    pub rtt_p999_ns: Option<f64>,
+    /// load: payload rate received by the sink (sent rate when no sink report), bit/s.
+    pub rate_bps: Option<f64>,
+    /// Raw HDR log of this job, relative to the run directory.
+    pub hdr_log: Option<String>,
+    /// The job's raw result as the agent returned it.
+    pub result: Option<R>,
+}
+
+/// The flat columns of a sample, in order: every field but `format_version`,
+/// `run_id` and the nested `result` (what a table of a run's samples holds).
+pub const COLUMNS: [&str; 30] = [
+    "step",
+    "step_index",
+    "part",
+    "parts",
+    "scenario",
+    "group",
+    "level",
+    "level_label",
+    "rep",
+    "warmup",
+    "tenant",
+    "role",
+    "job",
+    "status",
+    "error",
+    "attempts",
+    "started_at",
+    "elapsed_ms",
+    "metric",
+    "value",
+    "higher_is_better",
+    "runtime_s",
+    "ops_per_sec",
+    "rtt_mean_ns",
+    "rtt_p50_ns",
+    "rtt_p90_ns",
+    "rtt_p99_ns",
+    "rtt_p999_ns",
+    "rate_bps",
+    "hdr_log",
+];
+
+/// What a step is, as far as its samples record it (the plan's step implements it).
+pub trait StepRecord {
+    /// Stable step id, e.g. `busy/neighbors=2/rep=3`.
+    fn id(&self) -> &str;
+    /// Scenario part, e.g. `busy`.
+    fn group(&self) -> &str;
+    /// Numeric level.
+    fn level(&self) -> f64;
+    /// Level label, e.g. `neighbors=2`.
+    fn level_label(&self) -> &str;
+    /// Repetition within the level (1-based).
+    fn rep(&self) -> u32;
+    /// Whether it is a warm-up repetition.
+    fn warmup(&self) -> bool;
+}
+
+/// What the record of one job of a step is made of, besides the step itself.
+#[derive(Debug, Clone)]
+pub struct SampleParts {
+    /// Tenant name.
+    pub tenant: String,
+    /// `test` or `neighbor`.
+    pub role: String,
+    /// Job kind.
+    pub job: String,
+    /// Ok or failed.
+    pub status: SampleStatus,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// When the measured jobs started.
+    pub started_at: SystemTime,
+    /// Controller-side elapsed time, ms.
+    pub elapsed_ms: f64,
+    /// Flat metrics.
+    pub metrics: Metrics,
+    /// HDR log path relative to the run directory.
+    pub hdr_log: Option<String>,
+    /// Raw result.
+    pub result: Option<Value>,
+}
+
+impl Sample {
+    /// The record for part `part` (1-based) of `parts` of `step`.
+    pub fn new(
+        run_id: &str,
+        scenario: &str,
+        step_index: usize,
+        step: &impl StepRecord,
+        part: usize,
+        parts: usize,
+        p: SampleParts,
+    ) -> Sample {
+        let m = p.metrics;
+        Sample {
+            format_version: FORMAT_VERSION,
+            run_id: run_id.to_string(),
+            step: step.id().to_string(),
+            step_index,
+            part,
+            parts,
+            scenario: scenario.to_string(),
+            group: step.group().to_string(),
+            level: step.level(),
+            level_label: step.level_label().to_string(),
+            rep: step.rep(),
+            warmup: step.warmup(),
+            tenant: p.tenant,
+            role: p.role,
+            job: p.job,
+            status: p.status,
+            error: p.error,
+            attempts: p.attempts,
+            started_at: timestamp(p.started_at),
+            elapsed_ms: p.elapsed_ms,
+            metric: m.metric,
+            value: m.value,
+            higher_is_better: m.metric.map(|m| m.direction().higher_is_better()),
+            runtime_s: m.runtime_s,
+            ops_per_sec: m.ops_per_sec,
+            rtt_mean_ns: m.rtt[0],
+            rtt_p50_ns: m.rtt[1],
+            rtt_p90_ns: m.rtt[2],
+            rtt_p99_ns: m.rtt[3],
+            rtt_p999_ns: m.rtt[4],
+            rate_bps: m.rate_bps,
+            hdr_log: p.hdr_log,
+            result: p.result,
+        }
+    }
+}
+
+impl<R> Sample<R> {
+    /// The value of `metric`'s column in this record.
+    pub fn get(&self, metric: Metric) -> Option<f64> {
+        match metric {
+            Metric::RuntimeS => self.runtime_s,
+            Metric::OpsPerSec => self.ops_per_sec,
+            Metric::RttMeanNs => self.rtt_mean_ns,
+            Metric::RttP50Ns => self.rtt_p50_ns,
+            Metric::RttP90Ns => self.rtt_p90_ns,
+            Metric::RttP99Ns => self.rtt_p99_ns,
+            Metric::RttP999Ns => self.rtt_p999_ns,
+            Metric::RateBps => self.rate_bps,
+        }
+    }
+}
+
+/// Where one tenant ran, as the provider placed it and its agent reported. `H` is
+/// the agent's health record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TenantRecord<H = Value> {
+    /// Name.
+    pub name: String,
+    /// `test`, `neighbor` or `endpoint` ([`crate::Role::name`], [`crate::ENDPOINT_ROLE`]).
+    pub role: String,
+    /// Agent address.
+    pub addr: String,
+    /// CPUs the provider pinned it to.
+    pub cpus: Vec<usize>,
+    /// Network namespace (emulated network).
+    pub netns: Option<String>,
+    /// IP in the emulated network.
+    pub ip: Option<String>,
+    /// What the agent said about itself (version, topology, allowed CPUs).
+    pub health: Option<H>,
+}
+
+/// One start or resume of a run. `H` is the agents' health record, `C` the cloud
+/// record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Session<H = Value, C = Value> {
+    /// When it started (RFC 3339 UTC).
+    pub started_at: String,
+    /// When it ended, if it did.
+    pub finished_at: Option<String>,
+    /// `running`, `completed`, `interrupted`, `aborted` or `failed`.
+    pub status: String,
+    /// The controller's command line.
+    pub command: Vec<String>,
+    /// The tenants of this session's fleet.
+    pub tenants: Vec<TenantRecord<H>>,
+    /// Provider warnings (e.g. tenants sharing CPUs).
+    pub warnings: Vec<String>,
+    /// Process ids of the agents this session started (local provider), so anyone
+    /// can check that none outlived the run.
+    pub agent_pids: Vec<u32>,
+    /// Steps measured (ok or failed) in this session.
+    pub steps_run: usize,
+    /// Cloud resources this session ran on (aws provider: host, instances); absent
+    /// for local and static fleets and in manifests written before it existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cloud: Option<C>,
+}
+
+/// `manifest.json`: what was run, where and with what. `H` and `C` as in [`Session`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest<H = Value, C = Value> {
+    /// Format version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The run id (the directory name).
+    pub run_id: String,
+    /// nnb version of the controller.
+    pub nnb_version: String,
+    /// The experiment file as named on the command line.
+    pub experiment_file: String,
+    /// The experiment file's text (a resume re-reads this, not the file).
+    pub experiment_text: String,
+    /// The checked experiment.
+    pub experiment: Value,
+    /// Steps in the plan.
+    pub planned_steps: usize,
+    /// The controller host's environment (CPU model, kernel, clocksource, ...).
+    pub controller: Value,
+    /// Start and resumes, in order.
+    pub sessions: Vec<Session<H, C>>,
+}
+
+/// Why a line of `samples.jsonl` is not a record this crate reads.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LineError {
+    /// The line carries another format version.
+    #[error("format_version {0} is not supported (this nnb reads version {FORMAT_VERSION})")]
+    Version(u64),
+    /// The line is not a record (not JSON, a field missing or of the wrong type).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Only the version of a line that did not parse as a record.
+#[derive(Deserialize)]
+struct VersionOnly {
+    format_version: u64,
+}
+
+/// Parses one line of `samples.jsonl` of format version [`FORMAT_VERSION`]; a line
+/// of another version is [`LineError::Version`] even when its fields differ.
+pub fn parse_sample<R: serde::de::DeserializeOwned>(line: &str) -> Result<Sample<R>, LineError> {
+    match serde_json::from_str::<Sample<R>>(line) {
+        Ok(s) if s.format_version == FORMAT_VERSION => Ok(s),
+        Ok(s) => Err(LineError::Version(u64::from(s.format_version))),
+        Err(e) => match serde_json::from_str::<VersionOnly>(line) {
+            Ok(v) if v.format_version != u64::from(FORMAT_VERSION) => {
+                Err(LineError::Version(v.format_version))
+            }
+            _ => Err(LineError::Invalid(e.to_string())),
+        },
+    }
+}

@@ -1,0 +1,104 @@
+//! Version-1 runs stay readable and are written back unchanged: every record of the
+//! analysis fixtures (runs in format version 1) parses into the typed records and
+//! serializes to the same JSON.
+
+use std::path::{Path, PathBuf};
+
+use nnb_format::{
+    parse_sample, LineError, Manifest, Metric, Sample, SampleStatus, MANIFEST, SAMPLES,
+};
+use serde_json::Value;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../analysis/fixtures")
+        .join(name)
+}
+
+fn lines(run: &str) -> Vec<String> {
+    std::fs::read_to_string(fixture(run).join(SAMPLES))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn v1_samples_round_trip_unchanged() {
+    for run in [
+        "staircase",
+        "thread-sweep",
+        "isolation-matrix",
+        "load-steps",
+        "throughput-m5",
+    ] {
+        for line in lines(run) {
+            let sample: Sample = parse_sample(&line).unwrap_or_else(|e| panic!("{run}: {e}"));
+            let written: Value = serde_json::to_value(&sample).unwrap();
+            let read: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(written, read, "{run}: {line}");
+        }
+    }
+}
+
+#[test]
+fn v1_manifests_round_trip_unchanged() {
+    for run in ["staircase", "load-steps", "throughput-m5"] {
+        let text = std::fs::read_to_string(fixture(run).join(MANIFEST)).unwrap();
+        let m: Manifest = serde_json::from_str(&text).unwrap();
+        assert_eq!(m.format_version, 1);
+        let read: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_value(&m).unwrap(), read, "{run}");
+    }
+}
+
+/// `staircase` line 2: `busy/neighbors=0/rep=1`, runtime 10.0 s; line 24 failed.
+#[test]
+fn typed_fields_of_a_v1_run() {
+    let all = lines("staircase");
+    let s: Sample<serde::de::IgnoredAny> = parse_sample(&all[1]).unwrap();
+    assert_eq!((s.metric, s.value), (Some(Metric::RuntimeS), Some(10.0)));
+    assert_eq!(s.get(Metric::RuntimeS), Some(10.0));
+    assert_eq!(s.status, SampleStatus::Ok);
+    let failed: Sample = parse_sample(&all[23]).unwrap();
+    assert_eq!((failed.status, failed.metric), (SampleStatus::Failed, None));
+}
+
+#[test]
+fn other_versions_and_broken_lines_are_told_apart() {
+    let wrong = std::fs::read_to_string(fixture("wrong-version").join(SAMPLES)).unwrap();
+    let third = wrong.lines().nth(2).unwrap();
+    assert_eq!(
+        parse_sample::<Value>(third).unwrap_err(),
+        LineError::Version(2)
+    );
+    assert_eq!(
+        parse_sample::<Value>(r#"{"format_version": 7}"#).unwrap_err(),
+        LineError::Version(7)
+    );
+    assert!(matches!(
+        parse_sample::<Value>(r#"{"format_version": 1, "run_id""#),
+        Err(LineError::Invalid(_))
+    ));
+}
+
+/// The flat columns are a sample's fields less `format_version`, `run_id` and
+/// `result`, in order, and every metric has its column.
+#[test]
+fn columns_are_the_flat_fields_of_a_sample() {
+    let line = &lines("load-steps")[0];
+    let v: serde_json::Map<String, Value> = serde_json::from_str(line).unwrap();
+    let flat: Vec<&str> = v
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !["format_version", "run_id", "result"].contains(k))
+        .collect();
+    let mut sorted_flat = flat.clone();
+    sorted_flat.sort_unstable();
+    let mut sorted_columns = nnb_format::COLUMNS.to_vec();
+    sorted_columns.sort_unstable();
+    assert_eq!(sorted_flat, sorted_columns);
+    for m in Metric::ALL {
+        assert!(nnb_format::COLUMNS.contains(&m.name()), "{m}");
+    }
+}
