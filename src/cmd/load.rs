@@ -16,7 +16,7 @@ use nnb_netlat::affinity::allowed_cpus;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
 use nnb_netlat::serve::{ServeConfig, Server};
-use nnb_netlat::units::{format_bits_per_sec, format_si, parse_duration, parse_rate, Rate};
+use nnb_units::{format_bits_per_sec, format_si, parse_bytes, parse_duration, parse_rate, Rate};
 use serde::Serialize;
 
 use crate::usage::usage;
@@ -28,8 +28,9 @@ pub struct LoadArgs {
     /// Default: a sink started inside this command on 127.0.0.1.
     #[arg(long, value_name = "HOST:PORT")]
     target: Option<String>,
-    /// Aggregate payload rate: bit/s with K/M/G suffixes (200M, 1.5G, 10Gbps), a
-    /// packet rate (100kpps), or `max` for as fast as possible.
+    /// Aggregate payload rate: bit/s with SI (k = 1000) suffixes (200M, 1.5G, 10Gbit/s),
+    /// bytes/s (8MB/s = 64 Mbit/s), a packet rate (100kpps), or `max` for as fast as
+    /// possible.
     #[arg(long, default_value = "1G", value_parser = rate_or_max, value_name = "RATE")]
     rate: RateArg,
     /// Parallel streams, each one pinned thread and one socket; the rate is split evenly.
@@ -37,7 +38,7 @@ pub struct LoadArgs {
     streams: usize,
     /// UDP payload bytes per datagram, nnb's 32-byte header included. 1400 fits a
     /// 1500-byte MTU with room for cloud tunnel headers.
-    #[arg(long, default_value_t = load::DEFAULT_MSG_SIZE, value_name = "BYTES")]
+    #[arg(long, default_value_t = load::DEFAULT_MSG_SIZE, value_parser = parse_bytes, value_name = "BYTES")]
     msg_size: usize,
     /// How long to send (e.g. 10s, 500ms, 2m).
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]

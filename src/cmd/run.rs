@@ -239,7 +239,7 @@ fn describe(job: &JobSpec) -> String {
 }
 
 fn rate(bps: f64) -> String {
-    nnb_netlat::units::format_bits_per_sec(bps)
+    nnb_units::format_bits_per_sec(bps)
 }
 
 /// "2 x busy fpadd x1" for a list of assignments, grouped by what they run.
@@ -279,15 +279,6 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
         .map(|(d, n)| format!("{n} x {d}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 120.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
 }
 
 /// Prints the plan without running anything.
@@ -382,8 +373,8 @@ fn dry_run(
         "{} steps, {} neighbor reconfigurations (settle {}), estimated {}{unknown_note}",
         plan.steps.len(),
         plan.changes(),
-        fmt_duration(exp.settle),
-        fmt_duration(estimate)
+        nnb_units::format_duration(exp.settle),
+        nnb_units::format_duration(estimate)
     );
     let (_, fits) = cloud_dry_run(exp, plan, false)?;
     refuse_unfit(fits)
@@ -421,10 +412,10 @@ fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
 /// Formats a metric value for people.
 fn fmt_metric(metric: Option<&str>, v: f64) -> String {
     match metric {
-        Some("runtime_s") => crate::cmd::cpu::fmt_secs(v),
-        Some("rtt_mean_ns") => nnb_netlat::hist::format_ns(v),
+        Some("runtime_s") => nnb_units::format_secs(v),
+        Some("rtt_mean_ns") => nnb_units::format_ns(v),
         Some("rate_bps") => rate(v),
-        Some("ops_per_sec") => format!("{} ops/s", nnb_netlat::units::format_si(v)),
+        Some("ops_per_sec") => nnb_units::format_per_sec(v, "ops"),
         _ => format!("{v:.4}"),
     }
 }
