@@ -15,7 +15,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -360,7 +359,7 @@ fn dry_run(
             s.id.clone().into(),
             summarize_jobs(&s.background, false).into(),
             summarize_jobs(&s.measure, true).into(),
-            right(s.estimate.map_or("?".to_string(), fmt_duration)),
+            right(s.estimate.map_or("?".to_string(), nnb_units::format_duration)),
         ]);
     }
     println!("{t}");
