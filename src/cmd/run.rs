@@ -359,7 +359,10 @@ fn dry_run(
             s.id.clone().into(),
             summarize_jobs(&s.background, false).into(),
             summarize_jobs(&s.measure, true).into(),
-            right(s.estimate.map_or("?".to_string(), nnb_units::format_duration)),
+            right(
+                s.estimate
+                    .map_or("?".to_string(), nnb_units::format_duration),
+            ),
         ]);
     }
     println!("{t}");

@@ -104,7 +104,7 @@ pub enum UnitError {
         expected: &'static str,
     },
     /// A range whose end is below its start.
-    #[error("bad range `{input}`: it ends before it starts")]
+    #[error("bad range `{input}`: TO is below FROM: the range ends before it starts")]
     Reversed {
         /// The text as typed.
         input: String,
