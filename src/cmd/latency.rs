@@ -86,14 +86,14 @@ pub struct LatencyArgs {
     /// Datagram size of the neighbor load.
     #[arg(long, default_value_t = nnb_netlat::load::DEFAULT_MSG_SIZE, value_parser = parse_bytes, value_name = "BYTES", requires = "neighbor_load")]
     load_msg_size: usize,
-    /// CPUs for the neighbor load threads, comma-separated. Default: all allowed.
+    /// CPUs for the neighbor load threads, e.g. 0,2-3. Default: all allowed.
     #[arg(
         long,
-        value_delimiter = ',',
-        value_name = "CPU,...",
+        value_parser = nnb_units::cpu_list_arg,
+        value_name = "CPUS",
         requires = "neighbor_load"
     )]
-    load_cpus: Vec<usize>,
+    load_cpus: Option<nnb_units::CpuList>,
     /// One JSON object on stdout instead of tables.
     #[arg(long)]
     json: bool,
@@ -193,7 +193,7 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
                 LoadShape {
                     streams: args.load_streams,
                     msg_size: args.load_msg_size,
-                    cpus: stream_cpus("--load-cpus", &args.load_cpus, false)?,
+                    cpus: stream_cpus("--load-cpus", args.load_cpus.as_ref(), false)?,
                     tcp: false,
                     gso: true,
                     batch: nnb_netlat::load::DEFAULT_BATCH,

@@ -43,10 +43,10 @@ pub struct LoadArgs {
     /// How long to send (e.g. 10s, 500ms, 2m).
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     duration: Duration,
-    /// CPUs for the stream threads, comma-separated (stream i on the i-th, round
-    /// robin). Default: the CPUs this process may use, round robin.
-    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
-    cpus: Vec<usize>,
+    /// CPUs for the stream threads, e.g. 0,2-3 (stream i on the i-th, round robin).
+    /// Default: the CPUs this process may use, round robin.
+    #[arg(long, value_parser = nnb_units::cpu_list_arg, value_name = "CPUS")]
+    cpus: Option<nnb_units::CpuList>,
     /// Leave the stream threads unpinned.
     #[arg(long, conflicts_with = "cpus")]
     no_pin: bool,
@@ -94,14 +94,18 @@ pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// The CPUs stream threads go to: the given list, checked, or all allowed ones.
-pub(crate) fn stream_cpus(flag: &str, given: &[usize], no_pin: bool) -> anyhow::Result<Vec<usize>> {
+pub(crate) fn stream_cpus(
+    flag: &str,
+    given: Option<&nnb_units::CpuList>,
+    no_pin: bool,
+) -> anyhow::Result<Vec<usize>> {
     if no_pin {
         return Ok(Vec::new());
     }
     let allowed = allowed_cpus();
-    if given.is_empty() {
+    let Some(nnb_units::CpuList(given)) = given else {
         return Ok(allowed);
-    }
+    };
     if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
         return Err(usage(format!(
             "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
@@ -191,7 +195,7 @@ struct JsonOut<'a> {
 
 /// Runs `nnb load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
-    let cpus = stream_cpus("--cpus", &args.cpus, args.no_pin)?;
+    let cpus = stream_cpus("--cpus", args.cpus.as_ref(), args.no_pin)?;
     if args.batch == 0 {
         return Err(usage("--batch must be at least 1"));
     }

@@ -85,6 +85,23 @@ pub fn parse_cpu_list(s: &str, max: usize) -> Result<Vec<usize>, CpuListError> {
     Ok(out)
 }
 
+/// A non-empty CPU list typed on the command line, in the order written (repeats
+/// allowed: streams go round robin over it). Parse it with [`cpu_list_arg`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// Parses a command-line CPU list (a clap `value_parser`): [`parse_cpu_list`] against
+/// [`MAX_CPUS`], and not empty.
+pub fn cpu_list_arg(s: &str) -> Result<CpuList, CpuListError> {
+    let cpus = parse_cpu_list(s, MAX_CPUS)?;
+    if cpus.is_empty() {
+        return Err(CpuListError::NotANumber {
+            item: s.to_string(),
+        });
+    }
+    Ok(CpuList(cpus))
+}
+
 /// Formats CPU numbers the way the kernel does (`0-3,8,10-11`), after sorting and
 /// removing duplicates; `""` for an empty set.
 pub fn format_cpu_list(cpus: &[usize]) -> String {
@@ -158,6 +175,13 @@ mod tests {
         );
         let e = parse_cpu_list("9999", MAX_CPUS).unwrap_err();
         assert!(e.to_string().contains("CPU 9999 does not exist"), "{e}");
+    }
+
+    #[test]
+    fn command_line_lists() {
+        assert_eq!(cpu_list_arg("0,2-3,0"), Ok(CpuList(vec![0, 2, 3, 0])));
+        assert!(cpu_list_arg(" ").is_err());
+        assert!(cpu_list_arg("0-1000000000").is_err());
     }
 
     #[test]
