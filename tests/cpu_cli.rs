@@ -187,3 +187,21 @@ fn bad_input_exits_2_with_a_clear_message() {
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     }
 }
+
+/// `1h` is a duration for `nnb cpu` as for every other command (it used to be refused).
+#[test]
+fn an_hour_is_a_duration() {
+    let out = nnb(&["cpu", "--duration", "1h", "--dry-run"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+}
+
+/// A CPU range far beyond any machine is refused before it is expanded (it used to be
+/// expanded first: billions of entries, then out of memory).
+#[test]
+fn a_huge_cpu_range_is_refused_at_once() {
+    let out = nnb(&["cpu", "--cpus", "0-1000000000", "--dry-run"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("CPU 1000000000 does not exist"), "{err}");
+}

@@ -30,6 +30,13 @@ fn udp_load_with_sink_view() {
     assert!(v["intervals"].as_array().expect("intervals").len() >= 4);
 }
 
+/// `8MB/s` is eight megabytes per second: 8e6 * 8 = 64e6 bit/s (it used to send 8 Mbit/s).
+#[test]
+fn byte_rates_are_eight_times_bit_rates() {
+    let v = json(&["load", "--rate", "8MB/s", "--duration", "300ms", "--json"]);
+    assert_eq!(v["target_bps"], 64e6);
+}
+
 #[test]
 fn tcp_load_with_sink_view() {
     let v = json(&[

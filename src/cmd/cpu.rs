@@ -9,6 +9,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use comfy_table::Cell;
@@ -16,7 +17,7 @@ use comfy_table::Cell;
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
 use nnb_burn::burner::{burn, BurnResult, Work};
-use nnb_burn::clock::{parse_duration, Clock, ClockChoice, ClockInfo};
+use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{
     allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
@@ -26,6 +27,7 @@ use nnb_burn::topology::{Topology, TopologySummary};
 use nnb_burn::workload::Workload;
 use nnb_format::stats::Summary;
 use nnb_format::Metric;
+use nnb_units::{format_per_sec, format_secs};
 use serde::Serialize;
 
 use crate::usage::usage;
@@ -82,9 +84,9 @@ pub struct CpuArgs {
     /// thread on a 3 GHz Zen 3: fpadd 1G, primes 4000 events, fma 800M, int 200M, mem 250M].
     #[arg(long, conflicts_with = "duration")]
     pub ops: Option<u64>,
-    /// Fixed time, e.g. 10s or 500ms (ops/s is the result).
-    #[arg(short, long)]
-    pub duration: Option<String>,
+    /// Fixed time, e.g. 10s, 500ms or 1h (ops/s is the result).
+    #[arg(short, long, value_parser = nnb_units::parse_positive_duration)]
+    pub duration: Option<Duration>,
     /// primes: count primes below this (sysbench's --cpu-max-prime).
     #[arg(long, default_value_t = nnb_burn::workload::DEFAULT_MAX_PRIME)]
     pub max_prime: u64,
@@ -258,7 +260,7 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
         *max_prime = args.max_prime;
     }
     let work = match (&args.duration, args.ops) {
-        (Some(d), _) => Work::Duration(parse_duration(d).map_err(|e| usage(e.to_string()))?),
+        (Some(d), _) => Work::Duration(*d),
         (None, Some(n)) => Work::Ops(n),
         (None, None) => Work::Ops(workload.default_ops()),
     };
@@ -421,30 +423,9 @@ fn warn_about_noise(report: &Report) {
     }
 }
 
-/// Seconds with a readable unit (s, ms, us, ns).
-pub(crate) fn fmt_secs(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.4} s")
-    } else if s >= 1e-3 {
-        format!("{:.3} ms", s * 1e3)
-    } else if s >= 1e-6 {
-        format!("{:.3} us", s * 1e6)
-    } else {
-        format!("{:.0} ns", s * 1e9)
-    }
-}
-
-/// Rates with a readable SI prefix.
-fn fmt_rate(r: f64) -> String {
-    if r >= 1e9 {
-        format!("{:.3} G/s", r / 1e9)
-    } else if r >= 1e6 {
-        format!("{:.3} M/s", r / 1e6)
-    } else if r >= 1e3 {
-        format!("{:.3} k/s", r / 1e3)
-    } else {
-        format!("{r:.2} /s")
-    }
+/// Operations per second with an SI prefix (`2.50 Mops/s`).
+fn fmt_ops(r: f64) -> String {
+    format_per_sec(r, "ops")
 }
 
 fn print_human(out: &mut String, report: &Report) {
@@ -545,16 +526,16 @@ fn print_reps(out: &mut String, work: Work, step: &Step) {
     for (i, r) in step.runs.iter().enumerate() {
         t.add_row(vec![
             right(i + 1),
-            right(fmt_secs(r.wall_ns / 1e9)),
-            right(fmt_rate(r.ops_per_sec)),
-            right(fmt_secs(r.start_skew_ns / 1e9)),
+            right(format_secs(r.wall_ns / 1e9)),
+            right(fmt_ops(r.ops_per_sec)),
+            right(format_secs(r.start_skew_ns / 1e9)),
             right(format!("{:.5}%", r.timing_overhead_share * 100.0)),
         ]);
     }
     outln!(out, "{} threads\n{t}\n", step.threads);
     let (label, s, fmt): (&str, &Summary, fn(f64) -> String) = match work {
-        Work::Ops(_) => ("runtime", &step.runtime_s, fmt_secs),
-        Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_rate),
+        Work::Ops(_) => ("runtime", &step.runtime_s, format_secs),
+        Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_ops),
     };
     let mut st = table(["", "mean", "median", "min", "max", "stddev", "CV", "95% CI"]);
     st.add_row(vec![
@@ -604,10 +585,10 @@ fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
         };
         t.add_row(vec![
             right(a.threads),
-            right(fmt_secs(a.value)),
+            right(format_secs(a.value)),
             right(format!("{:.2}%", ci_rel * 100.0)),
             right(format!("{:.2}%", s.cv * 100.0)),
-            right(fmt_rate(step.ops_per_sec.mean)),
+            right(fmt_ops(step.ops_per_sec.mean)),
             right(format!("{:+.2}%", a.degradation_pct)),
             right(format!("{:+.2}", a.increment_pct)),
             Cell::new(mark),

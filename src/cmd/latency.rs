@@ -11,11 +11,12 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 
 use crate::table::styled;
-use nnb_netlat::hist::{format_ns, HistLog, LatencySummary};
+use nnb_netlat::hist::{HistLog, LatencySummary};
 use nnb_netlat::neighbor::{self, LevelResult, NeighborConfig};
 use nnb_netlat::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
-use nnb_netlat::units::{
-    format_bits_per_sec, parse_duration, parse_packet_rate, parse_rate_steps, RateSteps,
+use nnb_units::{
+    format_bits_per_sec, format_ns, parse_bytes, parse_duration, parse_packet_rate,
+    parse_rate_steps, RateSteps,
 };
 use serde::Serialize;
 
@@ -38,7 +39,7 @@ pub struct LatencyArgs {
     #[arg(long, value_name = "N")]
     count: Option<u64>,
     /// UDP payload bytes per ping, nnb's 32-byte header included.
-    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    #[arg(long, default_value_t = 64, value_parser = parse_bytes, value_name = "BYTES")]
     msg_size: usize,
     /// Ping for this long first and discard the results (sockperf discards 400 ms).
     #[arg(long, default_value = "400ms", value_parser = parse_duration, value_name = "DURATION")]
@@ -83,16 +84,16 @@ pub struct LatencyArgs {
     )]
     load_streams: usize,
     /// Datagram size of the neighbor load.
-    #[arg(long, default_value_t = nnb_netlat::load::DEFAULT_MSG_SIZE, value_name = "BYTES", requires = "neighbor_load")]
+    #[arg(long, default_value_t = nnb_netlat::load::DEFAULT_MSG_SIZE, value_parser = parse_bytes, value_name = "BYTES", requires = "neighbor_load")]
     load_msg_size: usize,
-    /// CPUs for the neighbor load threads, comma-separated. Default: all allowed.
+    /// CPUs for the neighbor load threads, e.g. 0,2-3. Default: all allowed.
     #[arg(
         long,
-        value_delimiter = ',',
-        value_name = "CPU,...",
+        value_parser = nnb_units::cpu_list_arg,
+        value_name = "CPUS",
         requires = "neighbor_load"
     )]
-    load_cpus: Vec<usize>,
+    load_cpus: Option<nnb_units::CpuList>,
     /// One JSON object on stdout instead of tables.
     #[arg(long)]
     json: bool,
@@ -192,7 +193,7 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
                 LoadShape {
                     streams: args.load_streams,
                     msg_size: args.load_msg_size,
-                    cpus: stream_cpus("--load-cpus", &args.load_cpus, false)?,
+                    cpus: stream_cpus("--load-cpus", args.load_cpus.as_ref(), false)?,
                     tcp: false,
                     gso: true,
                     batch: nnb_netlat::load::DEFAULT_BATCH,

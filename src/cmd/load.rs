@@ -16,7 +16,7 @@ use nnb_burn::placement::allowed_cpus;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
 use nnb_netlat::serve::{ServeConfig, Server};
-use nnb_netlat::units::{format_bits_per_sec, format_si, parse_duration, parse_rate, Rate};
+use nnb_units::{format_bits_per_sec, format_si, parse_bytes, parse_duration, parse_rate, Rate};
 use serde::Serialize;
 
 use crate::usage::usage;
@@ -28,8 +28,9 @@ pub struct LoadArgs {
     /// Default: a sink started inside this command on 127.0.0.1.
     #[arg(long, value_name = "HOST:PORT")]
     target: Option<String>,
-    /// Aggregate payload rate: bit/s with K/M/G suffixes (200M, 1.5G, 10Gbps), a
-    /// packet rate (100kpps), or `max` for as fast as possible.
+    /// Aggregate payload rate: bit/s with SI (k = 1000) suffixes (200M, 1.5G, 10Gbit/s),
+    /// bytes/s (8MB/s = 64 Mbit/s), a packet rate (100kpps), or `max` for as fast as
+    /// possible.
     #[arg(long, default_value = "1G", value_parser = rate_or_max, value_name = "RATE")]
     rate: RateArg,
     /// Parallel streams, each one pinned thread and one socket; the rate is split evenly.
@@ -37,15 +38,15 @@ pub struct LoadArgs {
     streams: usize,
     /// UDP payload bytes per datagram, nnb's 32-byte header included. 1400 fits a
     /// 1500-byte MTU with room for cloud tunnel headers.
-    #[arg(long, default_value_t = load::DEFAULT_MSG_SIZE, value_name = "BYTES")]
+    #[arg(long, default_value_t = load::DEFAULT_MSG_SIZE, value_parser = parse_bytes, value_name = "BYTES")]
     msg_size: usize,
     /// How long to send (e.g. 10s, 500ms, 2m).
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
     duration: Duration,
-    /// CPUs for the stream threads, comma-separated (stream i on the i-th, round
-    /// robin). Default: the CPUs this process may use, round robin.
-    #[arg(long, value_delimiter = ',', value_name = "CPU,...")]
-    cpus: Vec<usize>,
+    /// CPUs for the stream threads, e.g. 0,2-3 (stream i on the i-th, round robin).
+    /// Default: the CPUs this process may use, round robin.
+    #[arg(long, value_parser = nnb_units::cpu_list_arg, value_name = "CPUS")]
+    cpus: Option<nnb_units::CpuList>,
     /// Leave the stream threads unpinned.
     #[arg(long, conflicts_with = "cpus")]
     no_pin: bool,
@@ -93,14 +94,18 @@ pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// The CPUs stream threads go to: the given list, checked, or all allowed ones.
-pub(crate) fn stream_cpus(flag: &str, given: &[usize], no_pin: bool) -> anyhow::Result<Vec<usize>> {
+pub(crate) fn stream_cpus(
+    flag: &str,
+    given: Option<&nnb_units::CpuList>,
+    no_pin: bool,
+) -> anyhow::Result<Vec<usize>> {
     if no_pin {
         return Ok(Vec::new());
     }
     let allowed = allowed_cpus();
-    if given.is_empty() {
+    let Some(nnb_units::CpuList(given)) = given else {
         return Ok(allowed);
-    }
+    };
     if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
         return Err(usage(format!(
             "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
@@ -190,7 +195,7 @@ struct JsonOut<'a> {
 
 /// Runs `nnb load`.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
-    let cpus = stream_cpus("--cpus", &args.cpus, args.no_pin)?;
+    let cpus = stream_cpus("--cpus", args.cpus.as_ref(), args.no_pin)?;
     if args.batch == 0 {
         return Err(usage("--batch must be at least 1"));
     }

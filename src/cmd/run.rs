@@ -15,7 +15,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -240,7 +239,7 @@ fn describe(job: &JobSpec) -> String {
 }
 
 fn rate(bps: f64) -> String {
-    nnb_netlat::units::format_bits_per_sec(bps)
+    nnb_units::format_bits_per_sec(bps)
 }
 
 /// "2 x busy fpadd x1" for a list of assignments, grouped by what they run.
@@ -280,15 +279,6 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
         .map(|(d, n)| format!("{n} x {d}"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s >= 120.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{s:.1} s")
-    }
 }
 
 /// Prints the plan without running anything.
@@ -370,7 +360,10 @@ fn dry_run(
             s.id.clone().into(),
             summarize_jobs(&s.background, false).into(),
             summarize_jobs(&s.measure, true).into(),
-            right(s.estimate.map_or("?".to_string(), fmt_duration)),
+            right(
+                s.estimate
+                    .map_or("?".to_string(), nnb_units::format_duration),
+            ),
         ]);
     }
     println!("{t}");
@@ -383,8 +376,8 @@ fn dry_run(
         "{} steps, {} neighbor reconfigurations (settle {}), estimated {}{unknown_note}",
         plan.steps.len(),
         plan.changes(),
-        fmt_duration(exp.settle),
-        fmt_duration(estimate)
+        nnb_units::format_duration(exp.settle),
+        nnb_units::format_duration(estimate)
     );
     let (_, fits) = cloud_dry_run(exp, plan, false)?;
     refuse_unfit(fits)
@@ -422,10 +415,10 @@ fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
 /// Formats a metric value for people.
 fn fmt_metric(metric: Option<Metric>, v: f64) -> String {
     match metric.map(Metric::quantity) {
-        Some(Quantity::Seconds) => crate::cmd::cpu::fmt_secs(v),
-        Some(Quantity::Nanoseconds) => nnb_netlat::hist::format_ns(v),
+        Some(Quantity::Seconds) => nnb_units::format_secs(v),
+        Some(Quantity::Nanoseconds) => nnb_units::format_ns(v),
         Some(Quantity::BitsPerSecond) => rate(v),
-        Some(Quantity::OpsPerSecond) => format!("{} ops/s", nnb_netlat::units::format_si(v)),
+        Some(Quantity::OpsPerSecond) => nnb_units::format_per_sec(v, "ops"),
         None => format!("{v:.4}"),
     }
 }

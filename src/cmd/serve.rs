@@ -12,7 +12,7 @@ use anyhow::Context;
 use comfy_table::Table;
 use nnb_netlat::report::StreamReport;
 use nnb_netlat::serve::{ServeConfig, ServeError, ServeSnapshot, Server};
-use nnb_netlat::units::{format_bits_per_sec, parse_duration};
+use nnb_units::{format_bits_per_sec, parse_duration};
 use serde::Serialize;
 
 use crate::usage::usage;
@@ -54,18 +54,14 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = nnb_netlat::serve::sink::DEFAULT_MAX_STREAMS, value_name = "N")]
     max_streams: usize,
     /// Print a summary line every INTERVAL (e.g. 1s, 500ms).
-    #[arg(long, value_parser = duration_arg, value_name = "INTERVAL")]
+    #[arg(long, value_parser = parse_duration, value_name = "INTERVAL")]
     interval: Option<Duration>,
     /// Stop after this long (e.g. 10s, 2m); default: until Ctrl-C or SIGTERM.
-    #[arg(long, value_parser = duration_arg, value_name = "DURATION")]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// JSON lines on stdout instead of human-readable text.
     #[arg(long)]
     json: bool,
-}
-
-fn duration_arg(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Runs `nnb serve`.

@@ -4,14 +4,17 @@
 //! /proc/stat steal counter.
 
 use anyhow::Context;
-use nnb_burn::clock::{parse_duration, Clock};
+use std::time::Duration;
+
+use nnb_burn::clock::Clock;
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{allowed_cpus, parse_cpu_list, plan, PinStrategy};
 use nnb_burn::steal::{measure, StealReport, DEFAULT_THRESHOLD};
 use nnb_burn::topology::Topology;
+use nnb_units::format_ns;
 use serde::Serialize;
 
-use super::cpu::{emit, fmt_secs, outln};
+use super::cpu::{emit, outln};
 use crate::table::{right, table};
 use crate::usage::usage;
 
@@ -22,12 +25,12 @@ pub struct StealArgs {
     #[arg(long)]
     pub cpus: Option<String>,
     /// How long to watch, e.g. 10s, 500ms.
-    #[arg(short, long, default_value = "10s")]
-    pub duration: String,
+    #[arg(short, long, default_value = "10s", value_parser = nnb_units::parse_positive_duration)]
+    pub duration: Duration,
     /// Gaps at least this long count as time not run [default: 5us; far above one loop
     /// iteration, below a host interrupt or a short VM exit].
-    #[arg(long)]
-    pub threshold: Option<String>,
+    #[arg(long, value_parser = nnb_units::parse_positive_duration)]
+    pub threshold: Option<Duration>,
     /// Machine-readable JSON on stdout.
     #[arg(long)]
     pub json: bool,
@@ -43,11 +46,8 @@ struct Output {
 
 /// Runs `nnb steal`.
 pub fn run(args: StealArgs) -> anyhow::Result<()> {
-    let duration = parse_duration(&args.duration).map_err(|e| usage(format!("--duration: {e}")))?;
-    let threshold = match &args.threshold {
-        Some(t) => parse_duration(t).map_err(|e| usage(format!("--threshold: {e}")))?,
-        None => DEFAULT_THRESHOLD,
-    };
+    let duration = args.duration;
+    let threshold = args.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if threshold >= duration {
         return Err(usage("--threshold must be shorter than --duration"));
     }
@@ -99,11 +99,6 @@ pub fn run(args: StealArgs) -> anyhow::Result<()> {
     }
 }
 
-/// Nanoseconds with a readable unit.
-fn fmt_ns(ns: f64) -> String {
-    fmt_secs(ns / 1e9)
-}
-
 fn print_human(out: &mut String, r: &StealReport) {
     let mut t = table([
         "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "loop", "steal",
@@ -112,7 +107,7 @@ fn print_human(out: &mut String, r: &StealReport) {
         c.percentiles
             .iter()
             .find(|(q, _)| *q == p)
-            .map_or("-".to_string(), |(_, v)| fmt_ns(*v as f64))
+            .map_or("-".to_string(), |(_, v)| format_ns(*v as f64))
     };
     let ticks = |t: Option<u64>| {
         t.map_or("?".to_string(), |t| {
@@ -128,8 +123,8 @@ fn print_human(out: &mut String, r: &StealReport) {
             right(pct(c, 50.0)),
             right(pct(c, 99.0)),
             right(pct(c, 99.9)),
-            right(fmt_ns(c.longest_gap_ns as f64)),
-            right(fmt_ns(c.gap_total_ns)),
+            right(format_ns(c.longest_gap_ns as f64)),
+            right(format_ns(c.gap_total_ns)),
             right(format!("{:.1} ns", c.iteration_ns)),
             right(ticks(c.proc_steal_ticks)),
         ]);
@@ -139,7 +134,7 @@ fn print_human(out: &mut String, r: &StealReport) {
         out,
         "ran: share of the time the pinned loop ran (gaps >= {} subtracted); steal: /proc/stat \
          steal of that CPU during the run (all CPUs: {})",
-        fmt_ns(r.threshold_ns as f64),
+        format_ns(r.threshold_ns as f64),
         ticks(r.proc_steal_ticks_all)
     );
 }

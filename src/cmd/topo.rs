@@ -178,8 +178,8 @@ fn announce_probe(config: &ProbeConfig) {
          ({} for {REFERENCE_CPUS} CPUs)",
         plural(n * n.saturating_sub(1) / 2, "pair"),
         config.trials,
-        fmt_duration(here),
-        fmt_duration(reference)
+        nnb_units::format_duration(here),
+        nnb_units::format_duration(reference)
     );
 }
 
@@ -315,7 +315,7 @@ fn render_probe(out: &mut String, p: &ProbeReport) -> fmt::Result {
         p.config.cpus.len(),
         plural(p.pairs.len(), "pair"),
         p.config.trials,
-        fmt_duration(Duration::from_secs_f64(p.duration_s)),
+        nnb_units::format_duration(Duration::from_secs_f64(p.duration_s)),
         p.config.threshold
     )?;
     // Every pair when few, else only the interesting ones: siblings by either account.
@@ -404,16 +404,4 @@ fn plural(n: usize, word: &str) -> String {
 
 fn yes_no(b: bool) -> String {
     if b { "yes" } else { "no" }.to_string()
-}
-
-/// A duration with a readable unit (ms below a second, s below ten minutes, else min).
-fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 1.0 {
-        format!("{:.0} ms", s * 1e3)
-    } else if s < 600.0 {
-        format!("{s:.1} s")
-    } else {
-        format!("{:.1} min", s / 60.0)
-    }
 }

@@ -239,36 +239,6 @@ impl Clock {
     }
 }
 
-/// A duration the user typed that cannot be read.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("bad duration '{0}': expected a positive number with a unit, e.g. 10s, 500ms, 250us, 2m")]
-pub struct BadDuration(pub String);
-
-/// Parses a command-line duration: a number with a unit `ns`, `us`, `ms`, `s`, `m`
-/// (or no unit: seconds), e.g. "10s", "500ms", "1.5s". Zero and negative are rejected.
-pub fn parse_duration(s: &str) -> Result<Duration, BadDuration> {
-    let bad = || BadDuration(s.to_string());
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: f64 = num.parse().map_err(|_| bad())?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
-        "m" | "min" => 60.0,
-        _ => return Err(bad()),
-    };
-    let secs = value * scale;
-    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
-        return Err(bad());
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// One calibration window: counter ticks per second of `CLOCK_MONOTONIC_RAW`.
 fn calibration_window() -> f64 {
     let (c0, t0) = paired_read();
@@ -408,19 +378,6 @@ mod tests {
             (by_clock - by_os).abs() / by_os < 0.005,
             "clock {by_clock} ns vs monotonic {by_os} ns"
         );
-    }
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("250us"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        for bad in ["", "0s", "-1s", "10 parsecs", "s", "1.2.3s", "nan"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
     }
 
     #[test]

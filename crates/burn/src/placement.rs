@@ -24,7 +24,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::topology::{format_list, parse_list, CpuListError, Topology};
+use crate::topology::{format_list, CpuListError, Topology};
 
 /// How threads are assigned to CPUs (`--pin`, or `--cpus` for a list).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -149,12 +149,15 @@ pub enum PlacementError {
     },
 }
 
-/// Parses a user's CPU list (`--cpus 0,2,4-7`), keeping its order. Empty lists and
-/// CPUs listed twice are rejected.
+/// Parses a user's CPU list (`--cpus 0,2,4-7`), keeping its order, with the CPU
+/// numbers bounded by [`nnb_units::MAX_CPUS`] before expansion. Empty lists and CPUs
+/// listed twice are rejected.
 pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, PlacementError> {
-    let cpus = parse_list(s).map_err(|source| PlacementError::BadList {
-        input: s.to_string(),
-        source,
+    let cpus = nnb_units::parse_cpu_list(s, nnb_units::MAX_CPUS).map_err(|source| {
+        PlacementError::BadList {
+            input: s.to_string(),
+            source,
+        }
     })?;
     if cpus.is_empty() {
         return Err(PlacementError::EmptyList);

@@ -22,7 +22,7 @@ pub struct SweepSpec {
 /// A `--sweep` value that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SweepError {
-    /// Not of the form `A..B` or `A..B:S`.
+    /// Not a range of whole numbers.
     #[error("sweep '{0}' is not of the form START..END[:STEP], e.g. 1..8 or 1..96:4")]
     Syntax(String),
     /// A thread count of zero.
@@ -34,31 +34,32 @@ pub enum SweepError {
     /// STEP of zero.
     #[error("sweep '{0}' has step 0; the step must be at least 1")]
     ZeroStep(String),
+    /// More thread counts than a range may hold.
+    #[error("sweep: {0}")]
+    TooLong(nnb_units::UnitError),
 }
 
 impl FromStr for SweepSpec {
     type Err = SweepError;
 
+    /// Reads the range with [`nnb_units::parse_count_steps`] (`1..8`, `1..96:4`,
+    /// `2:8:2`), then refuses a start of 0 threads.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let syntax = || SweepError::Syntax(s.to_string());
-        let (range, step) = match s.split_once(':') {
-            Some((r, st)) => (r, st.trim().parse::<usize>().map_err(|_| syntax())?),
-            None => (s, 1),
-        };
-        let (a, b) = range.split_once("..").ok_or_else(syntax)?;
-        let b = b.strip_prefix('=').unwrap_or(b);
-        let start = a.trim().parse::<usize>().map_err(|_| syntax())?;
-        let end = b.trim().parse::<usize>().map_err(|_| syntax())?;
-        if start == 0 {
+        use nnb_units::UnitError;
+        let steps = nnb_units::parse_count_steps(s).map_err(|e| match e {
+            UnitError::Reversed { .. } => SweepError::Reversed(s.to_string()),
+            UnitError::ZeroStep { .. } => SweepError::ZeroStep(s.to_string()),
+            UnitError::TooManyLevels { .. } => SweepError::TooLong(e),
+            _ => SweepError::Syntax(s.to_string()),
+        })?;
+        if steps.from == 0 {
             return Err(SweepError::Zero(s.to_string()));
         }
-        if end < start {
-            return Err(SweepError::Reversed(s.to_string()));
-        }
-        if step == 0 {
-            return Err(SweepError::ZeroStep(s.to_string()));
-        }
-        Ok(SweepSpec { start, end, step })
+        Ok(SweepSpec {
+            start: steps.from,
+            end: steps.to,
+            step: steps.step,
+        })
     }
 }
 

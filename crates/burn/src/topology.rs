@@ -27,6 +27,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+/// CPU lists in the kernel's `0-3,8` syntax, as sysfs writes them and people type
+/// them: formatted by nnb-units, re-exported here beside the topology they describe.
+pub use nnb_units::{format_cpu_list as format_list, CpuListError};
+
 /// One logical CPU (`/sys/devices/system/cpu/cpuN`).
 ///
 /// For an offline CPU the kernel publishes no topology, so `core`, `core_id` and
@@ -95,23 +99,6 @@ pub struct TopologySummary {
     pub smt_ways: usize,
 }
 
-/// Why a CPU list such as `0-3,8,10-11` could not be parsed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CpuListError {
-    /// An item is not a number or a `low-high` range of numbers.
-    #[error("{item:?} is not a CPU number or a range like 4-7")]
-    NotANumber {
-        /// The offending comma-separated item.
-        item: String,
-    },
-    /// A range whose end is below its start.
-    #[error("range {item:?} ends before it starts")]
-    Reversed {
-        /// The offending range.
-        item: String,
-    },
-}
-
 /// Why the topology could not be read. Each variant names the file involved.
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyError {
@@ -148,67 +135,6 @@ pub enum TopologyError {
         /// What does not fit.
         what: String,
     },
-}
-
-/// Parses a kernel-style CPU list (`0-3,8,10-11`), keeping the order written.
-///
-/// Empty input (or only whitespace) is an empty list: sysfs writes that for a NUMA
-/// node without CPUs. Spaces around items are ignored. Duplicates are kept; callers
-/// that care reject them.
-pub fn parse_list(s: &str) -> Result<Vec<usize>, CpuListError> {
-    let mut out = Vec::new();
-    for raw in s.trim().split(',') {
-        let item = raw.trim();
-        if item.is_empty() {
-            if s.trim().is_empty() {
-                continue;
-            }
-            return Err(CpuListError::NotANumber {
-                item: item.to_string(),
-            });
-        }
-        let number = |t: &str| {
-            t.trim()
-                .parse::<usize>()
-                .map_err(|_| CpuListError::NotANumber {
-                    item: item.to_string(),
-                })
-        };
-        match item.split_once('-') {
-            Some((lo, hi)) => {
-                let (lo, hi) = (number(lo)?, number(hi)?);
-                if hi < lo {
-                    return Err(CpuListError::Reversed {
-                        item: item.to_string(),
-                    });
-                }
-                out.extend(lo..=hi);
-            }
-            None => out.push(number(item)?),
-        }
-    }
-    Ok(out)
-}
-
-/// Formats CPU numbers the way the kernel does (`0-3,8,10-11`), after sorting and
-/// removing duplicates; `""` for an empty set.
-pub fn format_list(cpus: &[usize]) -> String {
-    let set: BTreeSet<usize> = cpus.iter().copied().collect();
-    let mut parts = Vec::new();
-    let mut iter = set.into_iter().peekable();
-    while let Some(start) = iter.next() {
-        let mut end = start;
-        while iter.peek() == Some(&(end + 1)) {
-            end += 1;
-            iter.next();
-        }
-        parts.push(if end == start {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-    }
-    parts.join(",")
 }
 
 /// Raw per-CPU facts read from `cpuN/topology` before global core numbering.
@@ -420,11 +346,12 @@ fn parse_number(path: &Path, text: &str) -> Result<usize, TopologyError> {
 
 /// Parses a file holding a CPU list, sorted.
 fn parse_file_list(path: &Path, text: &str) -> Result<Vec<usize>, TopologyError> {
-    let mut cpus = parse_list(text).map_err(|e| TopologyError::Parse {
-        path: path.to_path_buf(),
-        content: text.trim().to_string(),
-        what: e.to_string(),
-    })?;
+    let mut cpus =
+        nnb_units::parse_cpu_list(text, nnb_units::MAX_CPUS).map_err(|e| TopologyError::Parse {
+            path: path.to_path_buf(),
+            content: text.trim().to_string(),
+            what: e.to_string(),
+        })?;
     cpus.sort_unstable();
     cpus.dedup();
     Ok(cpus)
@@ -554,56 +481,4 @@ fn read_numa_nodes(node_dir: &Path) -> Result<Vec<NumaNode>, TopologyError> {
     }
     nodes.sort_by_key(|n| n.id);
     Ok(nodes)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_kernel_lists() {
-        assert_eq!(parse_list("0-3,8,10-11\n"), Ok(vec![0, 1, 2, 3, 8, 10, 11]));
-        assert_eq!(parse_list("5"), Ok(vec![5]));
-        assert_eq!(parse_list("4,0"), Ok(vec![4, 0]));
-        assert_eq!(parse_list("\n"), Ok(vec![]));
-        assert_eq!(parse_list(" 1 - 2 , 7 "), Ok(vec![1, 2, 7]));
-    }
-
-    #[test]
-    fn rejects_malformed_lists() {
-        assert!(matches!(
-            parse_list("x"),
-            Err(CpuListError::NotANumber { .. })
-        ));
-        assert!(matches!(
-            parse_list("1,,2"),
-            Err(CpuListError::NotANumber { .. })
-        ));
-        assert!(matches!(
-            parse_list("-3"),
-            Err(CpuListError::NotANumber { .. })
-        ));
-        assert!(matches!(
-            parse_list("1-"),
-            Err(CpuListError::NotANumber { .. })
-        ));
-        assert!(matches!(
-            parse_list("3-1"),
-            Err(CpuListError::Reversed { .. })
-        ));
-        assert!(matches!(
-            parse_list("1,"),
-            Err(CpuListError::NotANumber { .. })
-        ));
-    }
-
-    #[test]
-    fn formats_lists_compactly() {
-        assert_eq!(format_list(&[11, 0, 1, 2, 3, 8, 10, 3]), "0-3,8,10-11");
-        assert_eq!(format_list(&[]), "");
-        assert_eq!(format_list(&[7]), "7");
-        for s in ["0-95", "0,2,4", "1-2,5-6,9"] {
-            assert_eq!(format_list(&parse_list(s).unwrap_or_default()), s);
-        }
-    }
 }

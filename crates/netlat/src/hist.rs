@@ -173,19 +173,6 @@ impl LatencySummary {
     }
 }
 
-/// Formats nanoseconds for people: "850 ns", "41.2 us", "3.05 ms", "1.20 s".
-pub fn format_ns(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns < 1e6 {
-        format!("{:.2} us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2} ms", ns / 1e6)
-    } else {
-        format!("{:.2} s", ns / 1e9)
-    }
-}
-
 /// Why the histogram log could not be written.
 #[derive(Debug, Error)]
 pub enum HistLogError {
@@ -298,8 +285,6 @@ mod tests {
         assert_eq!((b.count(), b.clamped()), (2, 1));
         b.reset();
         assert_eq!((b.count(), b.quantile(0.5)), (0, 0));
-        assert_eq!(format_ns(41_200.0), "41.20 us");
-        assert_eq!(format_ns(850.0), "850 ns");
     }
 
     #[test]

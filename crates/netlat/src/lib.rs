@@ -14,5 +14,4 @@ pub mod report;
 pub mod sendbatch;
 pub mod seq;
 pub mod serve;
-pub mod units;
 pub mod wire;

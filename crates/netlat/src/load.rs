@@ -31,8 +31,8 @@ use crate::probe::{connect_udp, ProbeError, MAX_UDP_PAYLOAD};
 use crate::report::{decode_report, encode_request, StreamReport};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse};
 use crate::serve::TcpReport;
-use crate::units::Rate;
 use crate::wire::HEADER_LEN;
+use nnb_units::Rate;
 
 /// Default datagram size: 1400 bytes of UDP payload, which fits a 1500-byte MTU
 /// with room for tunnel headers (VXLAN, WireGuard) that clouds add.

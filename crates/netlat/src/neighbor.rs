@@ -17,7 +17,7 @@ use thiserror::Error;
 
 use crate::load::{self, LoadConfig, LoadError, LoadReport};
 use crate::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
-use crate::units::Rate;
+use nnb_units::Rate;
 
 /// Settings of a stepped neighbor-load experiment.
 #[derive(Debug, Clone)]

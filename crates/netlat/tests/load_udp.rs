@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::sendbatch::GsoUse;
 use nnb_netlat::serve::{ServeConfig, Server};
-use nnb_netlat::units::Rate;
+use nnb_units::Rate;
 
 fn sinks() -> Server {
     let cfg = ServeConfig {

@@ -8,7 +8,7 @@ use nnb_netlat::load::LoadConfig;
 use nnb_netlat::neighbor::{self, NeighborConfig};
 use nnb_netlat::probe::{ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
-use nnb_netlat::units::parse_rate_steps;
+use nnb_units::parse_rate_steps;
 
 #[test]
 fn steps_the_load_and_probes_each_level() {

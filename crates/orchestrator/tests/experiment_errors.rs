@@ -94,6 +94,13 @@ fn bad_unit() {
     assert_error(&src, "settle", "unknown unit");
 }
 
+/// A bare number used to mean seconds: `settle = "500"` was 500 s, not 500 ms.
+#[test]
+fn bare_number_duration_names_the_unit() {
+    let src = broken(r#"settle = "1s""#, r#"settle = "500""#);
+    assert_error(&src, "settle", "`500s` or `500ms`");
+}
+
 #[test]
 fn more_vcpus_than_the_host_has() {
     let src = broken("role = \"test\"\nvcpus = 1", "role = \"test\"\nvcpus = 64");

@@ -20,7 +20,7 @@ use nnb_netlat::hist::HistLog;
 use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
-use nnb_netlat::units::Rate;
+use nnb_units::Rate;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -5,42 +5,25 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use nnb_netlat::units::{parse_duration, parse_rate, Rate};
 use serde::Serializer;
 
 use super::file::RangeOrList;
 use super::OnFailure;
-
-/// Most values a range may expand to (a typo like "0:10G:1" would otherwise plan
-/// billions of steps).
-const MAX_RANGE_VALUES: usize = 10_000;
 
 /// Serializes a duration as whole milliseconds.
 pub fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// "10s", "500ms", "2m".
+/// A duration with its unit ("10s", "500ms", "2m"; zero allowed), read by
+/// [`nnb_units::parse_duration`]: a bare number is an error naming the unit to add.
 pub fn duration(s: &str) -> Result<Duration, String> {
-    parse_duration(s).map_err(|e| e.to_string())
+    nnb_units::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// A bit rate ("200M"), zero allowed.
-pub fn rate(s: &str) -> Result<f64, String> {
-    match parse_rate(s).map_err(|e| e.to_string())? {
-        Rate::BitsPerSec(bps) => Ok(bps),
-        Rate::PacketsPerSec(_) => Err(format!("`{s}` is a packet rate: give a bit rate like 200M")),
-    }
-}
-
-/// A bit rate above zero.
+/// A bit rate above zero ("200M", "8MB/s" = 64 Mbit/s), in bit/s.
 pub fn positive_rate(s: &str) -> Result<f64, String> {
-    let bps = rate(s)?;
-    if bps > 0.0 {
-        Ok(bps)
-    } else {
-        Err(format!("`{s}`: the rate must be above 0"))
-    }
+    nnb_units::parse_positive_bit_rate(s).map_err(|e| e.to_string())
 }
 
 /// "retry", "retry N", "skip" or "abort".
@@ -118,57 +101,13 @@ pub fn msg_size(n: usize) -> Result<usize, String> {
     }
 }
 
-/// Expands "START:END:STEP" or "START..END[:STEP]" (END included; STEP default 1
-/// for counts) with `parse` reading each number.
-fn expand(
-    s: &str,
-    parse: impl Fn(&str) -> Result<f64, String>,
-    default_step: Option<f64>,
-) -> Result<Vec<f64>, String> {
-    let usage = "write a range as START:END:STEP, e.g. \"0:200M:50M\" or \"1..8:1\"";
-    let (start, rest) = match s.split_once("..") {
-        Some((a, b)) => (a, b),
-        None => s
-            .split_once(':')
-            .ok_or_else(|| format!("`{s}` is not a range: {usage}"))?,
-    };
-    let (end, step) = match (rest.split_once(':'), default_step) {
-        (Some((e, st)), _) => (e, parse(st.trim())?),
-        (None, Some(d)) => (rest, d),
-        (None, None) => return Err(format!("`{s}` has no step: {usage}")),
-    };
-    let (start, end) = (parse(start.trim())?, parse(end.trim())?);
-    if step <= 0.0 {
-        return Err(format!("`{s}`: the step must be above 0"));
-    }
-    if end < start {
-        return Err(format!("`{s}`: the range ends before it starts"));
-    }
-    let n = ((end - start) / step + 1e-9).floor() + 1.0;
-    if n > MAX_RANGE_VALUES as f64 {
-        return Err(format!(
-            "`{s}` expands to {n} values, more than {MAX_RANGE_VALUES}"
-        ));
-    }
-    // Integer-step arithmetic avoids accumulating float error.
-    Ok((0..n as usize).map(|i| start + step * i as f64).collect())
-}
-
 /// Thread counts from a range or a list; each at least 1.
 pub fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
     let list = match v {
         RangeOrList::List(l) => l.clone(),
-        RangeOrList::Range(s) => {
-            let count = |t: &str| {
-                t.parse::<usize>()
-                    .map(|n| n as f64)
-                    .map_err(|_| format!("`{t}` is not a whole number"))
-            };
-            expand(s, count, Some(1.0))?
-                .into_iter()
-                .map(|x| x.round() as usize)
-                .collect()
-        }
+        RangeOrList::Range(s) => nnb_units::parse_count_steps(s)
+            .map_err(|e| e.to_string())?
+            .levels(),
     };
     if list.is_empty() {
         return Err("the list is empty".to_string());
@@ -182,8 +121,14 @@ pub fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
 /// Bit rates from a range ("0:200M:50M") or a list (["0", "100M"]).
 pub fn rate_list(v: &RangeOrList<String>) -> Result<Vec<f64>, String> {
     let list = match v {
-        RangeOrList::List(l) => l.iter().map(|s| rate(s)).collect::<Result<Vec<_>, _>>()?,
-        RangeOrList::Range(s) => expand(s, rate, None)?,
+        RangeOrList::List(l) => l
+            .iter()
+            .map(|s| nnb_units::parse_bit_rate(s))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?,
+        RangeOrList::Range(s) => nnb_units::parse_steps(s, nnb_units::parse_bit_rate, None)
+            .map_err(|e| e.to_string())?
+            .levels(),
     };
     if list.is_empty() {
         return Err("the list is empty".to_string());
@@ -209,6 +154,15 @@ mod tests {
         assert!(r("4..1").is_err());
         assert!(r("0..2").is_err());
         assert!(r("1..x").is_err());
+    }
+
+    #[test]
+    fn byte_rates_and_bare_durations() {
+        // 8 MB/s = 8e6 bytes * 8 bits.
+        assert_eq!(positive_rate("8MB/s"), Ok(64e6));
+        let e = duration("500").unwrap_err();
+        assert!(e.contains("`500s` or `500ms`"), "{e}");
+        assert!(rate_list(&RangeOrList::Range("0:10G:1".into())).is_err());
     }
 
     #[test]
