@@ -24,7 +24,7 @@ use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_orchestrator::jobs::JobSpec;
 use nnb_orchestrator::plan::{self, Assignment, Plan};
 use nnb_orchestrator::provider::local::carve_cpus;
-use nnb_format::{Metric, Quantity};
+use nnb_format::Metric;
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 
@@ -414,13 +414,7 @@ fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
 
 /// Formats a metric value for people.
 fn fmt_metric(metric: Option<Metric>, v: f64) -> String {
-    match metric.map(Metric::quantity) {
-        Some(Quantity::Seconds) => nnb_units::format_secs(v),
-        Some(Quantity::Nanoseconds) => nnb_units::format_ns(v),
-        Some(Quantity::BitsPerSecond) => rate(v),
-        Some(Quantity::OpsPerSecond) => nnb_units::format_per_sec(v, "ops"),
-        None => format!("{v:.4}"),
-    }
+    metric.map_or_else(|| format!("{v:.4}"), |m| m.format(v))
 }
 
 fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {

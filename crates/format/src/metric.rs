@@ -22,7 +22,7 @@ impl Direction {
 }
 
 /// The physical quantity a metric's values are, which picks how they are printed and
-/// scaled on an axis (the formatters themselves belong to the code that prints).
+/// scaled on an axis; [`Metric::format`] prints a value of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Quantity {
     /// Seconds.
@@ -122,6 +122,18 @@ impl Metric {
             Quantity::Nanoseconds => "ns",
             Quantity::OpsPerSecond => "ops/s",
             Quantity::BitsPerSecond => "bit/s",
+        }
+    }
+
+    /// A value of this metric for people, with its unit and an SI prefix:
+    /// `1.235 s`, `41.20 µs`, `2.50 Mops/s`, `1.00 Gbit/s` (one formatter per quantity,
+    /// all from `nnb-units`).
+    pub fn format(self, v: f64) -> String {
+        match self.quantity() {
+            Quantity::Seconds => nnb_units::format_secs(v),
+            Quantity::Nanoseconds => nnb_units::format_ns(v),
+            Quantity::OpsPerSecond => nnb_units::format_per_sec(v, "ops"),
+            Quantity::BitsPerSecond => nnb_units::format_bits_per_sec(v),
         }
     }
 
