@@ -19,12 +19,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use nnb_burn::topology::{format_list, Topology};
+use nnb_format::Metric;
 use nnb_orchestrator::controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
 use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_orchestrator::jobs::JobSpec;
 use nnb_orchestrator::plan::{self, Assignment, Plan};
 use nnb_orchestrator::provider::local::carve_cpus;
-use nnb_format::Metric;
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 

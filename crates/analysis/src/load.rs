@@ -378,7 +378,10 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     let metrics = Metric::ALL.into_iter().map(|m| {
         col(
             m.name(),
-            records.iter().map(|r| r.get(m)).collect::<Vec<Option<f64>>>(),
+            records
+                .iter()
+                .map(|r| r.get(m))
+                .collect::<Vec<Option<f64>>>(),
         )
     });
     columns.extend(metrics);

@@ -85,10 +85,6 @@ impl fmt::Display for Role {
     }
 }
 
-/// The role name a manifest's tenant record gives the endpoint (the reflector and
-/// sink that runs off the measured host), which is no [`Role`] of the experiment.
-pub const ENDPOINT_ROLE: &str = "endpoint";
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@ pub mod stats;
 mod time;
 
 pub use job::{JobKind, JobResult, Metrics};
-pub use kind::{Role, Scenario, ENDPOINT_ROLE};
+pub use kind::{Role, Scenario};
 pub use metric::{Direction, Metric, Quantity};
 pub use record::{
     parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session, StepRecord,

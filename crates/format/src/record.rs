@@ -257,7 +257,8 @@ impl<R> Sample<R> {
 pub struct TenantRecord<H = Value> {
     /// Name.
     pub name: String,
-    /// `test`, `neighbor` or `endpoint` ([`crate::Role::name`], [`crate::ENDPOINT_ROLE`]).
+    /// `test` or `neighbor` ([`crate::Role::name`]), or `endpoint` for the reflector and
+    /// sink off the measured host.
     pub role: String,
     /// Agent address.
     pub addr: String,

@@ -434,7 +434,7 @@ async fn record_fleet(run: &mut Run, fleet: &Fleet) -> Result<(), ControllerErro
         .tenants
         .iter()
         .map(|t| (t, role_name(t.role)))
-        .chain(fleet.endpoint.iter().map(|t| (t, nnb_format::ENDPOINT_ROLE)))
+        .chain(fleet.endpoint.iter().map(|t| (t, "endpoint")))
         .collect();
     let healths = join_all(
         all.iter()

@@ -21,7 +21,6 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-pub use nnb_format::Role;
 use crate::provider::TenantSpec;
 pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
@@ -30,6 +29,7 @@ use file::{
     NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
     StaircaseFile, SweepFile,
 };
+pub use nnb_format::Role;
 
 /// Scenario kinds as written in `scenario.kind`.
 pub const SCENARIO_KINDS: [&str; 4] = nnb_format::Scenario::NAMES;
@@ -742,10 +742,10 @@ impl Checker<'_> {
                 }
                 test_seen = true;
             }
-            let base = t.name.as_ref().map_or(
-                role.name().to_string(),
-                |n| n.get_ref().clone(),
-            );
+            let base = t
+                .name
+                .as_ref()
+                .map_or(role.name().to_string(), |n| n.get_ref().clone());
             let name_span = t.name.as_ref().map_or(t.role.span(), |n| n.span());
             if let Err(msg) = values::tenant_name(&base) {
                 return Err(self.error(name_span, msg));
