@@ -16,7 +16,7 @@ use nnb_aws::reap::{sweep, SweepFilter};
 use nnb_aws::s3::S3Url;
 use nnb_orchestrator::experiment::{AwsHost, AwsSpec, Experiment};
 use nnb_orchestrator::plan::Plan;
-use nnb_orchestrator::provider::aws::{self as provider, CostEstimate, LAUNCH_OVERHEAD};
+use nnb_orchestrator::provider::aws::{self as provider, Preflight, Verdict, LAUNCH_OVERHEAD};
 use serde_json::json;
 
 use crate::table::{right, table};
@@ -131,45 +131,6 @@ fn run_sweep(args: SweepArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Where an aws run stands before anything is created.
-struct Preflight {
-    /// The estimate.
-    cost: CostEstimate,
-    /// Fixed-work steps whose length the estimate does not know.
-    steps_without_estimate: usize,
-    /// The capacity check: what fits, or why the plan does not.
-    capacity: Result<String, String>,
-}
-
-/// Checks capacity and prices the run (nothing is created).
-fn assess(spec: &AwsSpec, exp: &Experiment, plan: &Plan) -> anyhow::Result<Preflight> {
-    let (estimate, unknown) = plan.estimate(exp.settle);
-    let cost = provider::estimate_cost(spec, estimate);
-    let launch = provider::launch_plan(
-        spec,
-        &exp.tenant_specs(),
-        plan.needs_endpoint(),
-        "dry-run",
-        "dry-run-token",
-    )
-    .context("building the launch plan")?;
-    let per_host = spec.instances_per_host();
-    let capacity = match provider::check_capacity(&launch) {
-        Ok(()) => Ok(format!(
-            "ok: {} x {} fit on one {} host (catalog: {per_host} per host)",
-            exp.tenants.len(),
-            spec.instance_type,
-            spec.host.name()
-        )),
-        Err(e) => Err(e.to_string()),
-    };
-    Ok(Preflight {
-        cost,
-        steps_without_estimate: unknown,
-        capacity,
-    })
-}
-
 fn money(usd: f64) -> String {
     format!("${usd:.2}")
 }
@@ -196,29 +157,30 @@ fn cost_line(p: &Preflight) -> String {
     )
 }
 
-/// Before a real aws run (or resume): refuses a plan that does not fit the host,
-/// and a run whose cost was not accepted (`--yes`, or `max_cost_usd` in the file at
-/// or above the estimate; a `max_cost_usd` below it refuses even with `--yes`).
-/// Both refusals are usage errors (exit 2); nothing has been created.
+/// Before a real aws run (or resume): prints the library's verdict
+/// ([`provider::preflight`]): a plan that does not fit the host, or a cost not
+/// accepted (`--yes`, or `max_cost_usd` at or above the estimate), is refused as a
+/// usage error (exit 2); nothing has been created.
 pub fn preflight(spec: &AwsSpec, exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
-    let p = assess(spec, exp, plan)?;
-    if let Err(why) = &p.capacity {
-        return Err(usage(format!("{why}; nothing was created")));
-    }
+    let p = provider::preflight(spec, exp, plan, yes).context("building the launch plan")?;
     let estimate = p.cost.usd;
-    match (spec.max_cost_usd, yes) {
-        (Some(max), _) if estimate > max => Err(usage(format!(
+    match p.verdict {
+        Verdict::Unfit => {
+            let why = p.capacity.as_ref().err().map_or("", String::as_str);
+            Err(usage(format!("{why}; nothing was created")))
+        }
+        Verdict::OverCap { max_usd } => Err(usage(format!(
             "this run is estimated at {}, above max_cost_usd = {} in [provider]: {}. Raise \
              max_cost_usd or shorten the plan; nothing was created",
             money(estimate),
-            money(max),
+            money(max_usd),
             cost_line(&p)
         ))),
-        (Some(_), _) | (None, true) => {
+        Verdict::Go => {
             eprintln!("estimated cost: {}", cost_line(&p));
             Ok(())
         }
-        (None, false) => Err(usage(format!(
+        Verdict::NotAccepted => Err(usage(format!(
             "this run allocates a dedicated host, estimated {}: {}. Run again with --yes to \
              accept, or set max_cost_usd in [provider]; `nnb run --dry-run` shows the plan. \
              Nothing was created",
@@ -236,7 +198,8 @@ pub fn dry_run_section(
     plan: &Plan,
     as_json: bool,
 ) -> anyhow::Result<(serde_json::Value, bool)> {
-    let p = assess(spec, exp, plan)?;
+    // Only the price and the capacity check: a dry run needs no acceptance.
+    let p = provider::preflight(spec, exp, plan, false).context("building the launch plan")?;
     let neighbors = exp.neighbors().count();
     let vcpus = spec.tenant_vcpus();
     let endpoint = plan.needs_endpoint();

@@ -2,13 +2,14 @@
 //! what is measured), so `max_cost_usd` is also enforced while a session runs: before each
 //! step the controller checks that the host's bill so far, plus the longest step seen and
 //! the teardown, stays within the cap, and otherwise stops the run (keeping every step
-//! measured, like an abort) and tears down.
+//! measured, like an abort) and tears down. The provider knows the price
+//! ([`Provider::cost_cap`](crate::provider::Provider::cost_cap)).
+//!
+//! Time is tokio's clock, so tests can run a capped run on paused time.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nnb_catalog::Catalog;
-
-use crate::experiment::{Experiment, Provider};
+use tokio::time::Instant;
 
 /// Time kept in reserve for the teardown (terminate, wait, release) when checking the cap.
 pub const TEARDOWN_RESERVE: Duration = Duration::from_secs(5 * 60);
@@ -23,19 +24,6 @@ pub struct CostCap {
 }
 
 impl CostCap {
-    /// The cap of an aws experiment with `max_cost_usd` and a priced host family, held
-    /// since `since` (before the launch); `None` for other runs.
-    pub fn for_experiment(exp: &Experiment, since: Instant) -> Option<CostCap> {
-        let Provider::Aws(spec) = &exp.provider else {
-            return None;
-        };
-        let max_usd = spec.max_cost_usd?;
-        let usd_per_hour = Catalog::builtin()
-            .family(&spec.family)?
-            .host_price_usd_per_hour;
-        Some(CostCap::new(usd_per_hour, max_usd, since))
-    }
-
     /// A cap of `max_usd` on a host costing `usd_per_hour`, held since `since`.
     pub fn new(usd_per_hour: f64, max_usd: f64, since: Instant) -> CostCap {
         CostCap {

@@ -4,8 +4,14 @@
 //! the controller decide: [`AgentError::Unreachable`] means the agent is dead or
 //! was never there, [`AgentError::Unauthorized`] a token mismatch, and
 //! [`AgentError::Rejected`] a request the agent refused (with its explanation).
+//!
+//! The controller talks to agents through the [`AgentApi`] trait, which the HTTP
+//! [`AgentClient`] implements; unit tests drive the controller with an in-process
+//! fake instead (`controller::testing`).
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use reqwest::StatusCode;
@@ -86,6 +92,71 @@ impl AgentError {
     }
 }
 
+/// A boxed, sendable future: what the object-safe async traits of the controller
+/// ([`AgentApi`], [`Provider`](crate::provider::Provider)) return.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What the controller asks of one agent: the job protocol of [`crate::jobs`].
+/// [`AgentClient`] speaks it over HTTP; a fake speaks it in process for tests.
+pub trait AgentApi: Send + Sync + std::fmt::Debug {
+    /// The agent's address (named in errors).
+    fn addr(&self) -> SocketAddr;
+
+    /// Version, topology and allowed CPUs.
+    fn health(&self) -> BoxFuture<'_, Result<Health, AgentError>>;
+
+    /// Starts a job and returns its id.
+    fn start<'a>(&'a self, req: &'a JobRequest) -> BoxFuture<'a, Result<JobId, AgentError>>;
+
+    /// A job's state and, once ended, its result.
+    fn status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>>;
+
+    /// Stops a job and returns its final status (a job that already ended keeps
+    /// its state).
+    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>>;
+
+    /// Every job the agent knows, oldest first.
+    fn list(&self) -> BoxFuture<'_, Result<Vec<JobStatus>, AgentError>>;
+
+    /// Polls a job until it is no longer running, for at most `timeout`.
+    fn wait<'a>(
+        &'a self,
+        id: &'a str,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
+        Box::pin(async move {
+            let end = Instant::now() + timeout;
+            loop {
+                let status = self.status(id).await?;
+                if status.state.is_final() {
+                    return Ok(status);
+                }
+                if Instant::now() >= end {
+                    return Err(AgentError::Timeout {
+                        addr: self.addr(),
+                        what: format!("job {id} to end"),
+                        timeout,
+                    });
+                }
+                tokio::time::sleep(POLL_INTERVAL).await;
+            }
+        })
+    }
+}
+
+/// Stops every job of `agent` that still runs (best effort: an agent that does not
+/// answer is skipped, a job that fails to stop is logged).
+pub async fn stop_all_jobs(agent: &dyn AgentApi) {
+    let Ok(jobs) = agent.list().await else {
+        return;
+    };
+    for job in jobs.iter().filter(|j| !j.state.is_final()) {
+        if let Err(e) = agent.stop(&job.id).await {
+            tracing::warn!("stopping job {} on {}: {e}", job.id, agent.addr());
+        }
+    }
+}
+
 /// A client of one agent: its address and bearer token.
 #[derive(Clone, Debug)]
 pub struct AgentClient {
@@ -154,21 +225,7 @@ impl AgentClient {
 
     /// Polls a job until it is no longer running, for at most `timeout`.
     pub async fn wait(&self, id: &str, timeout: Duration) -> Result<JobStatus, AgentError> {
-        let end = Instant::now() + timeout;
-        loop {
-            let status = self.status(id).await?;
-            if status.state.is_final() {
-                return Ok(status);
-            }
-            if Instant::now() >= end {
-                return Err(AgentError::Timeout {
-                    addr: self.addr,
-                    what: format!("job {id} to end"),
-                    timeout,
-                });
-            }
-            tokio::time::sleep(POLL_INTERVAL).await;
-        }
+        AgentApi::wait(self, id, timeout).await
     }
 
     async fn call<B: serde::Serialize + ?Sized, T: DeserializeOwned>(
@@ -229,5 +286,31 @@ impl AgentClient {
                 source,
             }
         }
+    }
+}
+
+impl AgentApi for AgentClient {
+    fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn health(&self) -> BoxFuture<'_, Result<Health, AgentError>> {
+        Box::pin(AgentClient::health(self))
+    }
+
+    fn start<'a>(&'a self, req: &'a JobRequest) -> BoxFuture<'a, Result<JobId, AgentError>> {
+        Box::pin(AgentClient::start(self, req))
+    }
+
+    fn status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
+        Box::pin(AgentClient::status(self, id))
+    }
+
+    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
+        Box::pin(AgentClient::stop(self, id))
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<JobStatus>, AgentError>> {
+        Box::pin(AgentClient::list(self))
     }
 }

@@ -17,3 +17,4 @@ pub mod plan;
 pub mod progress;
 pub mod provider;
 pub mod results;
+pub mod tenant;

@@ -21,7 +21,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::provider::TenantSpec;
+use crate::tenant::TenantSpec;
+pub use crate::tenant::{Network, Role};
 pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
@@ -29,7 +30,6 @@ use file::{
     NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
     StaircaseFile, SweepFile,
 };
-pub use nnb_format::Role;
 
 /// Scenario kinds as written in `scenario.kind`.
 pub const SCENARIO_KINDS: [&str; 4] = nnb_format::Scenario::NAMES;
@@ -158,19 +158,6 @@ pub enum OnFailure {
     Skip,
     /// Record the step failed and stop the run cleanly.
     Abort,
-}
-
-/// The tenants' network.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(tag = "mode", rename_all = "kebab-case")]
-pub enum Network {
-    /// Loopback.
-    None,
-    /// Namespaces on a bridge shaped to the host bandwidth.
-    Emulated {
-        /// The emulated NIC's bandwidth, bit/s.
-        host_bw_bps: f64,
-    },
 }
 
 /// One tenant.

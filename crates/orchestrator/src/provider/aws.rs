@@ -4,12 +4,14 @@
 //! [`nnb_aws::ec2::LaunchPlan`] (cloud-init user data that installs nnb and starts
 //! `nnb agent` with the run's random token, tags with the run id and an expiry);
 //! [`check_capacity`] refuses a plan that does not fit the host before anything is
-//! created; [`launch_aws`] provisions (host, security group, test node then
-//! neighbors) into a [`CloudLease`] the caller holds, waits until every agent
-//! answers its health check, and hands the tenants over as a [`Fleet`]. Whatever
-//! happens after the first resource exists (an error, a health timeout, Ctrl-C
-//! dropping the launch), the lease knows it and the caller tears it down;
-//! [`Fleet::shutdown`] does so after the run.
+//! created; [`preflight`] adds the price and whether the user accepted it, as a
+//! typed verdict the CLI prints. [`AwsProvider`] launches: it provisions (host,
+//! security group, test node then neighbors) into a lease it holds, waits until
+//! every agent answers its health check, and hands the tenants over as a [`Fleet`]
+//! that then owns the lease. Whatever happens after the first resource exists (an
+//! error, a health timeout, Ctrl-C dropping the launch), the provider's lease knows
+//! it and [`Provider::abandon`] tears it down; [`Fleet::shutdown`] does so after the
+//! run.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -25,11 +27,14 @@ use nnb_catalog::{Arch, Catalog};
 use serde::Serialize;
 
 use super::{
-    CloudLease, CloudRecord, Fleet, HostRecord, InstanceRecord, ProviderError, Role, Tenant,
-    TenantSpec,
+    CloudLease, CloudRecord, CloudTeardown, Fleet, HostRecord, InstanceRecord, Provider,
+    ProviderError, Role, Tenant, TenantSpec,
 };
 use crate::agent::Token;
-use crate::experiment::{AgentInstall, AwsHost, AwsSpec};
+use crate::budget::CostCap;
+use crate::client::BoxFuture;
+use crate::experiment::{AgentInstall, AwsHost, AwsSpec, Experiment};
+use crate::plan::Plan;
 
 /// A status line for the person watching, on stderr. Never panics: teardown must
 /// go on when stderr is closed (a pipe whose reader left, a closed terminal).
@@ -100,6 +105,16 @@ impl AwsLease {
     }
 }
 
+impl CloudTeardown for AwsLease {
+    fn is_empty(&self) -> bool {
+        AwsLease::is_empty(self)
+    }
+
+    fn teardown(&mut self) -> BoxFuture<'_, Result<(), ProviderError>> {
+        Box::pin(AwsLease::teardown(self))
+    }
+}
+
 impl Drop for AwsLease {
     fn drop(&mut self) {
         if !self.lease.is_empty() {
@@ -149,10 +164,6 @@ pub fn estimate_cost(spec: &AwsSpec, measuring: Duration) -> CostEstimate {
         hours,
         usd: usd_per_hour * hours,
     }
-}
-
-fn role_name(role: Role) -> &'static str {
-    role.name()
 }
 
 /// Where the tenants get nnb from, for user data. Every tenant of a run boots on
@@ -220,7 +231,7 @@ pub fn launch_plan(
         .into_iter()
         .map(|t| TenantLaunch {
             name: t.name.clone(),
-            role: role_name(t.role).to_string(),
+            role: t.role.name().to_string(),
             instance_type: spec.instance_type.clone(),
         })
         .collect();
@@ -281,66 +292,194 @@ pub async fn connect_s3(region: Option<&str>) -> S3 {
     S3::new(&nnb_aws::config::load(region).await)
 }
 
-/// Provisions `tenants` (and an endpoint off the host when `with_endpoint`) as
-/// `spec` says for run `run_id`, into `cloud` (which the caller holds, so that it
-/// can tear down what was created when this fails or is dropped half-way), waits
-/// for every agent's health check, and returns the fleet, which then owns the lease.
-pub async fn launch_aws(
-    spec: &AwsSpec,
-    tenants: &[TenantSpec],
-    with_endpoint: bool,
-    run_id: &str,
-    cloud: &mut CloudLease,
-) -> Result<Fleet, ProviderError> {
-    let token = Token::generate().secret().to_string();
-    let plan = launch_plan(spec, tenants, with_endpoint, run_id, &token)?;
-    check_capacity(&plan)?;
-    let ec2 = connect(spec.region.as_deref()).await;
-    let held = cloud.aws.insert(AwsLease {
-        ec2,
-        lease: Lease::new(run_id),
-    });
-    say!(
-        "run {run_id}: allocating a {} dedicated host in {} and launching {} x {}",
-        spec.host.name(),
-        spec.availability_zone,
-        plan.tenants.len(),
-        spec.instance_type
-    );
-    let launched = held.ec2.provision(&plan, &mut held.lease).await?;
-    let deadline = Instant::now() + spec.health_timeout;
-    let launched = wait_running(&held.ec2, &launched, deadline, spec.health_timeout).await?;
-    let groups = match &plan.security_group {
-        SecurityGroupPlan::Existing(ids) => ids.clone(),
-        SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
-    };
-    cloud.record = Some(record(spec, &plan, held.lease.host(), &launched, groups));
-    let fleet_tenants = to_tenants(spec, tenants, &launched, &token)?;
-    let endpoint = if with_endpoint {
-        let spec_ep = TenantSpec {
-            name: ENDPOINT_ROLE.to_string(),
-            role: Role::Neighbor,
-            vcpus: 1,
+/// The EC2 provider of one run: its spec, and the lease of what its launch created
+/// until the fleet takes it over.
+#[derive(Debug)]
+pub struct AwsProvider {
+    spec: AwsSpec,
+    run_id: String,
+    lease: Option<AwsLease>,
+    record: Option<CloudRecord>,
+}
+
+impl AwsProvider {
+    /// A provider launching `spec`'s tenants for run `run_id` (tags, names).
+    pub fn new(spec: &AwsSpec, run_id: &str) -> AwsProvider {
+        AwsProvider {
+            spec: spec.clone(),
+            run_id: run_id.to_string(),
+            lease: None,
+            record: None,
+        }
+    }
+
+    /// Provisions `tenants` (and an endpoint off the host when `with_endpoint`)
+    /// into the provider's lease, waits for every agent's health check, and returns
+    /// the fleet, which then owns the lease.
+    async fn launch_aws(
+        &mut self,
+        tenants: &[TenantSpec],
+        with_endpoint: bool,
+    ) -> Result<Fleet, ProviderError> {
+        let (spec, run_id) = (&self.spec, self.run_id.as_str());
+        let token = Token::generate().secret().to_string();
+        let plan = launch_plan(spec, tenants, with_endpoint, run_id, &token)?;
+        check_capacity(&plan)?;
+        let ec2 = connect(spec.region.as_deref()).await;
+        let held = self.lease.insert(AwsLease {
+            ec2,
+            lease: Lease::new(run_id),
+        });
+        say!(
+            "run {run_id}: allocating a {} dedicated host in {} and launching {} x {}",
+            spec.host.name(),
+            spec.availability_zone,
+            plan.tenants.len(),
+            spec.instance_type
+        );
+        let launched = held.ec2.provision(&plan, &mut held.lease).await?;
+        let deadline = Instant::now() + spec.health_timeout;
+        let launched = wait_running(&held.ec2, &launched, deadline, spec.health_timeout).await?;
+        let groups = match &plan.security_group {
+            SecurityGroupPlan::Existing(ids) => ids.clone(),
+            SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
         };
-        to_tenants(spec, &[spec_ep], &launched, &token)?.pop()
-    } else {
-        None
+        self.record = Some(record(spec, &plan, held.lease.host(), &launched, groups));
+        let fleet_tenants = to_tenants(spec, tenants, &launched, &token)?;
+        let endpoint = if with_endpoint {
+            let spec_ep = TenantSpec {
+                name: ENDPOINT_ROLE.to_string(),
+                role: Role::Neighbor,
+                vcpus: 1,
+            };
+            to_tenants(spec, &[spec_ep], &launched, &token)?.pop()
+        } else {
+            None
+        };
+        say!(
+            "run {run_id}: {} instance(s) launched; waiting up to {:?} for their agents on port {}",
+            launched.len(),
+            spec.health_timeout,
+            spec.agent_port
+        );
+        let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
+        wait_healthy(&all, deadline, spec.health_timeout).await?;
+        let mut fleet = Fleet::of(fleet_tenants, endpoint);
+        fleet.cloud = CloudLease {
+            held: self
+                .lease
+                .take()
+                .map(|l| Box::new(l) as Box<dyn CloudTeardown>),
+            record: self.record.take(),
+        };
+        Ok(fleet)
+    }
+}
+
+impl Provider for AwsProvider {
+    fn kind(&self) -> &'static str {
+        "aws"
+    }
+
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
+        Box::pin(self.launch_aws(specs, with_endpoint))
+    }
+
+    /// `max_cost_usd` at the catalog price of the host family, when both are known.
+    fn cost_cap(&self, since: tokio::time::Instant) -> Option<CostCap> {
+        let max_usd = self.spec.max_cost_usd?;
+        let usd_per_hour = Catalog::builtin()
+            .family(&self.spec.family)?
+            .host_price_usd_per_hour;
+        Some(CostCap::new(usd_per_hour, max_usd, since))
+    }
+
+    fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
+        Box::pin(async move {
+            let released = match self.lease.as_mut() {
+                Some(lease) => lease.teardown().await,
+                None => Ok(()),
+            };
+            (self.record.clone(), released)
+        })
+    }
+}
+
+/// Where an aws run stands before anything is created: the price, the capacity
+/// check, and whether the run may go ahead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Preflight {
+    /// The estimate.
+    pub cost: CostEstimate,
+    /// Fixed-work steps whose length the estimate does not know.
+    pub steps_without_estimate: usize,
+    /// The capacity check: what fits, or why the plan does not.
+    pub capacity: Result<String, String>,
+    /// Whether a real run may start.
+    pub verdict: Verdict,
+}
+
+/// Whether a real aws run may start.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "verdict")]
+pub enum Verdict {
+    /// It fits and its cost is accepted (`--yes`, or under `max_cost_usd`).
+    Go,
+    /// The tenants do not fit the host ([`Preflight::capacity`] says why).
+    Unfit,
+    /// The estimate is above `max_cost_usd` (refused even with `--yes`).
+    OverCap {
+        /// The file's `max_cost_usd`.
+        max_usd: f64,
+    },
+    /// The cost was not accepted: no `--yes` and no `max_cost_usd`.
+    NotAccepted,
+}
+
+/// Checks capacity and prices `exp`'s `plan` on `spec`'s host (nothing is
+/// created), and decides whether a real run may start: it must fit, and its cost be
+/// accepted with `yes` or covered by `max_cost_usd` (a cap below the estimate
+/// refuses even with `yes`).
+pub fn preflight(
+    spec: &AwsSpec,
+    exp: &Experiment,
+    plan: &Plan,
+    yes: bool,
+) -> Result<Preflight, ProviderError> {
+    let (estimate, unknown) = plan.estimate(exp.settle);
+    let cost = estimate_cost(spec, estimate);
+    let launch = launch_plan(
+        spec,
+        &exp.tenant_specs(),
+        plan.needs_endpoint(),
+        "dry-run",
+        "dry-run-token",
+    )?;
+    let capacity = match check_capacity(&launch) {
+        Ok(()) => Ok(format!(
+            "ok: {} x {} fit on one {} host (catalog: {} per host)",
+            exp.tenants.len(),
+            spec.instance_type,
+            spec.host.name(),
+            spec.instances_per_host()
+        )),
+        Err(e) => Err(e.to_string()),
     };
-    say!(
-        "run {run_id}: {} instance(s) launched; waiting up to {:?} for their agents on port {}",
-        launched.len(),
-        spec.health_timeout,
-        spec.agent_port
-    );
-    let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
-    wait_healthy(&all, deadline, spec.health_timeout).await?;
-    Ok(Fleet {
-        tenants: fleet_tenants,
-        endpoint,
-        warnings: Vec::new(),
-        children: Vec::new(),
-        net: None,
-        cloud: std::mem::take(cloud),
+    let verdict = match (&capacity, spec.max_cost_usd, yes) {
+        (Err(_), _, _) => Verdict::Unfit,
+        (Ok(_), Some(max_usd), _) if cost.usd > max_usd => Verdict::OverCap { max_usd },
+        (Ok(_), Some(_), _) | (Ok(_), None, true) => Verdict::Go,
+        (Ok(_), None, false) => Verdict::NotAccepted,
+    };
+    Ok(Preflight {
+        cost,
+        steps_without_estimate: unknown,
+        capacity,
+        verdict,
     })
 }
 

@@ -1,10 +1,10 @@
 //! What a cloud provider holds for a run, and what the manifest records of it.
 //!
-//! A [`CloudLease`] is created by the controller *before* the launch starts and
-//! filled while it runs, so resources created by a launch that fails or is
-//! interrupted (Ctrl-C drops the launch future) are still known and torn down.
-//! Once the fleet is up, the lease moves into the [`Fleet`](super::Fleet), whose
-//! shutdown releases it. Without the `aws` feature the lease is always empty.
+//! A cloud provider fills its lease while the launch runs, so resources created by a
+//! launch that fails or is interrupted (Ctrl-C drops the launch future) are still
+//! known and torn down ([`Provider::abandon`](super::Provider::abandon)). Once the
+//! fleet is up, the lease moves into the [`Fleet`](super::Fleet), whose shutdown
+//! releases it. Local and static fleets hold an empty lease.
 //!
 //! [`CloudRecord`] is plain data (no SDK types), so results written by an aws run
 //! read the same in every build.
@@ -12,13 +12,23 @@
 use serde::{Deserialize, Serialize};
 
 use super::ProviderError;
+use crate::client::BoxFuture;
+
+/// Resources in a cloud that cost money until removed (the EC2 lease of a run).
+pub trait CloudTeardown: Send + Sync + std::fmt::Debug {
+    /// Whether nothing is held any more.
+    fn is_empty(&self) -> bool;
+
+    /// Removes everything held; idempotent. What could not be removed stays held
+    /// and is named in the error.
+    fn teardown(&mut self) -> BoxFuture<'_, Result<(), ProviderError>>;
+}
 
 /// Cloud resources a run holds (none for local and static fleets).
 #[derive(Debug, Default)]
 pub struct CloudLease {
-    /// The EC2 resources and the client that created them.
-    #[cfg(feature = "aws")]
-    pub(crate) aws: Option<super::aws::AwsLease>,
+    /// What is held, and how to remove it.
+    pub(crate) held: Option<Box<dyn CloudTeardown>>,
     /// What was provisioned, for the manifest.
     pub(crate) record: Option<CloudRecord>,
 }
@@ -31,25 +41,17 @@ impl CloudLease {
 
     /// Whether it still holds anything in the cloud.
     pub fn is_empty(&self) -> bool {
-        #[cfg(feature = "aws")]
-        {
-            !matches!(&self.aws, Some(a) if !a.is_empty())
-        }
-        #[cfg(not(feature = "aws"))]
-        {
-            true
-        }
+        self.held.as_ref().map_or(true, |h| h.is_empty())
     }
 
     /// Tears down everything held (terminate, wait, release, delete); idempotent.
     /// What could not be removed stays held and is named in the error, with the
     /// `nnb aws sweep` command that removes it later.
     pub async fn release(&mut self) -> Result<(), ProviderError> {
-        #[cfg(feature = "aws")]
-        if let Some(aws) = self.aws.as_mut() {
-            aws.teardown().await?;
+        match self.held.as_mut() {
+            Some(held) => held.teardown().await,
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

@@ -25,24 +25,11 @@ use std::time::{Duration, Instant};
 use nnb_burn::topology::{format_list, Topology};
 
 use super::netns::NetLab;
-use super::{Fleet, ProviderError, Role, Tenant, TenantSpec};
+use super::{Fleet, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
-use crate::client::AgentClient;
+use crate::client::{AgentClient, BoxFuture};
 use crate::jobs::Health;
-
-/// How the tenants are networked.
-#[derive(Clone, Debug, PartialEq, Default)]
-pub enum Network {
-    /// All agents on loopback (no network emulation).
-    #[default]
-    None,
-    /// One network namespace per tenant on a bridge whose uplink to the endpoint is
-    /// shaped to `host_bw_bps` bits per second (root needed).
-    Emulated {
-        /// The emulated host NIC's bandwidth, bit/s.
-        host_bw_bps: f64,
-    },
-}
+use crate::tenant::Network;
 
 /// How to launch a local fleet.
 #[derive(Clone, Debug)]
@@ -53,6 +40,18 @@ pub struct LocalOptions {
     pub network: Network,
     /// How long each agent may take to print its address and answer `/health`.
     pub start_timeout: Duration,
+}
+
+impl LocalOptions {
+    /// The `nnb` binary to run as agent.
+    fn binary(&self) -> Result<PathBuf, ProviderError> {
+        match &self.nnb_bin {
+            Some(p) => Ok(p.clone()),
+            None => {
+                std::env::current_exe().map_err(ProviderError::io("finding the nnb executable"))
+            }
+        }
+    }
 }
 
 impl Default for LocalOptions {
@@ -133,23 +132,14 @@ pub async fn launch_local(
     opts: &LocalOptions,
 ) -> Result<Fleet, ProviderError> {
     check_names(specs)?;
-    let bin = match &opts.nnb_bin {
-        Some(p) => p.clone(),
-        None => std::env::current_exe().map_err(ProviderError::io("finding the nnb executable"))?,
-    };
+    let bin = opts.binary()?;
     let topo = Topology::host()?;
     let allowed = nnb_burn::placement::allowed_cpus();
     let (sets, warnings) = carve_cpus(&topo, &allowed, specs)?;
     for w in &warnings {
         tracing::warn!("{w}");
     }
-    let scratch = tempfile::Builder::new()
-        .prefix("nnb-fleet-")
-        .tempdir()
-        .map_err(ProviderError::io("creating a directory for agent tokens"))?;
-    std::fs::set_permissions(scratch.path(), std::fs::Permissions::from_mode(0o700)).map_err(
-        ProviderError::io("making the agent token directory private"),
-    )?;
+    let scratch = private_dir()?;
     let mut fleet = Fleet {
         tenants: Vec::with_capacity(specs.len()),
         endpoint: None,
@@ -180,7 +170,7 @@ pub async fn launch_local(
             cpus: Some(cpus),
         };
         let (child, token) = agent.spawn(&bin, scratch.path())?;
-        fleet.children.push(child);
+        fleet.children.push((spec.name.clone(), child));
         pending.push((spec.name.clone(), spec.role, token, cpus.clone(), ns, ip));
     }
     let endpoint_ns = net.map(NetLab::endpoint_ns);
@@ -192,7 +182,7 @@ pub async fn launch_local(
         cpus: None,
     };
     let (child, endpoint_token) = endpoint.spawn(&bin, scratch.path())?;
-    fleet.children.push(child);
+    fleet.children.push(("endpoint".to_string(), child));
 
     // Read every agent's address, then wait for every health in parallel.
     let mut addrs = Vec::with_capacity(fleet.children.len());
@@ -202,7 +192,7 @@ pub async fn launch_local(
         .chain(["endpoint".to_string()])
         .collect();
     for (k, name) in names.iter().enumerate() {
-        addrs.push(read_address(&mut fleet.children[k], name, opts.start_timeout).await?);
+        addrs.push(read_address(&mut fleet.children[k].1, name, opts.start_timeout).await?);
     }
     for ((name, role, token, cpus, ns, ip), addr) in pending.into_iter().zip(&addrs) {
         fleet.tenants.push(Tenant {
@@ -252,6 +242,97 @@ pub async fn launch_local(
     drop(scratch);
     tracing::info!(agents = fleet.children.len(), "local fleet up");
     Ok(fleet)
+}
+
+/// The local provider: [`launch_local`] with the experiment's options, and tenants
+/// whose agents it can stop and start again between steps.
+#[derive(Debug, Clone)]
+pub struct LocalProvider {
+    opts: LocalOptions,
+}
+
+impl LocalProvider {
+    /// A provider launching with `opts`.
+    pub fn new(opts: LocalOptions) -> LocalProvider {
+        LocalProvider { opts }
+    }
+}
+
+impl Provider for LocalProvider {
+    fn kind(&self) -> &'static str {
+        "local"
+    }
+
+    /// Always starts the endpoint agent too (it costs one idle process).
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        _with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
+        Box::pin(launch_local(specs, &self.opts))
+    }
+
+    /// Absent: the tenant's agent is killed and reaped. Present: an agent that is not
+    /// running is started again on the tenant's CPUs, namespace and address, with a
+    /// fresh token, and waited for; the tenant's address and token are updated.
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        tenant: &'a str,
+        present: bool,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            let Some(index) = fleet.tenants.iter().position(|t| t.name == tenant) else {
+                return Err(ProviderError::Invalid(format!(
+                    "no tenant {tenant} in the fleet"
+                )));
+            };
+            let running = fleet.children.iter().position(|(n, _)| n == tenant);
+            match (present, running) {
+                (true, Some(_)) | (false, None) => Ok(()),
+                (false, Some(k)) => {
+                    let (_, mut child) = fleet.children.remove(k);
+                    // Already gone is fine: kill fails for a reaped child.
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    Ok(())
+                }
+                (true, None) => {
+                    let t = &fleet.tenants[index];
+                    let bin = self.opts.binary()?;
+                    let scratch = private_dir()?;
+                    let launch = AgentLaunch {
+                        name: &t.name,
+                        netns: t.netns.as_deref(),
+                        listen: t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+                        cpus: Some(&t.cpus),
+                    };
+                    let (child, token) = launch.spawn(&bin, scratch.path())?;
+                    fleet.children.push((tenant.to_string(), child));
+                    let last = fleet.children.len() - 1;
+                    let timeout = self.opts.start_timeout;
+                    let addr = read_address(&mut fleet.children[last].1, tenant, timeout).await?;
+                    let t = &mut fleet.tenants[index];
+                    t.addr = addr;
+                    t.token = token;
+                    wait_healthy(tenant, &t.client(), timeout).await?;
+                    Ok(())
+                }
+            }
+        })
+    }
+}
+
+/// A private temporary directory for agent token files (deleted when dropped).
+fn private_dir() -> Result<tempfile::TempDir, ProviderError> {
+    let dir = tempfile::Builder::new()
+        .prefix("nnb-fleet-")
+        .tempdir()
+        .map_err(ProviderError::io("creating a directory for agent tokens"))?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(
+        ProviderError::io("making the agent token directory private"),
+    )?;
+    Ok(dir)
 }
 
 fn check_names(specs: &[TenantSpec]) -> Result<(), ProviderError> {

@@ -7,6 +7,9 @@
 //! - `aws` (cargo feature `aws`): EC2 instances on one dedicated host, held in a
 //!   [`CloudLease`] from the first resource created.
 //!
+//! The controller sees them only through the [`Provider`] trait, and [`for_experiment`]
+//! is the one place that maps an experiment's provider kind to an implementation.
+//!
 //! A [`Fleet`] owns what it started: [`Fleet::shutdown`] stops the jobs, kills and
 //! reaps every child agent, removes the namespaces and tears the cloud resources
 //! down. Dropping a fleet does the local part; cloud teardown needs the async
@@ -21,29 +24,111 @@ pub mod netns;
 pub mod static_hosts;
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::process::Child;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 
-use crate::client::{AgentClient, AgentError};
+use crate::budget::CostCap;
+use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture};
+use crate::experiment::{self, Experiment};
 
-pub use cloud::{CloudLease, CloudRecord, HostRecord, InstanceRecord};
-pub use local::{launch_local, LocalOptions, Network};
-pub use static_hosts::load_static;
+pub use crate::tenant::{Network, Role, TenantSpec};
+pub use cloud::{CloudLease, CloudRecord, CloudTeardown, HostRecord, InstanceRecord};
+pub use local::{launch_local, LocalOptions, LocalProvider};
+pub use static_hosts::{load_static, StaticProvider};
 
-/// What a tenant is for in an experiment (defined by the results format).
-pub use nnb_format::Role;
+/// What brings a run's tenants up, reaches their agents, changes which are present
+/// between steps, and takes them down. Resources a launch creates are held by the
+/// provider until the fleet is handed over, so a launch that fails or is dropped
+/// half-way (Ctrl-C) is torn down by [`Provider::abandon`].
+pub trait Provider: Send + Sync {
+    /// The kind, as written in experiment files (`local`, `static`, `aws`).
+    fn kind(&self) -> &'static str;
 
-/// A tenant to provide: its name, role and size.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct TenantSpec {
-    /// Unique name (appears in logs, namespaces and results).
-    pub name: String,
-    /// Test or neighbor.
-    pub role: Role,
-    /// vCPUs (logical CPUs) the tenant gets.
-    pub vcpus: usize,
+    /// Brings up the tenants of `specs`, plus an endpoint agent when `with_endpoint`
+    /// (the run sends probes or load off the host), and waits until they answer.
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>>;
+
+    /// The job API of `tenant`'s agent (the HTTP client by default).
+    fn agent(&self, tenant: &Tenant) -> Arc<dyn AgentApi> {
+        Arc::new(tenant.client())
+    }
+
+    /// Makes `tenant` of `fleet` present (its agent runs and answers) or absent (its
+    /// agent is gone), between two steps: neighbors that come and go per level.
+    /// Providers whose tenants are not theirs to start or stop refuse.
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        tenant: &'a str,
+        present: bool,
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let _ = (fleet, tenant, present);
+        let kind = self.kind();
+        Box::pin(async move {
+            Err(ProviderError::Unsupported(format!(
+                "the {kind} provider cannot start or stop tenants between steps"
+            )))
+        })
+    }
+
+    /// The spending limit of a run whose resources are held since `since` (before
+    /// the launch); `None` when the provider costs nothing or the run sets no cap.
+    fn cost_cap(&self, since: Instant) -> Option<CostCap> {
+        let _ = since;
+        None
+    }
+
+    /// After a launch that failed or was interrupted: tears down what it created
+    /// and returns the record of it (for the manifest), with the teardown's result.
+    fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
+        Box::pin(async { (None, Ok(())) })
+    }
+
+    /// Stops every job on every agent of `fleet` (agents that do not answer are
+    /// skipped), then takes the fleet down: child agents, namespaces, cloud.
+    fn shutdown(&mut self, fleet: Fleet) -> BoxFuture<'_, Result<(), ProviderError>> {
+        let agents: Vec<Arc<dyn AgentApi>> = fleet.all().map(|t| self.agent(t)).collect();
+        Box::pin(fleet.shutdown_with(agents))
+    }
+}
+
+/// What a provider needs besides the experiment.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderContext {
+    /// `nnb` binary for local agents (`None` = this executable).
+    pub nnb_bin: Option<PathBuf>,
+    /// The run id (cloud resources are tagged with it).
+    pub run_id: String,
+}
+
+/// The provider of `exp`'s kind: the one place provider kinds are registered.
+pub fn for_experiment(
+    exp: &Experiment,
+    cx: ProviderContext,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    match &exp.provider {
+        experiment::Provider::Local => Ok(Box::new(LocalProvider::new(LocalOptions {
+            nnb_bin: cx.nnb_bin,
+            network: exp.network,
+            ..LocalOptions::default()
+        }))),
+        experiment::Provider::Static { hosts, token_file } => {
+            Ok(Box::new(StaticProvider::new(hosts, token_file)))
+        }
+        #[cfg(feature = "aws")]
+        experiment::Provider::Aws(spec) => Ok(Box::new(aws::AwsProvider::new(spec, &cx.run_id))),
+        #[cfg(not(feature = "aws"))]
+        experiment::Provider::Aws(_) => Err(ProviderError::NoAwsFeature),
+    }
 }
 
 /// A running agent the controller can talk to.
@@ -80,6 +165,9 @@ pub enum ProviderError {
     /// The experiment asks for something this provider cannot give.
     #[error("{0}")]
     Invalid(String),
+    /// The provider cannot do what was asked of it (e.g. stop a static host).
+    #[error("{0}")]
+    Unsupported(String),
     /// Emulated networking needs root.
     #[error("emulated network needs root: run as root or set network = \"none\"")]
     NeedRoot,
@@ -167,7 +255,8 @@ pub struct Fleet {
     pub endpoint: Option<Tenant>,
     /// Things the experiment should record (e.g. tenants sharing CPUs).
     pub warnings: Vec<String>,
-    children: Vec<Child>,
+    /// Child agents, with the name of the tenant each serves.
+    children: Vec<(String, Child)>,
     net: Option<netns::NetLab>,
     cloud: CloudLease,
 }
@@ -176,6 +265,24 @@ pub struct Fleet {
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Fleet {
+    /// A fleet of `tenants` (and `endpoint`) that holds nothing to tear down: agents
+    /// someone else runs.
+    pub fn of(tenants: Vec<Tenant>, endpoint: Option<Tenant>) -> Fleet {
+        Fleet {
+            tenants,
+            endpoint,
+            warnings: Vec::new(),
+            children: Vec::new(),
+            net: None,
+            cloud: CloudLease::default(),
+        }
+    }
+
+    /// Every agent: the tenants, then the endpoint.
+    pub fn all(&self) -> impl Iterator<Item = &Tenant> {
+        self.tenants.iter().chain(self.endpoint.as_ref())
+    }
+
     /// The test tenant, if the fleet has one.
     pub fn test(&self) -> Option<&Tenant> {
         self.tenants.iter().find(|t| t.role == Role::Test)
@@ -198,23 +305,27 @@ impl Fleet {
 
     /// Process ids of the child agents this fleet started (empty for a static fleet).
     pub fn pids(&self) -> Vec<u32> {
-        self.children.iter().map(Child::id).collect()
+        self.children.iter().map(|(_, c)| c.id()).collect()
     }
 
     /// Stops every running job on every agent, then kills and reaps the child
     /// agents, removes the emulated network and tears the cloud resources down
     /// (whatever failed before). Agents that do not answer are skipped (they are
     /// killed anyway when local, terminated when in the cloud).
-    pub async fn shutdown(mut self) -> Result<(), ProviderError> {
+    pub async fn shutdown(self) -> Result<(), ProviderError> {
+        let agents: Vec<Arc<dyn AgentApi>> = self
+            .all()
+            .map(|t| Arc::new(t.client()) as Arc<dyn AgentApi>)
+            .collect();
+        self.shutdown_with(agents).await
+    }
+
+    /// [`Fleet::shutdown`] reaching the agents through `agents`.
+    async fn shutdown_with(mut self, agents: Vec<Arc<dyn AgentApi>>) -> Result<(), ProviderError> {
         let mut stops = tokio::task::JoinSet::new();
-        for c in self
-            .tenants
-            .iter()
-            .chain(self.endpoint.as_ref())
-            .map(Tenant::client)
-        {
+        for agent in agents {
             stops.spawn(async move {
-                let _ = tokio::time::timeout(STOP_TIMEOUT, stop_all_jobs(&c)).await;
+                let _ = tokio::time::timeout(STOP_TIMEOUT, stop_all_jobs(agent.as_ref())).await;
             });
         }
         while stops.join_next().await.is_some() {}
@@ -224,7 +335,7 @@ impl Fleet {
     }
 
     fn teardown(&mut self) -> Result<(), ProviderError> {
-        for child in &mut self.children {
+        for (_, child) in &mut self.children {
             // Already gone is fine: kill fails with InvalidInput for a reaped child.
             let _ = child.kill();
             let _ = child.wait();
@@ -241,17 +352,6 @@ impl Drop for Fleet {
     fn drop(&mut self) {
         if let Err(e) = self.teardown() {
             tracing::warn!("tearing down the fleet: {e}");
-        }
-    }
-}
-
-async fn stop_all_jobs(c: &AgentClient) {
-    let Ok(jobs) = c.list().await else {
-        return;
-    };
-    for job in jobs.iter().filter(|j| !j.state.is_final()) {
-        if let Err(e) = c.stop(&job.id).await {
-            tracing::warn!("stopping job {} on {}: {e}", job.id, c.addr());
         }
     }
 }

@@ -15,10 +15,66 @@
 //! The token file's first line is the bearer token all these agents accept.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{Fleet, ProviderError, Role, Tenant};
+use super::{Fleet, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
+use crate::client::BoxFuture;
+
+/// The static provider: the hosts file's agents, which must be the experiment's
+/// tenants with the same roles. They are not nnb's to start or stop.
+#[derive(Debug, Clone)]
+pub struct StaticProvider {
+    hosts: PathBuf,
+    token_file: PathBuf,
+}
+
+impl StaticProvider {
+    /// A provider of the agents in `hosts`, reached with the token in `token_file`.
+    pub fn new(hosts: &Path, token_file: &Path) -> StaticProvider {
+        StaticProvider {
+            hosts: hosts.to_path_buf(),
+            token_file: token_file.to_path_buf(),
+        }
+    }
+}
+
+impl Provider for StaticProvider {
+    fn kind(&self) -> &'static str {
+        "static"
+    }
+
+    /// Reads the hosts file and checks that every tenant is in it with its role
+    /// (whether an endpoint is needed is checked by the controller).
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        _with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
+        Box::pin(async move {
+            let fleet = load_static(&self.hosts, &self.token_file)?;
+            let hosts = self.hosts.display();
+            for t in specs {
+                match fleet.tenants.iter().find(|f| f.name == t.name) {
+                    Some(f) if f.role == t.role => {}
+                    Some(_) => {
+                        return Err(ProviderError::Invalid(format!(
+                            "tenant {} has another role in {hosts}",
+                            t.name
+                        )))
+                    }
+                    None => {
+                        return Err(ProviderError::Invalid(format!(
+                            "tenant {} is not in {hosts}",
+                            t.name
+                        )))
+                    }
+                }
+            }
+            Ok(fleet)
+        })
+    }
+}
 
 /// Reads a hosts file and a token file into a fleet. Nothing is started or checked
 /// over the network here; ask each tenant's `/health` to verify.
@@ -37,14 +93,7 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
         line,
         message,
     };
-    let mut fleet = Fleet {
-        tenants: Vec::new(),
-        endpoint: None,
-        warnings: Vec::new(),
-        children: Vec::new(),
-        net: None,
-        cloud: Default::default(),
-    };
+    let mut fleet = Fleet::of(Vec::new(), None);
     for (k, raw) in text.lines().enumerate() {
         let line = k + 1;
         let content = raw.split('#').next().unwrap_or("").trim();

@@ -1,0 +1,407 @@
+//! The step loop: per step, bring the background jobs to what the step needs, let
+//! them settle, start the measured jobs together, wait for all of them and record
+//! the step; a failed attempt is retried, skipped or ends the run as `on_failure`
+//! says. The agents are reached through [`AgentApi`], so tests drive it with fakes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::future::join_all;
+use tokio::time::Instant;
+
+use super::endpoint::Endpoint;
+use super::record::{measured_secs, overhead};
+use super::{
+    millis, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus, BACKGROUND_DEADLINE,
+};
+use crate::budget::CostCap;
+use crate::client::{AgentApi, AgentError};
+use crate::experiment::OnFailure;
+use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
+use crate::journal::Journal;
+use crate::plan::{Assignment, Step};
+use crate::progress::Progress;
+use crate::provider::{Fleet, Provider, Role};
+
+/// A background job running on a tenant.
+#[derive(Debug, Clone)]
+struct Running {
+    spec: JobSpec,
+    id: String,
+}
+
+/// What a failed attempt at a step says.
+#[derive(Debug)]
+struct StepFailure(String);
+
+impl From<(String, AgentError)> for StepFailure {
+    fn from((tenant, e): (String, AgentError)) -> Self {
+        let down = if e.agent_is_down() {
+            " (agent down?)"
+        } else {
+            ""
+        };
+        StepFailure(format!("tenant {tenant}{down}: {e}"))
+    }
+}
+
+/// One measured job's end.
+pub(super) struct Measured {
+    pub(super) assignment: Assignment,
+    pub(super) status: JobStatus,
+}
+
+/// The step loop's state.
+pub(super) struct Driver<'a> {
+    pub(super) run: &'a Run,
+    pub(super) clients: HashMap<String, (Arc<dyn AgentApi>, Role)>,
+    endpoint: Option<Endpoint>,
+    running: HashMap<String, Running>,
+    pub(super) journal: Journal,
+    overheads: Vec<f64>,
+    /// The run's `max_cost_usd`, enforced before each step (cloud runs).
+    pub(super) cost_cap: Option<CostCap>,
+}
+
+impl<'a> Driver<'a> {
+    /// A driver of `run` on `fleet`, whose agents `provider` reaches; starts the
+    /// endpoint's `serve` job when the plan needs it.
+    pub(super) async fn new(
+        run: &'a Run,
+        provider: &dyn Provider,
+        fleet: &Fleet,
+        journal: Journal,
+    ) -> Result<Driver<'a>, ControllerError> {
+        let clients = fleet
+            .tenants
+            .iter()
+            .map(|t| (t.name.clone(), (provider.agent(t), t.role)))
+            .collect();
+        let mut d = Driver {
+            run,
+            clients,
+            endpoint: None,
+            running: HashMap::new(),
+            journal,
+            overheads: Vec::new(),
+            cost_cap: None,
+        };
+        if run.plan.needs_endpoint() {
+            let Some(ep) = &fleet.endpoint else {
+                return Err(ControllerError::Fleet(
+                    "this experiment sends probes or load to an endpoint, but the fleet has none \
+                     (static provider: add an `endpoint` line to the hosts file)"
+                        .to_string(),
+                ));
+            };
+            let agent = provider.agent(ep);
+            d.endpoint = Some(
+                Endpoint::start(ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
+            );
+            d.clients.insert(ep.name.clone(), (agent, Role::Neighbor));
+        }
+        Ok(d)
+    }
+}
+
+impl Driver<'_> {
+    fn client(&self, tenant: &str) -> Result<&dyn AgentApi, StepFailure> {
+        self.clients
+            .get(tenant)
+            .map(|(c, _)| c.as_ref())
+            .ok_or_else(|| StepFailure(format!("no agent for tenant {tenant}")))
+    }
+
+    /// Measures every step not yet in the journal, in plan order.
+    pub(super) async fn drive(
+        &mut self,
+        opts: &RunOptions,
+        cancel: &Cancel,
+        outcome: &mut RunOutcome,
+    ) -> Result<RunStatus, ControllerError> {
+        let run = self.run;
+        let exp = &run.experiment;
+        let progress = Progress::new(run.plan.steps.len(), self.journal.done_count(), opts.quiet);
+        for w in &outcome.warnings {
+            progress.note(&format!("warning: {w}"));
+        }
+        let attempts = match exp.on_failure {
+            OnFailure::Retry { times } => times + 1,
+            OnFailure::Skip | OnFailure::Abort => 1,
+        };
+        let mut status = RunStatus::Completed;
+        'steps: for (index, step) in run.plan.steps.iter().enumerate() {
+            if self.journal.is_done(&step.id) {
+                continue;
+            }
+            if cancel.is_set() {
+                status = RunStatus::Interrupted;
+                break;
+            }
+            if let Some(Err(why)) = self.cost_cap.as_ref().map(CostCap::allows_next_step) {
+                progress.note(&format!("stopping before step {}: {why}", step.id));
+                status = RunStatus::CostCap;
+                break;
+            }
+            progress.step(&step.id, &step.level_label);
+            let mut last_error = String::new();
+            for attempt in 1..=attempts {
+                let begun = Instant::now();
+                let tried = tokio::select! {
+                    r = self.attempt(step, exp.settle, exp.step_timeout) => r,
+                    () = cancel.wait() => {
+                        status = RunStatus::Interrupted;
+                        break 'steps;
+                    }
+                };
+                if let Some(cap) = &mut self.cost_cap {
+                    cap.step_took(begun.elapsed());
+                }
+                match tried {
+                    Ok((measured, started_at, settled)) => {
+                        let elapsed = begun.elapsed();
+                        self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
+                        let job_secs = measured
+                            .iter()
+                            .filter_map(|m| {
+                                m.status
+                                    .result
+                                    .as_ref()
+                                    .and_then(|r| measured_secs(&m.assignment.job, r))
+                            })
+                            .fold(None, |acc: Option<f64>, s| {
+                                Some(acc.map_or(s, |a| a.max(s)))
+                            });
+                        if let Some(job_secs) = job_secs {
+                            let total = begun.elapsed().saturating_sub(settled).as_secs_f64();
+                            self.overheads.push((total - job_secs).max(0.0) * 1e3);
+                        }
+                        outcome.measured += 1;
+                        progress.advance();
+                        continue 'steps;
+                    }
+                    Err(StepFailure(_)) if cancel.is_set() => {
+                        // Agents share the terminal's process group and may have
+                        // died of the same Ctrl-C: not a failure of the step.
+                        status = RunStatus::Interrupted;
+                        break 'steps;
+                    }
+                    Err(StepFailure(msg)) => {
+                        progress.note(&format!(
+                            "step {} failed (attempt {attempt} of {attempts}): {msg}",
+                            step.id
+                        ));
+                        last_error = msg;
+                        // Start the background afresh on the next attempt.
+                        self.stop_background().await;
+                    }
+                }
+            }
+            self.record_failed(index, step, attempts, &last_error)?;
+            outcome.failed += 1;
+            progress.advance();
+            if exp.on_failure == OnFailure::Abort {
+                progress.note(&format!("aborting the run: step {} failed", step.id));
+                status = RunStatus::Aborted;
+                break;
+            }
+        }
+        progress.finish();
+        outcome.overhead = overhead(&self.overheads);
+        Ok(status)
+    }
+
+    /// One attempt at a step: background, settle, measured jobs. Returns the jobs'
+    /// ends, when they started, and how long was spent settling.
+    async fn attempt(
+        &mut self,
+        step: &Step,
+        settle: Duration,
+        timeout: Duration,
+    ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
+        let changed = self.reconfigure(&step.background).await?;
+        let settled = if changed && !settle.is_zero() {
+            tokio::time::sleep(settle).await;
+            settle
+        } else {
+            Duration::ZERO
+        };
+        self.check_background().await?;
+        let started_at = SystemTime::now();
+        let measured = self.measure(&step.measure, timeout).await?;
+        Ok((measured, started_at, settled))
+    }
+
+    /// Stops background jobs that the step does not want and starts the ones it
+    /// wants, on all agents at once. Returns whether anything changed.
+    async fn reconfigure(&mut self, wanted: &[Assignment]) -> Result<bool, StepFailure> {
+        let ep = self.endpoint.as_ref();
+        let wanted: HashMap<&str, JobSpec> = wanted
+            .iter()
+            .map(|a| (a.tenant.as_str(), Endpoint::resolve(ep, &a.job)))
+            .collect();
+        let stale: Vec<(String, Running)> = self
+            .running
+            .iter()
+            .filter(|(t, r)| wanted.get(t.as_str()) != Some(&r.spec))
+            .map(|(t, r)| (t.clone(), r.clone()))
+            .collect();
+        let fresh: Vec<(&str, &JobSpec)> = wanted
+            .iter()
+            .filter(|(t, spec)| self.running.get(**t).map(|r| &r.spec) != Some(*spec))
+            .map(|(t, spec)| (*t, spec))
+            .collect();
+        if stale.is_empty() && fresh.is_empty() {
+            return Ok(false);
+        }
+        let this = &*self;
+        let stops = stale.iter().map(|(t, r)| async move {
+            let c = this.client(t)?;
+            c.stop(&r.id)
+                .await
+                .map_err(|e| StepFailure::from((t.clone(), e)))
+        });
+        for r in join_all(stops).await {
+            r?;
+        }
+        for (t, _) in &stale {
+            self.running.remove(t);
+        }
+        let this = &*self;
+        let starts = fresh.iter().map(|(t, spec)| async move {
+            let c = this.client(t)?;
+            let req = JobRequest {
+                spec: (*spec).clone(),
+                deadline_ms: millis(BACKGROUND_DEADLINE),
+            };
+            let id = c
+                .start(&req)
+                .await
+                .map_err(|e| StepFailure::from((t.to_string(), e)))?;
+            Ok::<_, StepFailure>((
+                t.to_string(),
+                Running {
+                    spec: (*spec).clone(),
+                    id,
+                },
+            ))
+        });
+        let started = join_all(starts).await;
+        let mut first_error = None;
+        for r in started {
+            match r {
+                Ok((t, running)) => {
+                    self.running.insert(t, running);
+                }
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// Fails the attempt if a background job (or its agent) is gone.
+    async fn check_background(&self) -> Result<(), StepFailure> {
+        let checks = self.running.iter().map(|(t, r)| async move {
+            let st = self
+                .client(t)?
+                .status(&r.id)
+                .await
+                .map_err(|e| StepFailure::from((t.clone(), e)))?;
+            if st.state.is_final() {
+                return Err(StepFailure(format!(
+                    "tenant {t}: background {} job ended ({:?}): {}",
+                    r.spec.kind(),
+                    st.state,
+                    st.error.unwrap_or_default()
+                )));
+            }
+            Ok(())
+        });
+        join_all(checks).await.into_iter().collect()
+    }
+
+    /// Starts the measured jobs together and waits for all; any failure fails the
+    /// attempt (and stops the others).
+    async fn measure(
+        &self,
+        jobs: &[Assignment],
+        timeout: Duration,
+    ) -> Result<Vec<Measured>, StepFailure> {
+        let ep = self.endpoint.as_ref();
+        let starts = jobs.iter().map(|a| async move {
+            let c = self.client(&a.tenant)?;
+            let req = JobRequest {
+                spec: Endpoint::resolve(ep, &a.job),
+                deadline_ms: millis(timeout),
+            };
+            c.start(&req)
+                .await
+                .map_err(|e| StepFailure::from((a.tenant.clone(), e)))
+        });
+        let ids = join_all(starts).await;
+        if ids.iter().any(Result::is_err) {
+            self.stop_started(jobs, &ids).await;
+            return Err(ids
+                .into_iter()
+                .find_map(Result::err)
+                .unwrap_or_else(|| StepFailure("a job did not start".to_string())));
+        }
+        let waits = jobs.iter().zip(&ids).map(|(a, id)| async move {
+            let id = id
+                .as_ref()
+                .map_err(|StepFailure(m)| StepFailure(m.clone()))?;
+            let c = self.client(&a.tenant)?;
+            let status = c
+                .wait(id, timeout)
+                .await
+                .map_err(|e| StepFailure::from((a.tenant.clone(), e)))?;
+            if status.state != JobState::Done {
+                return Err(StepFailure(format!(
+                    "tenant {}: {} job ended {:?}: {}",
+                    a.tenant,
+                    a.job.kind(),
+                    status.state,
+                    status.error.clone().unwrap_or_default()
+                )));
+            }
+            Ok(Measured {
+                assignment: a.clone(),
+                status,
+            })
+        });
+        let ends = join_all(waits).await;
+        if ends.iter().any(Result::is_err) {
+            self.stop_started(jobs, &ids).await;
+        }
+        ends.into_iter().collect()
+    }
+
+    /// Stops the measured jobs that started, so a retry starts clean; errors here
+    /// are moot (the job may have ended or its agent died).
+    async fn stop_started(&self, jobs: &[Assignment], ids: &[Result<String, StepFailure>]) {
+        let stops = jobs.iter().zip(ids).filter_map(|(a, id)| {
+            let id = id.as_ref().ok()?;
+            let c = self.client(&a.tenant).ok()?;
+            Some(async move { c.stop(id).await })
+        });
+        join_all(stops).await;
+    }
+
+    /// Stops every background job (best effort) and forgets them.
+    pub(super) async fn stop_background(&mut self) {
+        let this = &*self;
+        let stops = this.running.iter().map(|(t, r)| async move {
+            if let Ok(c) = this.client(t) {
+                if let Err(e) = c.stop(&r.id).await {
+                    tracing::debug!("stopping background job on {t}: {e}");
+                }
+            }
+        });
+        join_all(stops).await;
+        self.running.clear();
+    }
+}

@@ -1,0 +1,143 @@
+//! What a step leaves in the journal: its samples (measured or failed), the HDR
+//! logs beside them, and the controller's own overhead per step.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use super::driver::{Driver, Measured};
+use super::{ControllerError, Overhead};
+use crate::jobs::JobSpec;
+use crate::plan::Step;
+use crate::results::{self, Sample, SampleParts, SampleStatus};
+
+impl Driver<'_> {
+    fn role(&self, tenant: &str) -> String {
+        self.clients
+            .get(tenant)
+            .map_or("neighbor", |(_, r)| r.name())
+            .to_string()
+    }
+
+    pub(super) fn record_ok(
+        &mut self,
+        index: usize,
+        step: &Step,
+        measured: &[Measured],
+        attempts: u32,
+        started_at: SystemTime,
+        elapsed: Duration,
+    ) -> Result<(), ControllerError> {
+        let run = self.run;
+        let mut records = Vec::with_capacity(measured.len());
+        for (k, m) in measured.iter().enumerate() {
+            let a = &m.assignment;
+            let mut result = m.status.result.clone();
+            let hdr_log = match result.as_mut().and_then(take_hdr_log) {
+                Some(log) => Some(run.dir.write_hdr(&step.id, &a.tenant, &log)?),
+                None => None,
+            };
+            let fixed_work = matches!(a.job, JobSpec::Burn { ops: Some(_), .. });
+            let metrics = result
+                .as_ref()
+                .map(|r| results::metrics(a.job.kind(), fixed_work, r))
+                .unwrap_or_default();
+            records.push(Sample::new(
+                &run.dir.run_id,
+                run.experiment.scenario.kind(),
+                index,
+                step,
+                k + 1,
+                measured.len(),
+                SampleParts {
+                    tenant: a.tenant.clone(),
+                    role: self.role(&a.tenant),
+                    job: a.job.kind().to_string(),
+                    status: SampleStatus::Ok,
+                    error: None,
+                    attempts,
+                    started_at,
+                    elapsed_ms: elapsed.as_secs_f64() * 1e3,
+                    metrics,
+                    hdr_log,
+                    result,
+                },
+            ));
+        }
+        Ok(self.journal.append_step(&records)?)
+    }
+
+    pub(super) fn record_failed(
+        &mut self,
+        index: usize,
+        step: &Step,
+        attempts: u32,
+        error: &str,
+    ) -> Result<(), ControllerError> {
+        let run = self.run;
+        let now = SystemTime::now();
+        let records: Vec<Sample> = step
+            .measure
+            .iter()
+            .enumerate()
+            .map(|(k, a)| {
+                Sample::new(
+                    &run.dir.run_id,
+                    run.experiment.scenario.kind(),
+                    index,
+                    step,
+                    k + 1,
+                    step.measure.len(),
+                    SampleParts {
+                        tenant: a.tenant.clone(),
+                        role: self.role(&a.tenant),
+                        job: a.job.kind().to_string(),
+                        status: SampleStatus::Failed,
+                        error: Some(error.to_string()),
+                        attempts,
+                        started_at: now,
+                        elapsed_ms: 0.0,
+                        metrics: results::Metrics::default(),
+                        hdr_log: None,
+                        result: None,
+                    },
+                )
+            })
+            .collect();
+        Ok(self.journal.append_step(&records)?)
+    }
+}
+
+/// Seconds of measured interval a job's result reports, if it says.
+pub(super) fn measured_secs(spec: &JobSpec, result: &Value) -> Option<f64> {
+    let warmup_s = match spec {
+        JobSpec::Latency { warmup_ms, .. } => *warmup_ms as f64 / 1e3,
+        _ => 0.0,
+    };
+    let kind = nnb_format::JobKind::from_name(spec.kind())?;
+    let parsed = nnb_format::JobResult::parse(kind, result).ok()?;
+    Some(parsed.measured_secs(warmup_s))
+}
+
+/// Removes a raw HDR log (`hdr_log`, a string) from a job result, to be stored as
+/// its own file.
+fn take_hdr_log(result: &mut Value) -> Option<String> {
+    nnb_format::job::take_hdr_log(result)
+}
+
+/// Mean, median and max of per-step overheads (ms).
+pub(super) fn overhead(ms: &[f64]) -> Option<Overhead> {
+    if ms.is_empty() {
+        return None;
+    }
+    let mut sorted = ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = nnb_format::stats::median(&sorted);
+    Some(Overhead {
+        steps: n,
+        mean_ms: sorted.iter().sum::<f64>() / n as f64,
+        median_ms: median,
+        max_ms: sorted[n - 1],
+    })
+}

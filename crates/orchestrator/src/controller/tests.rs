@@ -1,0 +1,366 @@
+//! Unit tests of the controller, driven through the fake provider and agents
+//! ([`super::testing`]): which measured jobs the agents saw started and with how
+//! many busy neighbors, the samples the run wrote, and how it ended.
+//!
+//! The plan of [`staircase`] is three steps, `busy/neighbors=0/rep=1`, `=1` and
+//! `=2`; a fake burn reports `1 + busy neighbors` seconds, so a step's sample value
+//! is 1, 2, 3.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::testing::{FakeProvider, World};
+use super::{execute_with, Cancel, Run, RunOptions, RunOutcome, RunStatus};
+use crate::experiment;
+use crate::journal::read_samples;
+use crate::plan;
+use crate::provider::{Provider, StaticProvider};
+use crate::results::{Sample, SampleStatus};
+
+const HOST_CPUS: usize = 8;
+const STEPS: [&str; 3] = [
+    "busy/neighbors=0/rep=1",
+    "busy/neighbors=1/rep=1",
+    "busy/neighbors=2/rep=1",
+];
+
+/// A staircase of a test tenant and two busy neighbors, one repetition, with the
+/// given `on_failure` policy.
+fn staircase(on_failure: &str) -> String {
+    format!(
+        r#"name = "fake-staircase"
+repetitions = 1
+settle = "10ms"
+step_timeout = "60s"
+on_failure = "{on_failure}"
+
+[[tenants]]
+name = "test"
+role = "test"
+vcpus = 1
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+vcpus = 1
+
+[scenario]
+kind = "neighbor-staircase"
+neighbor_state = "busy"
+
+[scenario.test]
+workload = "fpadd"
+ops = 1000
+"#
+    )
+}
+
+fn create(results: &Path, on_failure: &str) -> Run {
+    let text = staircase(on_failure);
+    let exp = experiment::parse("fake.toml", &text, Some(HOST_CPUS)).expect("valid experiment");
+    let plan = plan::expand(&exp, HOST_CPUS);
+    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, STEPS);
+    Run::create(results, "fake.toml", &text, exp, plan).expect("run created")
+}
+
+fn quiet() -> RunOptions {
+    RunOptions {
+        quiet: true,
+        ..RunOptions::default()
+    }
+}
+
+async fn go(run: &mut Run, provider: &mut FakeProvider, cancel: &Cancel) -> RunOutcome {
+    execute_with(run, provider, &quiet(), cancel)
+        .await
+        .expect("the run ends without a controller error")
+}
+
+fn never() -> Cancel {
+    let (canceller, cancel) = Cancel::manual();
+    // A cancel whose canceller is gone stays unset for good.
+    drop(canceller);
+    cancel
+}
+
+/// `(step, status, attempts, value)` of every sample, in journal order.
+fn samples(run: &Run) -> Vec<(String, SampleStatus, u32, Option<f64>)> {
+    let path = run.dir.samples_path();
+    if !path.exists() {
+        return Vec::new();
+    }
+    read_samples(&path)
+        .expect("samples readable")
+        .into_iter()
+        .map(|s: Sample| (s.step, s.status, s.attempts, s.value))
+        .collect()
+}
+
+/// Busy neighbors at each measured start the fakes saw.
+fn busy_at_starts(world: &Arc<Mutex<World>>) -> Vec<usize> {
+    let w = world.lock().unwrap();
+    assert!(w
+        .starts
+        .iter()
+        .all(|s| s.tenant == "test" && s.kind == "burn"));
+    w.starts.iter().map(|s| s.busy).collect()
+}
+
+fn ok(step: &str, attempts: u32, value: f64) -> (String, SampleStatus, u32, Option<f64>) {
+    (step.to_string(), SampleStatus::Ok, attempts, Some(value))
+}
+
+fn failed(step: &str, attempts: u32) -> (String, SampleStatus, u32, Option<f64>) {
+    (step.to_string(), SampleStatus::Failed, attempts, None)
+}
+
+fn counts(o: &RunOutcome) -> (RunStatus, usize, usize, usize, usize) {
+    (o.status, o.planned, o.skipped, o.measured, o.failed)
+}
+
+#[tokio::test]
+async fn every_step_is_measured_once_in_plan_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    assert_eq!(busy_at_starts(&world), [0, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    assert_eq!((provider.launches, provider.shutdowns), (1, 1));
+    // Both busy neighbors were stopped when the run ended.
+    let w = world.lock().unwrap();
+    assert_eq!(w.stopped.get("nb-1"), Some(&1));
+    assert_eq!(w.stopped.get("nb-2"), Some(&1));
+    drop(w);
+    let manifest = run.dir.read_manifest().unwrap();
+    assert_eq!(manifest.sessions.len(), 1);
+    assert_eq!(manifest.sessions[0].status, "completed");
+    assert_eq!(manifest.sessions[0].steps_run, 3);
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_and_the_retry_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(2);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    // Step 2 ran twice; its background was started afresh for the retry.
+    assert_eq!(busy_at_starts(&world), [0, 1, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 2, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_step_failing_every_retry_is_recorded_failed_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().fail.extend([2, 3]);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            failed(STEPS[1], 2),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    let all = read_samples(&run.dir.samples_path()).unwrap();
+    let error = all[1].error.as_deref().unwrap_or("");
+    assert!(
+        error.contains("injected failure of measured start 3"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn skip_records_the_failed_step_once_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(1);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            failed(STEPS[0], 1),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn abort_stops_the_run_after_the_failed_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "abort");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(2);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Aborted, 3, 0, 1, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1]);
+    assert_eq!(samples(&run), [ok(STEPS[0], 1, 1.0), failed(STEPS[1], 1)]);
+    assert_eq!(provider.shutdowns, 1);
+    assert_eq!(
+        run.dir.read_manifest().unwrap().sessions[0].status,
+        "aborted"
+    );
+}
+
+#[tokio::test]
+async fn a_cap_below_the_teardown_reserve_measures_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    // $1 per second; the 300 s teardown reserve alone would cost $300.
+    provider.price = Some((3600.0, 100.0));
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::CostCap, 3, 0, 0, 0));
+    assert!(busy_at_starts(&world).is_empty());
+    assert!(samples(&run).is_empty());
+    assert_eq!(provider.shutdowns, 1, "the fleet is torn down");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_cost_cap_stops_before_a_step_that_would_pass_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    // Each measured job takes 10 s (paused tokio time).
+    world.lock().unwrap().job_time = Duration::from_secs(10);
+    let mut provider = FakeProvider::new(&world);
+    // $1 per second, cap $305: before step 1, 0 + 0 + 300 s fit; before step 2,
+    // about 10 s held + a 10 s step + 300 s do not.
+    provider.price = Some((3600.0, 305.0));
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::CostCap, 3, 0, 1, 0));
+    assert_eq!(busy_at_starts(&world), [0]);
+    assert_eq!(samples(&run), [ok(STEPS[0], 1, 1.0)]);
+    assert_eq!(
+        run.dir.read_manifest().unwrap().sessions[0].status,
+        "aborted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let run_id = run.dir.run_id.clone();
+    let world = World::shared();
+    let (canceller, cancel) = Cancel::manual();
+    {
+        let mut w = world.lock().unwrap();
+        w.job_time = Duration::from_secs(1);
+        // Ctrl-C while the second step's job runs.
+        w.cancel_at = Some((2, Arc::new(canceller)));
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &cancel).await;
+    assert_eq!(counts(&out), (RunStatus::Interrupted, 3, 0, 1, 0));
+    assert_eq!(busy_at_starts(&world), [0, 1]);
+    assert_eq!(
+        samples(&run),
+        [ok(STEPS[0], 1, 1.0)],
+        "the step in flight is dropped"
+    );
+    assert_eq!(provider.shutdowns, 1);
+
+    let mut resumed = Run::open(dir.path(), &run_id, HOST_CPUS).expect("run reopens");
+    let world = World::shared();
+    world.lock().unwrap().job_time = Duration::from_secs(1);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut resumed, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 1, 2, 0));
+    assert_eq!(busy_at_starts(&world), [1, 2]);
+    assert_eq!(
+        samples(&resumed),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    let sessions = resumed.dir.read_manifest().unwrap().sessions;
+    let ends: Vec<(&str, usize)> = sessions
+        .iter()
+        .map(|s| (s.status.as_str(), s.steps_run))
+        .collect();
+    assert_eq!(ends, [("interrupted", 1), ("completed", 2)]);
+}
+
+#[tokio::test]
+async fn a_cancel_before_the_launch_ends_measures_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let (canceller, cancel) = Cancel::manual();
+    canceller.cancel();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &cancel).await;
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(out.measured + out.failed, 0);
+    assert!(busy_at_starts(&world).is_empty());
+}
+
+#[tokio::test]
+async fn an_absent_neighbor_fails_the_steps_that_need_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let specs = run.experiment.tenant_specs();
+    let mut fleet = provider.launch(&specs, false).await.unwrap();
+    provider
+        .set_present(&mut fleet, "nb-2", false)
+        .await
+        .unwrap();
+    assert!(provider
+        .set_present(&mut fleet, "nope", false)
+        .await
+        .is_err());
+    // The run launches its own fleet of the same world: nb-2 stays absent there.
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(samples(&run)[2], failed(STEPS[2], 1));
+}
+
+#[tokio::test]
+async fn a_static_provider_cannot_make_tenants_come_and_go() {
+    let mut provider = StaticProvider::new(Path::new("hosts"), Path::new("token"));
+    let mut fleet = crate::provider::Fleet::of(Vec::new(), None);
+    let err = provider
+        .set_present(&mut fleet, "nb-1", false)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot start or stop"), "{err}");
+}
