@@ -9,9 +9,8 @@ use std::process::Output;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, nnb};
+use crate::support::cli;
+use crate::support::cli::{json, nnb};
 
 fn fixture(name: &str) -> String {
     format!("crates/analysis/fixtures/{name}")

@@ -1,6 +1,7 @@
 //! One module per subcommand: its clap arguments and its `run` function.
 
 pub mod agent;
+pub mod common;
 #[cfg(feature = "analysis")]
 pub mod analyze;
 #[cfg(feature = "aws")]

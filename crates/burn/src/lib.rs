@@ -10,6 +10,7 @@ pub mod clock;
 pub mod env;
 pub mod placement;
 pub mod probe;
+pub mod session;
 pub mod stats;
 pub mod steal;
 pub mod sweep;

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use futures_util::future::join_all;
@@ -24,7 +25,7 @@ use crate::experiment::{self, Experiment, ExperimentError, Network, OnFailure, P
 use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{self, Assignment, Plan, Step, REFLECTOR, SINK};
-use crate::progress::Progress;
+use crate::progress::{Progress, Silent};
 use crate::provider::{self, CloudLease, Fleet, LocalOptions, ProviderError, Role, Tenant};
 use crate::results::{
     self, timestamp, Manifest, ResultsError, RunDir, Sample, SampleParts, SampleStatus, Session,
@@ -118,14 +119,25 @@ pub struct RunOutcome {
 }
 
 /// How to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Hide the progress bar.
-    pub quiet: bool,
+    /// Who is told of each step (the binary's bar or plain lines; [`Silent`] by
+    /// default).
+    pub progress: Arc<dyn Progress>,
     /// `nnb` binary for local agents (`None` = this executable).
     pub nnb_bin: Option<PathBuf>,
     /// The command line, for the manifest.
     pub command: Vec<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            progress: Arc::new(Silent),
+            nnb_bin: None,
+            command: Vec::new(),
+        }
+    }
 }
 
 /// A run: its directory, manifest, experiment and plan.
@@ -656,7 +668,8 @@ impl Driver<'_> {
     ) -> Result<RunStatus, ControllerError> {
         let run = self.run;
         let exp = &run.experiment;
-        let progress = Progress::new(run.plan.steps.len(), self.journal.done_count(), opts.quiet);
+        let progress = &*opts.progress;
+        progress.start(run.plan.steps.len(), self.journal.done_count());
         for w in &outcome.warnings {
             progress.note(&format!("warning: {w}"));
         }
@@ -678,7 +691,8 @@ impl Driver<'_> {
                 status = RunStatus::CostCap;
                 break;
             }
-            progress.step(&step.id, &step.level_label);
+            progress.step(step);
+            let step_begun = Instant::now();
             let mut last_error = String::new();
             for attempt in 1..=attempts {
                 let begun = Instant::now();
@@ -695,7 +709,8 @@ impl Driver<'_> {
                 match tried {
                     Ok((measured, started_at, settled)) => {
                         let elapsed = begun.elapsed();
-                        self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
+                        let records =
+                            self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
                         let job_secs = measured
                             .iter()
                             .filter_map(|m| {
@@ -712,7 +727,7 @@ impl Driver<'_> {
                             self.overheads.push((total - job_secs).max(0.0) * 1e3);
                         }
                         outcome.measured += 1;
-                        progress.advance();
+                        progress.step_done(step, &records, step_begun.elapsed());
                         continue 'steps;
                     }
                     Err(StepFailure(_)) if cancel.is_set() => {
@@ -732,9 +747,9 @@ impl Driver<'_> {
                     }
                 }
             }
-            self.record_failed(index, step, attempts, &last_error)?;
+            let records = self.record_failed(index, step, attempts, &last_error)?;
             outcome.failed += 1;
-            progress.advance();
+            progress.step_done(step, &records, step_begun.elapsed());
             if exp.on_failure == OnFailure::Abort {
                 progress.note(&format!("aborting the run: step {} failed", step.id));
                 status = RunStatus::Aborted;
@@ -954,7 +969,7 @@ impl Driver<'_> {
         attempts: u32,
         started_at: SystemTime,
         elapsed: Duration,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<Vec<Sample>, ControllerError> {
         let run = self.run;
         let mut records = Vec::with_capacity(measured.len());
         for (k, m) in measured.iter().enumerate() {
@@ -991,7 +1006,8 @@ impl Driver<'_> {
                 },
             ));
         }
-        Ok(self.journal.append_step(&records)?)
+        self.journal.append_step(&records)?;
+        Ok(records)
     }
 
     fn record_failed(
@@ -1000,7 +1016,7 @@ impl Driver<'_> {
         step: &Step,
         attempts: u32,
         error: &str,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<Vec<Sample>, ControllerError> {
         let run = self.run;
         let now = SystemTime::now();
         let records: Vec<Sample> = step
@@ -1031,7 +1047,8 @@ impl Driver<'_> {
                 )
             })
             .collect();
-        Ok(self.journal.append_step(&records)?)
+        self.journal.append_step(&records)?;
+        Ok(records)
     }
 }
 
