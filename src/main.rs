@@ -1,13 +1,20 @@
 //! `nnb`: measures how much noisy neighbors slow a machine's CPU and network.
 //!
 //! Each subcommand lives in its own module under `cmd/`; this file only parses the
-//! command line, sets up logging and maps errors to exit codes (2 for bad input, as
-//! clap does for a bad flag; 1 for a failure while measuring).
+//! command line, sets up logging, hands every command the one stdout writer
+//! ([`out::Out`]) and maps errors to exit codes once ([`exit::code`]: 2 for bad
+//! input, as clap does for a bad flag; 130 when interrupted; 1 for a failure while
+//! measuring; 0 when the reader of stdout went away).
 
 mod cmd;
+mod exit;
+mod out;
+#[cfg(feature = "controller")]
+mod progress;
 mod table;
-mod usage;
+mod term;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -40,8 +47,10 @@ enum Command {
     /// Serve typed jobs to a controller over HTTP/JSON behind a bearer token.
     Agent(cmd::agent::AgentArgs),
     /// Run an experiment file (neighbor staircase, thread sweep, load steps, isolation matrix).
+    #[cfg(feature = "controller")]
     Run(cmd::run::RunArgs),
     /// Print the JSON Schema of experiment files, for editors.
+    #[cfg(feature = "controller")]
     Schema(cmd::schema::SchemaArgs),
     /// AWS housekeeping: `nnb aws sweep` removes what a dead run left in EC2.
     #[cfg(feature = "aws")]
@@ -57,47 +66,73 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
-    let result = match cli.command {
-        Command::Cpu(args) => cmd::cpu::run(args),
-        Command::Topo(args) => cmd::topo::run(args),
-        Command::Steal(args) => cmd::steal::run(args),
-        Command::Serve(args) => cmd::serve::run(args),
-        Command::Latency(args) => cmd::latency::run(args),
-        Command::Load(args) => cmd::load::run(args),
-        Command::Agent(args) => cmd::agent::run(args),
-        Command::Run(args) => cmd::run::run(args),
-        Command::Schema(args) => cmd::schema::run(args),
-        #[cfg(feature = "aws")]
-        Command::Aws(args) => cmd::aws::run(args),
-        #[cfg(feature = "aws")]
-        Command::Fetch(args) => cmd::fetch::run(args),
-        #[cfg(feature = "analysis")]
-        Command::Analyze(args) => cmd::analyze::run(args),
-    };
+    let mut out = out::Out::stdout();
+    let result = dispatch(cli.command, &mut out).and_then(|()| Ok(out.flush()?));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `nnb topo | head -1`: the reader has what it wanted.
+        Err(err) if out::is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
+            // What was written before the error still goes out (best effort: the
+            // error below is the news).
+            let _ = out.flush();
             eprintln!("error: {err:#}");
-            if usage::is_usage_error(&err) {
-                ExitCode::from(2)
-            } else {
-                ExitCode::FAILURE
-            }
+            exit::code(&err)
         }
     }
 }
 
-/// Logs go to stderr so that `--json` and `--csv` output on stdout stays clean.
+/// Runs the subcommand, writing its output to `out`.
+fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
+    match command {
+        Command::Cpu(args) => cmd::cpu::run(args, out),
+        Command::Topo(args) => cmd::topo::run(args, out),
+        Command::Steal(args) => cmd::steal::run(args, out),
+        Command::Serve(args) => cmd::serve::run(args, out),
+        Command::Latency(args) => cmd::latency::run(args, out),
+        Command::Load(args) => cmd::load::run(args, out),
+        Command::Agent(args) => cmd::agent::run(args, out),
+        #[cfg(feature = "controller")]
+        Command::Run(args) => cmd::run::run(args, out),
+        #[cfg(feature = "controller")]
+        Command::Schema(args) => cmd::schema::run(args, out),
+        #[cfg(feature = "aws")]
+        Command::Aws(args) => cmd::aws::run(args, out),
+        #[cfg(feature = "aws")]
+        Command::Fetch(args) => cmd::fetch::run(args, out),
+        #[cfg(feature = "analysis")]
+        Command::Analyze(args) => cmd::analyze::run(args, out),
+    }
+}
+
+/// Logs go to stderr so that `--json` and `--csv` output on stdout stays clean;
+/// colour only on a terminal and without `NO_COLOR`. `-v` turns on nnb's own debug
+/// events, not those of the HTTP and AWS libraries (RUST_LOG can still ask for them).
 fn init_tracing(verbose: u8) {
     let default = match verbose {
-        0 => "warn",
-        1 => "debug",
-        _ => "trace",
+        0 => "warn".to_string(),
+        1 => NNB_CRATES.map(|c| format!("{c}=debug")).join(",") + ",warn",
+        _ => NNB_CRATES.map(|c| format!("{c}=trace")).join(",") + ",warn",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(term::stderr_colour())
         .init();
 }
+
+/// nnb's own crates, as tracing names their targets.
+const NNB_CRATES: [&str; 10] = [
+    "nnb",
+    "nnb_sys",
+    "nnb_units",
+    "nnb_format",
+    "nnb_burn",
+    "nnb_netlat",
+    "nnb_orchestrator",
+    "nnb_analysis",
+    "nnb_aws",
+    "nnb_catalog",
+];

@@ -10,9 +10,8 @@ use std::time::{Duration, Instant};
 use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
 use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, TenantSpec};
 
-#[path = "support/agents.rs"]
-mod agents;
-use agents::process_gone;
+use crate::support::agents;
+use crate::support::agents::process_gone;
 
 /// Env var that turns [`helper_parent_of_an_agent`] into the helper process.
 const HELPER_ENV: &str = "NNB_TEST_PDEATHSIG_HELPER";

@@ -10,10 +10,8 @@ use nnb_orchestrator::provider::launch_local;
 use nnb_orchestrator::provider::netns::list_namespaces;
 use nnb_orchestrator::provider::Network;
 
-#[path = "support/agents.rs"]
-mod agents;
-#[path = "support/netns.rs"]
-mod netns;
+use crate::support::agents;
+use crate::support::netns;
 
 fn sh(program: &str, args: &[&str]) -> (bool, String) {
     let out = Command::new(program).args(args).output().unwrap();

@@ -10,9 +10,7 @@ use std::process::Output;
 use nnb_format::Metric;
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, nnb};
+use crate::support::cli::{json, nnb};
 
 fn fixture(name: &str) -> String {
     format!("crates/analysis/fixtures/{name}")

@@ -10,8 +10,7 @@
 
 #![cfg(feature = "aws")]
 
-#[path = "support/moto.rs"]
-mod moto;
+use crate::support::moto;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -19,9 +18,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use moto::{Moto, ZONE};
+use crate::support::moto::{Moto, ZONE};
 
-const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+use crate::support::cli::NNB;
 
 /// An aws staircase: a test node and `neighbors` m5.large neighbors on an m5 host.
 fn experiment(dir: &Path, moto: &Moto, neighbors: usize, health_timeout: &str) -> PathBuf {

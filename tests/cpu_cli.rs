@@ -6,9 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json_of, nnb};
+use crate::support::cli::{json_of, nnb};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,9 +4,7 @@
 
 use std::net::UdpSocket;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, nnb};
+use crate::support::cli::{json, nnb};
 
 #[test]
 fn ping_pong_count_json() {

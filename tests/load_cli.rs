@@ -3,9 +3,7 @@
 
 use std::net::UdpSocket;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, nnb};
+use crate::support::cli::{json, nnb};
 
 #[test]
 fn udp_load_with_sink_view() {

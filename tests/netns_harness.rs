@@ -3,8 +3,7 @@
 //! everything is gone after drop, also after a panic. Needs root (see
 //! `netns::require_root` for the skip/fail policy).
 
-#[path = "support/netns.rs"]
-mod netns;
+use crate::support::netns;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::{SocketAddr, UdpSocket};
@@ -12,10 +11,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use netns::{netns_exists, KillOnDrop, NetnsPair};
+use crate::support::netns::{netns_exists, KillOnDrop, NetnsPair};
 use serde_json::Value;
 
-const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+use crate::support::cli::NNB;
 
 /// A 32-byte nnb header (crates/netlat/src/wire.rs) with no payload, as a bash
 /// `printf` format of `\xHH` escapes.

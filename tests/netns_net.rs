@@ -3,18 +3,17 @@
 //! bucket must cap what the sink receives. Needs root (see `netns::require_root` for
 //! the skip/fail policy).
 
-#[path = "support/netns.rs"]
-mod netns;
+use crate::support::netns;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::time::Duration;
 
-use netns::{KillOnDrop, NetnsPair};
+use crate::support::netns::{KillOnDrop, NetnsPair};
 use serde_json::Value;
 
-const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+use crate::support::cli::NNB;
 
 /// Starts `nnb serve` inside namespace `b` on its veth address; returns the process
 /// and its reflector and sink addresses (from the JSON line it prints first).

@@ -3,16 +3,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nnb_format::Metric;
 use serde_json::Value;
 
-#[path = "support/agents.rs"]
-mod agents;
+use crate::support::agents;
 
-const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+use crate::support::cli::{json as nnb_json, nnb, NNB};
 
 /// A staircase of a 1-vCPU test tenant and two 1-vCPU neighbors, busy then idle,
 /// small enough for a debug build on a shared 2-core VM.
@@ -55,25 +54,6 @@ fn scratch(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
     std::fs::write(&exp, text).unwrap_or_else(|e| panic!("writing {}: {e}", exp.display()));
     let results = dir.path().join("results");
     (dir, exp, results)
-}
-
-fn nnb(args: &[&str]) -> Output {
-    Command::new(NNB)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("running nnb: {e}"))
-}
-
-/// Runs `nnb` with `args`, which must succeed, and parses what it prints as JSON.
-fn nnb_json(args: &[&str]) -> Value {
-    let out = nnb(args);
-    assert!(
-        out.status.success(),
-        "nnb {} failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not JSON: {e}"))
 }
 
 /// The only run directory under `results`.
@@ -379,7 +359,7 @@ fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
-    assert_eq!(out.status.code(), Some(1), "an interrupted run exits 1");
+    assert_eq!(out.status.code(), Some(130), "an interrupted run exits 130");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--resume"), "says how to continue: {err}");
     let m = manifest(&run);
@@ -411,4 +391,36 @@ fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
         .map(|r| r["step"].as_str().unwrap_or_default().to_string())
         .collect();
     assert_eq!(ids, expected_ids(3));
+}
+
+#[test]
+fn off_a_terminal_a_run_prints_one_plain_line_per_step() {
+    let (dir, exp, results) = scratch(&staircase(1, 1_000_000));
+    let log = dir.path().join("run.log");
+    let file = std::fs::File::create(&log).unwrap_or_else(|e| panic!("{e}"));
+    let err = file.try_clone().unwrap_or_else(|e| panic!("{e}"));
+    let status = Command::new(NNB)
+        .args([
+            "run",
+            exp.to_str().unwrap_or_default(),
+            "--results",
+            results.to_str().unwrap_or_default(),
+        ])
+        .env_remove("NO_COLOR")
+        .stdout(file)
+        .stderr(err)
+        .status()
+        .unwrap_or_else(|e| panic!("running nnb run: {e}"));
+    let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success(), "{text}");
+    assert!(!text.contains('\x1b'), "escape codes in a file: {text:?}");
+    let ids = expected_ids(1);
+    let steps: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    assert_eq!(steps.len(), ids.len(), "one line per step: {text}");
+    for (i, (line, id)) in steps.iter().zip(&ids).enumerate() {
+        let head = format!("[{}/{}] {id} level ", i + 1, ids.len());
+        assert!(line.starts_with(&head), "{line:?} should start {head:?}");
+        assert!(line.contains(" rep 1: runtime_s "), "{line}");
+        assert!(line.ends_with(" s)"), "{line}");
+    }
 }

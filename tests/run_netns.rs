@@ -2,8 +2,7 @@
 //! neighbors offering 150 Mbit/s each through one 200 Mbit/s host NIC raise the test
 //! node's latency, and the load that gets through is the host bandwidth.
 
-#[path = "support/netns.rs"]
-mod netns;
+use crate::support::netns;
 
 use std::process::Command;
 

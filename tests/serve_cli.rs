@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+use crate::support::cli::NNB;
 const MAGIC: &[u8; 4] = b"NNB\x01";
 
 /// A 32-byte nnb header (see crates/netlat/src/wire.rs) plus `payload` zero bytes.

@@ -3,9 +3,7 @@
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::nnb;
+use crate::support::cli::nnb;
 
 /// A 300 ms scan of CPU 0: the thread ran for at least the duration, some share of it
 /// was run (not all lost), the loop iterated, and /proc/stat steal is reported beside.

@@ -7,9 +7,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-#[path = "support/cli.rs"]
-mod cli;
-use cli::{json, nnb};
+use crate::support::cli::{json, nnb};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use nnb_orchestrator::agent::{self, Agent, Token};
 
-use crate::usage::usage;
+use crate::out::Out;
 
 /// How long the agent waits for job threads after shutdown before exiting anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -33,11 +33,11 @@ pub struct AgentArgs {
 }
 
 /// Runs `nnb agent` until SIGINT or SIGTERM.
-pub fn run(args: AgentArgs) -> anyhow::Result<()> {
-    let token = Token::from_file(&args.token_file).map_err(|e| usage(e.to_string()))?;
+pub fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
+    let token = Token::from_file(&args.token_file)?;
     if let Some(list) = &args.cpus {
-        let cpus = nnb_burn::placement::parse_cpu_list(list)
-            .map_err(|e| usage(format!("--cpus {list}: {e}")))?;
+        let cpus =
+            nnb_burn::placement::parse_cpu_list(list).with_context(|| format!("--cpus {list}"))?;
         agent::restrict_to_cpus(&cpus)
             .with_context(|| format!("cannot restrict the agent to CPUs {list}"))?;
     }
@@ -52,10 +52,8 @@ pub fn run(args: AgentArgs) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr()?;
         let agent = Agent::new(token, addr.ip())?;
-        let mut out = std::io::stdout().lock();
         writeln!(out, "listening {addr}")?;
         out.flush()?;
-        drop(out);
         tracing::info!(%addr, "agent listening");
         agent::serve(listener, agent, shutdown_signal()).await?;
         anyhow::Ok(())

@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use nnb_analysis::load::{load_run, Run, MANIFEST};
+use nnb_analysis::read::{read_run, Run, MANIFEST};
 use nnb_analysis::report::{write_report, ReportOptions};
 use nnb_analysis::table::Table;
 use nnb_analysis::tables::{compare_tables, run_tables};
 
-use crate::usage::usage;
+use crate::exit::usage;
+use crate::out::Out;
+use std::io::Write;
 
 /// How the tables are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -68,7 +70,7 @@ fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
 
 /// Loads every run, then prints its tables (and the comparison with `--compare`) and
 /// writes the report when `--out` is given.
-pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
+pub fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
     let dirs = args
         .runs
         .iter()
@@ -79,7 +81,7 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
     }
     let runs = dirs
         .iter()
-        .map(|d| load_run(d).with_context(|| format!("cannot load run {}", d.display())))
+        .map(|d| read_run(d).with_context(|| format!("cannot load run {}", d.display())))
         .collect::<anyhow::Result<Vec<Run>>>()?;
     let mut tables = Vec::new();
     for run in &runs {
@@ -92,21 +94,21 @@ pub fn run(args: AnalyzeArgs) -> anyhow::Result<()> {
     if args.compare {
         tables.extend(compare_tables(&runs).context("comparing the runs")?);
     }
-    print!("{}", render(&runs, &tables, args.format)?);
-    if let Some(out) = &args.out {
+    write!(out, "{}", render(&runs, &tables, args.format)?)?;
+    if let Some(dir) = &args.out {
         let summary = write_report(
             &runs,
             &ReportOptions {
-                out: out.clone(),
+                out: dir.clone(),
                 compare: args.compare,
             },
         )
-        .with_context(|| format!("writing the report to {}", out.display()))?;
+        .with_context(|| format!("writing the report to {}", dir.display()))?;
         eprintln!(
             "wrote {} files to {} (open {})",
             summary.files.len(),
-            out.display(),
-            out.join("index.html").display()
+            dir.display(),
+            dir.join("index.html").display()
         );
     }
     Ok(())

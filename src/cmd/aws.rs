@@ -19,8 +19,10 @@ use nnb_orchestrator::plan::Plan;
 use nnb_orchestrator::provider::aws::{self as provider, Preflight, Verdict, LAUNCH_OVERHEAD};
 use serde_json::json;
 
+use crate::exit::usage;
+use crate::out::Out;
 use crate::table::{right, table};
-use crate::usage::usage;
+use std::io::Write;
 
 /// Arguments of `nnb aws`.
 #[derive(Debug, Args)]
@@ -62,9 +64,9 @@ pub struct SweepArgs {
 }
 
 /// Runs `nnb aws`.
-pub fn run(args: AwsArgs) -> anyhow::Result<()> {
+pub fn run(args: AwsArgs, out: &mut Out) -> anyhow::Result<()> {
     match args.command {
-        AwsCommand::Sweep(a) => run_sweep(a),
+        AwsCommand::Sweep(a) => run_sweep(a, out),
     }
 }
 
@@ -76,7 +78,7 @@ pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
-fn run_sweep(args: SweepArgs) -> anyhow::Result<()> {
+fn run_sweep(args: SweepArgs, out: &mut Out) -> anyhow::Result<()> {
     if args.run_id.is_none() && !args.expired && !args.all {
         return Err(usage(
             "say what to sweep: --run-id RUN_ID (one run), --expired (past their expiry tag) \
@@ -95,11 +97,14 @@ fn run_sweep(args: SweepArgs) -> anyhow::Result<()> {
             .context("sweeping nnb's EC2 resources")
     })?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());
     }
     if report.found.is_empty() {
-        println!("nothing to sweep: no nnb-managed instance, host or security group matches");
+        writeln!(
+            out,
+            "nothing to sweep: no nnb-managed instance, host or security group matches"
+        )?;
         return Ok(());
     }
     let done = |id: &str| match &report.teardown {
@@ -125,9 +130,9 @@ fn run_sweep(args: SweepArgs) -> anyhow::Result<()> {
             done(&r.id).into(),
         ]);
     }
-    println!("{t}");
+    writeln!(out, "{t}")?;
     let verb = if args.dry_run { "found" } else { "swept" };
-    println!("{verb} {} resource(s)", report.found.len());
+    writeln!(out, "{verb} {} resource(s)", report.found.len())?;
     Ok(())
 }
 
@@ -193,6 +198,7 @@ pub fn preflight(spec: &AwsSpec, exp: &Experiment, plan: &Plan, yes: bool) -> an
 /// The aws part of `nnb run --dry-run`: resources, cost, capacity. Returns the JSON
 /// for `--json`, and whether the plan fits (a plan that does not exits 2).
 pub fn dry_run_section(
+    out: &mut Out,
     spec: &AwsSpec,
     exp: &Experiment,
     plan: &Plan,
@@ -241,7 +247,10 @@ pub fn dry_run_section(
             Some(r) => format!("{r}, {}", spec.availability_zone),
             None => spec.availability_zone.clone(),
         };
-        println!("aws resources ({zone}), created by a real run and removed after it:");
+        writeln!(
+            out,
+            "aws resources ({zone}), created by a real run and removed after it:"
+        )?;
         let mut t = table(["resource", "what", "count"]);
         t.add_row(vec![
             "dedicated host".into(),
@@ -273,24 +282,29 @@ pub fn dry_run_section(
             group.into(),
             right(usize::from(spec.security_group_ids.is_empty())),
         ]);
-        println!("{t}");
+        writeln!(out, "{t}")?;
         match &p.capacity {
-            Ok(m) => println!("capacity: {m}"),
-            Err(m) => println!("capacity: REFUSED: {m}"),
+            Ok(m) => writeln!(out, "capacity: {m}")?,
+            Err(m) => writeln!(out, "capacity: REFUSED: {m}")?,
         }
-        println!("estimated cost: {}", cost_line(&p));
+        writeln!(out, "estimated cost: {}", cost_line(&p))?;
         if let Some(max) = spec.max_cost_usd {
-            println!("max_cost_usd: {}", money(max));
+            writeln!(out, "max_cost_usd: {}", money(max))?;
         }
     }
     Ok((value, fits))
 }
 
 /// Uploads the run directory `dir` to `dest` (`s3://bucket/prefix`) and says where.
-pub fn upload_results(region: Option<&str>, dir: &Path, dest: &str) -> anyhow::Result<()> {
+pub fn upload_results(
+    out: &mut Out,
+    region: Option<&str>,
+    dir: &Path,
+    dest: &str,
+) -> anyhow::Result<()> {
     let url: S3Url = dest
         .parse()
-        .map_err(|e| usage(format!("results_s3 = {dest:?}: {e}")))?;
+        .with_context(|| format!("results_s3 = {dest:?}"))?;
     let report = runtime()?.block_on(async {
         provider::connect_s3(region)
             .await
@@ -298,9 +312,10 @@ pub fn upload_results(region: Option<&str>, dir: &Path, dest: &str) -> anyhow::R
             .await
             .with_context(|| format!("uploading {} to {url}", dir.display()))
     })?;
-    println!(
+    writeln!(
+        out,
         "uploaded {} files ({} bytes, checksums verified) to {}",
         report.files, report.bytes, report.url
-    );
+    )?;
     Ok(())
 }

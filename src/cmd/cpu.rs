@@ -7,7 +7,7 @@
 //! marks the knees. Output: a human table, `--json` or `--csv`, the latter two with the
 //! environment, the clock and the verified placement.
 
-use std::io::IsTerminal;
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,12 +16,13 @@ use comfy_table::Cell;
 
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
-use nnb_burn::burner::{burn, BurnResult, Work};
+use nnb_burn::burner::Work;
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{
     allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
 };
+use nnb_burn::session::{Session, Step};
 use nnb_burn::sweep::{analyze, expected_smt_knee, SweepAnalysis, SweepSpec};
 use nnb_burn::topology::{Topology, TopologySummary};
 use nnb_burn::workload::Workload;
@@ -30,32 +31,8 @@ use nnb_format::Metric;
 use nnb_units::{format_per_sec, format_secs};
 use serde::Serialize;
 
-use crate::usage::usage;
-
-/// `writeln!` into a `String` (which cannot fail); output is written once by [`emit`].
-macro_rules! outln {
-    ($out:expr) => {
-        $out.push('\n')
-    };
-    ($out:expr, $($arg:tt)*) => {{
-        use std::fmt::Write as _;
-        let _ = writeln!($out, $($arg)*);
-    }};
-}
-pub(crate) use outln;
-
-/// Writes the output to stdout; a closed pipe (`nnb cpu | head`) is not an error.
-pub(crate) fn emit(text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    match stdout
-        .write_all(text.as_bytes())
-        .and_then(|()| stdout.flush())
-    {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => Ok(other?),
-    }
-}
+use crate::exit::usage;
+use crate::out::Out;
 
 /// A coefficient of variation above this gets a warning, as hyperfine warns on outliers.
 const HIGH_CV: f64 = 0.05;
@@ -127,21 +104,6 @@ struct Config {
     clock: ClockChoice,
 }
 
-/// One thread count's measurements.
-#[derive(Debug, Serialize)]
-struct Step {
-    threads: usize,
-    placement: Placement,
-    /// Repetitions (warm-ups excluded).
-    runs: Vec<BurnResult>,
-    /// Wall time per repetition, seconds.
-    runtime_s: Summary,
-    /// Total ops/s per repetition.
-    ops_per_sec: Summary,
-    /// Largest estimated timing overhead share among the repetitions.
-    timing_overhead_share_max: f64,
-}
-
 /// The sweep part of the report.
 #[derive(Debug, Serialize)]
 struct SweepReport {
@@ -174,7 +136,7 @@ struct DryRun {
 }
 
 /// Runs `nnb cpu`.
-pub fn run(args: CpuArgs) -> anyhow::Result<()> {
+pub fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
     let topo = match &args.sysfs_root {
         Some(root) => {
             if !args.dry_run {
@@ -198,16 +160,13 @@ pub fn run(args: CpuArgs) -> anyhow::Result<()> {
         .counts
         .iter()
         .map(|&t| plan(&topo, &cfg.strategy, t, &allowed, args.oversubscribe))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| usage(e.to_string()))?;
+        .collect::<Result<Vec<_>, _>>()?;
 
     if args.dry_run {
-        let mut out = String::new();
-        print_dry_run(&mut out, &args, &topo, placements)?;
-        return emit(&out);
+        return print_dry_run(out, &args, &topo, placements);
     }
 
-    let clock = Clock::with_choice(cfg.clock).map_err(|e| usage(e.to_string()))?;
+    let clock = Clock::with_choice(cfg.clock)?;
     if let Some(w) = &clock.info().warning {
         eprintln!("warning: {w}");
     }
@@ -228,15 +187,14 @@ pub fn run(args: CpuArgs) -> anyhow::Result<()> {
         sweep,
     };
     warn_about_noise(&report);
-    let mut out = String::new();
     if args.json {
-        outln!(out, "{}", serde_json::to_string_pretty(&report)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
     } else if args.csv {
-        print_csv(&mut out, &report)?;
+        print_csv(out, &report)?;
     } else {
-        print_human(&mut out, &report);
+        print_human(out, &report)?;
     }
-    emit(&out)
+    Ok(())
 }
 
 /// Checks the flags that the library does not check (placement errors come later).
@@ -255,7 +213,7 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
             "--max-prime must be at least 3 (primes are counted from 3)",
         ));
     }
-    let mut workload: Workload = args.workload.parse().map_err(|e| usage(format!("{e}")))?;
+    let mut workload: Workload = args.workload.parse()?;
     if let Workload::Primes { max_prime } = &mut workload {
         *max_prime = args.max_prime;
     }
@@ -265,15 +223,12 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
         (None, None) => Work::Ops(workload.default_ops()),
     };
     let strategy = match &args.cpus {
-        Some(list) => PinStrategy::List(parse_cpu_list(list).map_err(|e| usage(e.to_string()))?),
-        None => args
-            .pin
-            .parse::<PinStrategy>()
-            .map_err(|e| usage(e.to_string()))?,
+        Some(list) => PinStrategy::List(parse_cpu_list(list).context("--cpus")?),
+        None => args.pin.parse::<PinStrategy>().context("--pin")?,
     };
     let (counts, sweep) = match &args.sweep {
         Some(s) => {
-            let spec: SweepSpec = s.parse().map_err(|e| usage(format!("--sweep: {e}")))?;
+            let spec: SweepSpec = s.parse().context("--sweep")?;
             (spec.counts(), true)
         }
         None => {
@@ -284,10 +239,7 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
             (vec![args.threads.unwrap_or(default)], false)
         }
     };
-    let clock = args
-        .clock
-        .parse::<ClockChoice>()
-        .map_err(|e| usage(e.to_string()))?;
+    let clock = args.clock.parse::<ClockChoice>().context("--clock")?;
     Ok(Config {
         workload,
         work,
@@ -299,7 +251,7 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
 }
 
 fn print_dry_run(
-    out: &mut String,
+    out: &mut Out,
     args: &CpuArgs,
     topo: &Topology,
     placements: Vec<Placement>,
@@ -310,25 +262,25 @@ fn print_dry_run(
             topology: topo.summary(),
             placements,
         };
-        outln!(out, "{}", serde_json::to_string_pretty(&plan)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&plan)?)?;
     } else {
         for p in &placements {
-            outln!(out, "{}", render_placement(p, topo));
+            writeln!(out, "{}", render_placement(p, topo))?;
         }
     }
     Ok(())
 }
 
-/// Warm-ups and repetitions for every thread count, with a progress bar on a terminal.
+/// The session's warm-ups and repetitions, with a progress bar on a terminal.
 fn measure(
     args: &CpuArgs,
     cfg: &Config,
     clock: &Clock,
     placements: Vec<Placement>,
 ) -> anyhow::Result<Vec<Step>> {
-    let per_step = (args.warmup + args.reps) as u64;
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(per_step * placements.len() as u64);
+    let runs = ((args.warmup + args.reps) * placements.len()) as u64;
+    let bar = if crate::term::stderr_is_terminal() {
+        let bar = ProgressBar::new(runs);
         if let Ok(style) = ProgressStyle::with_template("{bar:30.cyan/blue} {pos}/{len} {msg}") {
             bar.set_style(style);
         }
@@ -336,35 +288,18 @@ fn measure(
     } else {
         ProgressBar::hidden()
     };
-    let mut steps = Vec::with_capacity(placements.len());
-    for placement in placements {
-        let threads = placement.slots.len();
-        let mut runs = Vec::with_capacity(args.reps);
-        for i in 0..args.warmup + args.reps {
-            let what = if i < args.warmup { "warm-up" } else { "rep" };
-            bar.set_message(format!("{threads} threads, {what} {}", i + 1));
-            let r = burn(clock, &cfg.workload, cfg.work, &placement.slots)
-                .with_context(|| format!("burn with {threads} threads"))?;
-            tracing::debug!(threads, rep = i, wall_ns = r.wall_ns, "burn done");
-            if i >= args.warmup {
-                runs.push(r);
-            }
-            bar.inc(1);
-        }
-        let runtimes: Vec<f64> = runs.iter().map(|r| r.wall_ns / 1e9).collect();
-        let rates: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
-        steps.push(Step {
-            threads,
-            placement,
-            runtime_s: Summary::of(&runtimes).context("no repetitions")?,
-            ops_per_sec: Summary::of(&rates).context("no repetitions")?,
-            timing_overhead_share_max: runs
-                .iter()
-                .map(|r| r.timing_overhead_share)
-                .fold(0.0, f64::max),
-            runs,
-        });
-    }
+    let session = Session {
+        clock,
+        workload: &cfg.workload,
+        work: cfg.work,
+        warmup: args.warmup,
+        reps: args.reps,
+    };
+    let steps = session.run(placements, &mut |r| {
+        let what = if r.warmup { "warm-up" } else { "rep" };
+        bar.set_position(r.done as u64);
+        bar.set_message(format!("{} threads, {what} {}", r.threads, r.number));
+    })?;
     bar.finish_and_clear();
     Ok(steps)
 }
@@ -428,22 +363,19 @@ fn fmt_ops(r: f64) -> String {
     format_per_sec(r, "ops")
 }
 
-fn print_human(out: &mut String, report: &Report) {
+fn print_human(out: &mut Out, report: &Report) -> io::Result<()> {
     let env = &report.environment;
     let clock = &report.clock;
     let work = match report.work {
         Work::Ops(n) => format!("{n} ops ({}) per thread", report.workload.op_unit()),
         Work::Duration(d) => format!("{d:?} per run"),
     };
-    outln!(
+    writeln!(
         out,
         "workload {} | {work} | pin {} | {} warm-up + {} reps",
-        report.workload,
-        report.pin,
-        report.warmup,
-        report.reps
-    );
-    outln!(
+        report.workload, report.pin, report.warmup, report.reps
+    )?;
+    writeln!(
         out,
         "cpu {} | kernel {} | clocksource {} | hypervisor {} | governor {}",
         env.cpu_model,
@@ -451,8 +383,8 @@ fn print_human(out: &mut String, report: &Report) {
         env.clocksource,
         env.hypervisor.as_deref().unwrap_or("unknown"),
         env.governor.as_deref().unwrap_or("none"),
-    );
-    outln!(
+    )?;
+    writeln!(
         out,
         "clock {} at {:.3} MHz (calibration error {:.3} ppm, read {:.1} ns){}",
         clock.source,
@@ -463,19 +395,19 @@ fn print_human(out: &mut String, report: &Report) {
             .warning
             .as_ref()
             .map_or(String::new(), |w| format!(" - {w}"))
-    );
-    outln!(out);
+    )?;
+    writeln!(out)?;
 
     if let Some(last) = report.steps.last() {
-        print_verified_placement(out, last);
+        print_verified_placement(out, last)?;
     }
     match &report.sweep {
         None => {
             for step in &report.steps {
-                print_reps(out, report.work, step);
+                print_reps(out, report.work, step)?;
             }
         }
-        Some(sweep) => print_sweep(out, report, sweep),
+        Some(sweep) => print_sweep(out, report, sweep)?,
     }
     let overhead = report
         .steps
@@ -485,15 +417,18 @@ fn print_human(out: &mut String, report: &Report) {
     let steal = env
         .steal_delta()
         .map_or("unknown".to_string(), |d| format!("{d} ticks"));
-    outln!(out,
+    writeln!(out,
         "\ntiming overhead (start skew + clock reads) <= {:.4}% of the wall time | steal during the run: {steal}",
         overhead * 100.0
-    );
+    )?;
+    Ok(())
 }
 
 /// The placement as observed by the threads of the step's first repetition.
-fn print_verified_placement(out: &mut String, step: &Step) {
-    let Some(run) = step.runs.first() else { return };
+fn print_verified_placement(out: &mut Out, step: &Step) -> io::Result<()> {
+    let Some(run) = step.runs.first() else {
+        return Ok(());
+    };
     let mut t = table([
         "thread",
         "cpu",
@@ -513,15 +448,15 @@ fn print_verified_placement(out: &mut String, step: &Step) {
             right(opt(th.package)),
         ]);
     }
-    outln!(
+    writeln!(
         out,
         "placement ({}, {} threads, verified by sched_getaffinity/sched_getcpu)\n{t}\n",
-        step.placement.strategy,
-        step.threads
-    );
+        step.placement.strategy, step.threads
+    )?;
+    Ok(())
 }
 
-fn print_reps(out: &mut String, work: Work, step: &Step) {
+fn print_reps(out: &mut Out, work: Work, step: &Step) -> io::Result<()> {
     let mut t = table(["rep", "wall", "ops/s", "start skew", "overhead"]);
     for (i, r) in step.runs.iter().enumerate() {
         t.add_row(vec![
@@ -532,7 +467,7 @@ fn print_reps(out: &mut String, work: Work, step: &Step) {
             right(format!("{:.5}%", r.timing_overhead_share * 100.0)),
         ]);
     }
-    outln!(out, "{} threads\n{t}\n", step.threads);
+    writeln!(out, "{} threads\n{t}\n", step.threads)?;
     let (label, s, fmt): (&str, &Summary, fn(f64) -> String) = match work {
         Work::Ops(_) => ("runtime", &step.runtime_s, format_secs),
         Work::Duration(_) => ("ops/s", &step.ops_per_sec, fmt_ops),
@@ -548,10 +483,11 @@ fn print_reps(out: &mut String, work: Work, step: &Step) {
         right(format!("{:.2}%", s.cv * 100.0)),
         right(format!("{} .. {}", fmt(s.ci95_low), fmt(s.ci95_high))),
     ]);
-    outln!(out, "{st}");
+    writeln!(out, "{st}")?;
+    Ok(())
 }
 
-fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
+fn print_sweep(out: &mut Out, report: &Report, sweep: &SweepReport) -> io::Result<()> {
     let value_label = if sweep.metric == Metric::RuntimeS.name() {
         Metric::RuntimeS.label()
     } else {
@@ -594,52 +530,53 @@ fn print_sweep(out: &mut String, report: &Report, sweep: &SweepReport) {
             Cell::new(mark),
         ]);
     }
-    outln!(
+    writeln!(
         out,
         "sweep ({value_label}; degradation vs {} threads)\n{t}",
         report.steps[0].threads
-    );
+    )?;
     if let Some(k) = sweep.expected_smt_knee {
-        outln!(
+        writeln!(
             out,
             "expected SMT knee on this 2-way SMT host: {k} threads (n/2 + 1)"
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// CSV: `#` comment lines with the environment, clock and placement as JSON, then one
 /// row per thread per repetition.
-fn print_csv(out: &mut String, report: &Report) -> anyhow::Result<()> {
-    outln!(
+fn print_csv(out: &mut Out, report: &Report) -> anyhow::Result<()> {
+    writeln!(
         out,
         "# environment: {}",
         serde_json::to_string(&report.environment)?
-    );
-    outln!(out, "# clock: {}", serde_json::to_string(&report.clock)?);
-    outln!(
+    )?;
+    writeln!(out, "# clock: {}", serde_json::to_string(&report.clock)?)?;
+    writeln!(
         out,
         "# workload: {} work: {}",
         serde_json::to_string(&report.workload)?,
         serde_json::to_string(&report.work)?
-    );
+    )?;
     for step in &report.steps {
-        outln!(
+        writeln!(
             out,
             "# placement {} threads: {}",
             step.threads,
             serde_json::to_string(&step.placement)?
-        );
+        )?;
     }
-    outln!(
+    writeln!(
         out,
         "threads,rep,thread,planned_cpu,cpu_start,cpu_end,core,package,ops,elapsed_ns,\
          ops_per_sec,cycles,checksum,wall_ns,run_ops_per_sec,start_skew_ns"
-    );
+    )?;
     let opt = |v: Option<usize>| v.map_or(String::new(), |v| v.to_string());
     for step in &report.steps {
         for (rep, r) in step.runs.iter().enumerate() {
             for t in &r.threads {
-                outln!(
+                writeln!(
                     out,
                     "{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{},{:.1},{:.3},{:.1}",
                     step.threads,
@@ -658,7 +595,7 @@ fn print_csv(out: &mut String, report: &Report) -> anyhow::Result<()> {
                     r.wall_ns,
                     r.ops_per_sec,
                     r.start_skew_ns
-                );
+                )?;
             }
         }
     }

@@ -9,7 +9,9 @@ use clap::Args;
 use nnb_aws::s3::S3Url;
 use nnb_orchestrator::provider::aws as provider;
 
-use crate::usage::usage;
+use crate::exit::usage;
+use crate::out::Out;
+use std::io::Write;
 
 /// Arguments of `nnb fetch`.
 #[derive(Debug, Args)]
@@ -25,11 +27,11 @@ pub struct FetchArgs {
 }
 
 /// Runs `nnb fetch`.
-pub fn run(args: FetchArgs) -> anyhow::Result<()> {
+pub fn run(args: FetchArgs, out: &mut Out) -> anyhow::Result<()> {
     let url: S3Url = args
         .url
         .parse()
-        .map_err(|e| usage(format!("{e}: expected s3://bucket/prefix/RUN_ID")))?;
+        .context("expected s3://bucket/prefix/RUN_ID")?;
     if url.last_segment().is_none() {
         return Err(usage(format!(
             "{url} names no run: expected s3://bucket/prefix/RUN_ID"
@@ -42,10 +44,11 @@ pub fn run(args: FetchArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("fetching {url}"))
     })?;
-    println!(
+    writeln!(
+        out,
         "fetched {url} into {} (every file verified against its SHA-256)",
         path.display()
-    );
-    println!("analyze it with: nnb analyze {}", path.display());
+    )?;
+    writeln!(out, "analyze it with: nnb analyze {}", path.display())?;
     Ok(())
 }

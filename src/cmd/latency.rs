@@ -3,8 +3,9 @@
 //! Without `--target` it starts its own reflector on 127.0.0.1 (and, for neighbor
 //! load without `--load-target`, its own sink) so it works alone.
 
+use std::io::{self, Write};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -13,17 +14,18 @@ use comfy_table::{Cell, CellAlignment};
 use crate::table::styled;
 use nnb_netlat::hist::{HistLog, LatencySummary};
 use nnb_netlat::neighbor::{self, LevelResult, NeighborConfig};
-use nnb_netlat::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
+use nnb_netlat::probe::{self, Interval, ProbeConfig, ProbeLength, ProbeReport};
 use nnb_units::{
     format_bits_per_sec, format_ns, parse_bytes, parse_duration, parse_packet_rate,
     parse_rate_steps, RateSteps,
 };
 use serde::Serialize;
 
-use super::load::{
+use super::common::{
     embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape, Services,
 };
-use crate::usage::usage;
+use crate::exit::usage;
+use crate::out::Out;
 
 /// Arguments of `nnb latency`.
 #[derive(Debug, clap::Args)]
@@ -100,7 +102,7 @@ pub struct LatencyArgs {
 }
 
 /// Runs `nnb latency`.
-pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
+pub fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
     // The embedded reflector busy-polls with --busy-poll; the embedded sink for the
     // neighbor load never does (a second spinning thread would starve the probe).
     let reflector_server = match args.target {
@@ -150,7 +152,7 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
         interval,
         rate_pps: args.rate,
     };
-    cfg.validate().map_err(|e| usage(e.to_string()))?;
+    cfg.validate()?;
     let mut hist_log = args
         .hist_out
         .as_ref()
@@ -162,21 +164,27 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
     let stop = stop_on_signal()?;
     let mut lines = IntervalPrinter {
         print: !args.json && args.interval.is_some(),
+        out: &mut *out,
+        written: Ok(()),
+        stop: &stop,
         log: hist_log.as_mut(),
-        neighbor: args.neighbor_load.is_some(),
-        level: 0,
-        seen: false,
+        level: args.neighbor_load.is_some().then_some(0),
         errors: 0,
         header_done: false,
     };
     let result = match args.neighbor_load {
         None => {
-            let report =
-                probe::run(&cfg, &stop, &mut |iv| lines.interval(iv)).map_err(probe_error)?;
+            let report = probe::run(&cfg, &stop, &mut |iv| lines.interval(iv));
+            let IntervalPrinter {
+                written, errors, ..
+            } = lines;
+            log_errors(errors);
+            written?;
+            let report = report.context("the probe failed")?;
             if args.json {
-                println!("{}", serde_json::to_string_pretty(&report)?);
+                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
             } else {
-                print_probe(&report, reflector_server.is_some());
+                print_probe(out, &report, reflector_server.is_some())?;
             }
             Ok(())
         }
@@ -206,54 +214,44 @@ pub fn run(args: LatencyArgs) -> anyhow::Result<()> {
                 load,
                 levels: steps.levels(),
             };
-            run_neighbor(&ncfg, &stop, args.json, &mut lines)
+            run_neighbor(&ncfg, &stop, args.json, lines)
         }
     };
-    if lines.errors > 0 {
-        tracing::warn!(
-            "{} histogram log intervals could not be written",
-            lines.errors
-        );
-    }
     if let Some(log) = hist_log {
         log.finish().context("cannot finish the histogram log")?;
     }
     result
 }
 
-/// Bad settings are the user's to fix (exit 2); anything else is a failed run.
-fn probe_error(e: ProbeError) -> anyhow::Error {
-    match e {
-        ProbeError::Invalid(m) => usage(m),
-        other => anyhow::Error::new(other).context("the probe failed"),
+/// Says how many intervals the histogram log missed.
+fn log_errors(errors: u64) {
+    if errors > 0 {
+        tracing::warn!("{errors} histogram log intervals could not be written");
     }
 }
 
 /// Prints interval lines and writes them to the histogram log.
 struct IntervalPrinter<'a> {
     print: bool,
+    out: &'a mut Out,
+    /// The first failed write to stdout; it stops the measurement.
+    written: io::Result<()>,
+    stop: &'a AtomicBool,
     log: Option<&'a mut HistLog>,
-    /// Neighbor-load runs tag each level's intervals apart in the log.
-    neighbor: bool,
-    /// Index of the current neighbor-load level.
-    level: usize,
-    /// Whether any interval was seen (a later one starting at 0 opens a new level).
-    seen: bool,
+    /// Neighbor-load runs tag each level's intervals apart in the log: the index
+    /// of the level being measured, counted up as the library reports each level
+    /// done.
+    level: Option<usize>,
     errors: u64,
     header_done: bool,
 }
 
 impl IntervalPrinter<'_> {
     fn interval(&mut self, iv: &Interval<'_>) {
-        if self.seen && iv.start.is_zero() {
-            self.level += 1;
-        }
-        self.seen = true;
         if let Some(log) = self.log.as_deref_mut() {
-            let tag = if self.neighbor {
-                format!("rtt_level{}", self.level)
-            } else {
-                "rtt".to_string()
+            let tag = match self.level {
+                Some(level) => format!("rtt_level{level}"),
+                None => "rtt".to_string(),
             };
             let written =
                 log.write(iv.rtt, iv.start, iv.length, Some(&tag))
@@ -268,21 +266,57 @@ impl IntervalPrinter<'_> {
                 self.errors += 1;
             }
         }
-        if !self.print {
-            return;
+        if self.print {
+            self.write(|p| p.print_line(iv));
         }
+    }
+
+    /// A neighbor-load level is done: its line (unless `json`), and later
+    /// intervals belong to the next level.
+    fn level_done(&mut self, l: &LevelResult, levels: usize, json: bool) {
+        let done = self.level.map_or(0, |n| n + 1);
+        self.level = Some(done);
+        if !json {
+            self.write(|p| {
+                writeln!(
+                    p.out,
+                    "level {done}/{levels}: load {} -> RTT mean {}, p90 {}, p99.9 {}",
+                    format_bits_per_sec(l.sent_bps),
+                    format_ns(l.probe.rtt.mean_ns),
+                    format_ns(l.probe.rtt.p90_ns as f64),
+                    format_ns(l.probe.rtt.p999_ns as f64),
+                )
+            });
+        }
+    }
+
+    /// Writes and flushes unless an earlier write failed; a failed write (stdout
+    /// closed) stops the measurement and is returned when it has ended.
+    fn write(&mut self, f: impl FnOnce(&mut Self) -> io::Result<()>) {
+        if self.written.is_ok() {
+            self.written = f(self).and_then(|()| self.out.flush());
+            if self.written.is_err() {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn print_line(&mut self, iv: &Interval<'_>) -> io::Result<()> {
+        let out = &mut *self.out;
         if !self.header_done {
-            println!(
+            writeln!(
+                out,
                 "{:>15}  {:>7}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}",
                 "interval", "sent", "answered", "p50", "p99", "max", "p99 (int.)"
-            );
+            )?;
             self.header_done = true;
         }
         let s = iv.rtt.summary();
         let intended = iv
             .rtt_intended
             .map_or_else(|| "-".to_string(), |h| format_ns(h.summary().p99_ns as f64));
-        println!(
+        writeln!(
+            out,
             "{:>15}  {:>7}  {:>8}  {:>10}  {:>10}  {:>10}  {:>10}",
             format!(
                 "{:.2}-{:.2}s",
@@ -295,12 +329,15 @@ impl IntervalPrinter<'_> {
             format_ns(s.p99_ns as f64),
             format_ns(s.max_ns as f64),
             intended,
-        );
+        )?;
+        Ok(())
     }
 }
 
-fn print_probe(r: &ProbeReport, embedded: bool) {
-    println!(
+fn print_probe(out: &mut Out, r: &ProbeReport, embedded: bool) -> io::Result<()> {
+    writeln!(
+
+        out,
         "nnb latency -> {}{}: {}{}, {}-byte pings, {} receive, {:.2} s measured after {} warm-up pings",
         r.target,
         if embedded { " (embedded reflector)" } else { "" },
@@ -310,7 +347,7 @@ fn print_probe(r: &ProbeReport, embedded: bool) {
         if r.busy_poll { "busy-poll" } else { "blocking" },
         r.elapsed_s,
         r.warmup_pings,
-    );
+    )?;
     let mut t = styled();
     let mut columns: Vec<(&str, &LatencySummary)> = Vec::new();
     if let Some(intended) = &r.rtt_intended {
@@ -332,9 +369,11 @@ fn print_probe(r: &ProbeReport, embedded: bool) {
         );
         t.add_row(row);
     }
-    println!("{t}");
+    writeln!(out, "{t}")?;
     let c = r.counts;
-    println!(
+    writeln!(
+
+        out,
         "sent {}  answered {}  lost {} ({:.3}%)  late {}  duplicates {}  reordered {}  garbage {}{}",
         c.sent,
         c.answered,
@@ -349,7 +388,8 @@ fn print_probe(r: &ProbeReport, embedded: bool) {
         } else {
             String::new()
         }
-    );
+    )?;
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -361,7 +401,7 @@ fn run_neighbor(
     cfg: &NeighborConfig,
     stop: &AtomicBool,
     json: bool,
-    lines: &mut IntervalPrinter<'_>,
+    mut lines: IntervalPrinter<'_>,
 ) -> anyhow::Result<()> {
     let mut table = crate::table::table([
         "load target",
@@ -379,40 +419,40 @@ fn run_neighbor(
         "loss",
     ]);
     if !json {
-        println!(
+        writeln!(
+            lines.out,
             "nnb latency -> {} under neighbor load -> {} ({} levels)",
             cfg.probe.target,
             cfg.load.target,
             cfg.levels.len()
-        );
+        )?;
     }
-    let mut level_no = 0;
     let levels = {
-        let mut on_level = |l: &LevelResult| {
-            level_no += 1;
-            if !json {
-                println!(
-                    "level {level_no}/{}: load {} -> RTT mean {}, p90 {}, p99.9 {}",
-                    cfg.levels.len(),
-                    format_bits_per_sec(l.sent_bps),
-                    format_ns(l.probe.rtt.mean_ns),
-                    format_ns(l.probe.rtt.p90_ns as f64),
-                    format_ns(l.probe.rtt.p999_ns as f64),
-                );
-            }
-        };
-        let printer = &mut *lines;
-        neighbor::run(cfg, stop, &mut on_level, &mut |iv| printer.interval(iv))
-    }
-    .map_err(|e| match e {
-        neighbor::NeighborError::Probe(p) => probe_error(p),
-        other => anyhow::Error::new(other),
-    })?;
+        let printer = std::sync::Mutex::new(&mut lines);
+        let lock = || printer.lock().unwrap_or_else(|e| e.into_inner());
+        let total = cfg.levels.len();
+        neighbor::run(
+            cfg,
+            stop,
+            &mut |l| lock().level_done(l, total, json),
+            &mut |iv| lock().interval(iv),
+        )
+    };
+    let IntervalPrinter {
+        out,
+        written,
+        errors,
+        ..
+    } = lines;
+    log_errors(errors);
+    written?;
+    let levels = levels.context("the probe under neighbor load failed")?;
     if json {
-        println!(
+        writeln!(
+            out,
             "{}",
             serde_json::to_string_pretty(&NeighborJson { levels: &levels })?
-        );
+        )?;
         return Ok(());
     }
     for l in &levels {
@@ -442,7 +482,7 @@ fn run_neighbor(
             right(format!("{:.3}%", l.probe.counts.loss_ratio() * 100.0)),
         ]);
     }
-    println!("{table}");
-    println!("RTT figures; sent = achieved aggregate neighbor payload rate, received = as the sink saw it");
+    writeln!(out, "{table}")?;
+    writeln!(out, "RTT figures; sent = achieved aggregate neighbor payload rate, received = as the sink saw it")?;
     Ok(())
 }

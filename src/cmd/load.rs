@@ -3,23 +3,23 @@
 //! the sink's (received rate, loss, bursts) when the target is an `nnb serve` sink.
 //! Without `--target` it starts its own sink on 127.0.0.1 so it works alone.
 
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::io::{self, Write};
 use std::time::Duration;
 
 use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 
 use crate::table::table;
-use nnb_burn::placement::allowed_cpus;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
-use nnb_netlat::serve::{ServeConfig, Server};
 use nnb_units::{format_bits_per_sec, format_si, parse_bytes, parse_duration, parse_rate, Rate};
 use serde::Serialize;
 
-use crate::usage::usage;
+use super::common::{
+    embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape, Services,
+};
+use crate::exit::usage;
+use crate::out::Out;
 
 /// Arguments of `nnb load`.
 #[derive(Debug, clap::Args)]
@@ -85,107 +85,6 @@ fn rate_or_max(s: &str) -> Result<RateArg, String> {
     Ok(RateArg(Some(r)))
 }
 
-/// Resolves HOST:PORT, saying which part is wrong when it fails.
-pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
-    s.to_socket_addrs()
-        .map_err(|e| usage(format!("{flag} {s}: not a HOST:PORT address ({e})")))?
-        .next()
-        .ok_or_else(|| usage(format!("{flag} {s}: the name resolves to no address")))
-}
-
-/// The CPUs stream threads go to: the given list, checked, or all allowed ones.
-pub(crate) fn stream_cpus(
-    flag: &str,
-    given: Option<&nnb_units::CpuList>,
-    no_pin: bool,
-) -> anyhow::Result<Vec<usize>> {
-    if no_pin {
-        return Ok(Vec::new());
-    }
-    let allowed = allowed_cpus();
-    let Some(nnb_units::CpuList(given)) = given else {
-        return Ok(allowed);
-    };
-    if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
-        return Err(usage(format!(
-            "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
-        )));
-    }
-    Ok(given.to_vec())
-}
-
-/// Which services the embedded `serve` runs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Services {
-    pub reflector: bool,
-    pub sink: bool,
-    pub tcp: bool,
-}
-
-/// Starts the embedded `serve` on 127.0.0.1 with only the services needed (a
-/// busy-polling service left idle would still take a CPU).
-pub(crate) fn embedded_server(services: Services, busy_poll: bool) -> anyhow::Result<Server> {
-    let cfg = ServeConfig {
-        reflector_port: services.reflector.then_some(0),
-        sink_port: services.sink.then_some(0),
-        tcp_port: services.tcp.then_some(0),
-        busy_poll,
-        ..ServeConfig::default()
-    };
-    let server = Server::start(&cfg).context("cannot start the embedded nnb serve")?;
-    tracing::info!(
-        "embedded serve: reflector {:?}, sink {:?}, tcp {:?}",
-        server.reflector_addr(),
-        server.sink_addr(),
-        server.tcp_addr()
-    );
-    Ok(server)
-}
-
-/// A stop flag set by Ctrl-C or SIGTERM, so a run ends cleanly with its results.
-pub(crate) fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("cannot install the Ctrl-C/SIGTERM handler")?;
-    Ok(stop)
-}
-
-/// The settings shared by `nnb load` and `nnb latency --neighbor-load`.
-pub(crate) struct LoadShape<'a> {
-    pub streams: usize,
-    pub msg_size: usize,
-    pub cpus: Vec<usize>,
-    pub tcp: bool,
-    pub gso: bool,
-    pub batch: usize,
-    pub catch_up: bool,
-    pub flag: &'a str,
-}
-
-/// Builds and checks a load configuration, reporting bad input as usage errors.
-pub(crate) fn load_config(
-    target: SocketAddr,
-    rate: Option<Rate>,
-    duration: Duration,
-    shape: LoadShape<'_>,
-) -> anyhow::Result<LoadConfig> {
-    let cfg = LoadConfig {
-        streams: shape.streams,
-        msg_size: shape.msg_size,
-        duration,
-        cpus: shape.cpus,
-        tcp: shape.tcp,
-        gso: shape.gso,
-        batch: shape.batch,
-        catch_up: shape.catch_up,
-        ..LoadConfig::new(target, rate)
-    };
-    cfg.validate()
-        .map_err(|e| usage(format!("{}: {e}", shape.flag)))?;
-    Ok(cfg)
-}
-
 #[derive(Serialize)]
 struct JsonOut<'a> {
     #[serde(flatten)]
@@ -194,7 +93,7 @@ struct JsonOut<'a> {
 }
 
 /// Runs `nnb load`.
-pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+pub fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
     let cpus = stream_cpus("--cpus", args.cpus.as_ref(), args.no_pin)?;
     if args.batch == 0 {
         return Err(usage("--batch must be at least 1"));
@@ -234,36 +133,44 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     )?;
     let stop = stop_on_signal()?;
     if !args.json {
-        print_header(&cfg, server.is_some());
+        print_header(out, &cfg, server.is_some())?;
+        out.flush()?;
     }
     let mut intervals = Vec::new();
     let interval = (!args.interval.is_zero()).then_some(args.interval);
     let json = args.json;
+    // A closed stdout stops the run; the error is reported once it has ended.
+    let mut written = Ok(());
     let report = load::run_with_intervals(&cfg, &stop, interval, &mut |iv| {
-        if !json {
-            print_interval(iv);
+        if !json && written.is_ok() {
+            written = print_interval(out, iv).and_then(|()| out.flush());
+            if written.is_err() {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         intervals.push(*iv);
     })
     .context("the load run failed")?;
+    written?;
     drop(server);
     if args.json {
-        let out = JsonOut {
+        let json = JsonOut {
             report: &report,
             intervals: &intervals,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        print_report(&report);
+        print_report(out, &report)?;
     }
     Ok(())
 }
 
-fn print_header(cfg: &LoadConfig, embedded: bool) {
+fn print_header(out: &mut Out, cfg: &LoadConfig, embedded: bool) -> io::Result<()> {
     let rate = cfg
         .rate
         .map_or_else(|| "as fast as possible".to_string(), |r| r.to_string());
-    println!(
+    writeln!(
+        out,
         "nnb load -> {}{} ({}, {} stream{}, {}-byte {}, {rate} for {:?})",
         cfg.target,
         if embedded { " (embedded sink)" } else { "" },
@@ -273,24 +180,28 @@ fn print_header(cfg: &LoadConfig, embedded: bool) {
         cfg.msg_size,
         if cfg.tcp { "units" } else { "datagrams" },
         cfg.duration,
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "{:>15}  {:>16}  {:>16}  {:>10}",
         "interval", "payload", "wire", "datagrams/s"
-    );
+    )?;
+    Ok(())
 }
 
-fn print_interval(iv: &LoadInterval) {
-    println!(
+fn print_interval(out: &mut Out, iv: &LoadInterval) -> io::Result<()> {
+    writeln!(
+        out,
         "{:>15}  {:>16}  {:>16}  {:>10}",
         format!("{:.2}-{:.2}s", iv.start_s, iv.start_s + iv.length_s),
         format_bits_per_sec(iv.payload_bps),
         format_bits_per_sec(iv.wire_bps),
         format_si(iv.datagrams as f64 / iv.length_s.max(1e-9)),
-    );
+    )?;
+    Ok(())
 }
 
-fn print_report(r: &LoadReport) {
+fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
     let mut t = table(["", "sender", "sink (received)"]);
     let sink = r.sink.as_ref();
     let na = || "-".to_string();
@@ -345,39 +256,46 @@ fn print_report(r: &LoadReport) {
             Cell::new(sink).set_alignment(CellAlignment::Right),
         ]);
     }
-    println!("{t}");
+    writeln!(out, "{t}")?;
     if let Some(target) = r.target_bps {
-        println!(
+        writeln!(
+            out,
             "target {} payload: sender achieved {:.2}%",
             format_bits_per_sec(target),
             r.sent.payload_bps / target * 100.0
-        );
+        )?;
     }
     match r.streams.first().and_then(|s| s.gso.as_ref()) {
         Some(GsoUse::On { segments }) => {
-            println!("UDP GSO: on, up to {segments} datagrams per send")
+            writeln!(out, "UDP GSO: on, up to {segments} datagrams per send")?
         }
         Some(GsoUse::Fallback { reason }) => {
-            println!("UDP GSO: refused, plain datagrams ({reason})")
+            writeln!(out, "UDP GSO: refused, plain datagrams ({reason})")?
         }
-        Some(GsoUse::Off) => println!("UDP GSO: off"),
+        Some(GsoUse::Off) => writeln!(out, "UDP GSO: off")?,
         None => {}
     }
     match &r.sink {
-        Some(s) if s.streams_reported < r.streams.len() => println!(
+        Some(s) if s.streams_reported < r.streams.len() => writeln!(
+            out,
             "sink view: {} of {} streams answered",
             s.streams_reported,
             r.streams.len()
-        ),
+        )?,
         Some(_) => {}
-        None => println!(
+        None => writeln!(
+            out,
             "sink view unavailable: {} did not answer the report request (not an nnb serve sink?)",
             r.target
-        ),
+        )?,
     }
     if r.protocol == "tcp" {
-        println!("wire rate = payload + TCP 32 + IP 20 + Ethernet 38 bytes per 1448-byte segment");
+        writeln!(
+            out,
+            "wire rate = payload + TCP 32 + IP 20 + Ethernet 38 bytes per 1448-byte segment"
+        )?;
     } else {
-        println!("wire rate = payload + UDP 8 + IP 20 + Ethernet 38 (header, FCS, preamble, gap) bytes per datagram");
+        writeln!(out, "wire rate = payload + UDP 8 + IP 20 + Ethernet 38 (header, FCS, preamble, gap) bytes per datagram")?;
     }
+    Ok(())
 }

@@ -14,6 +14,7 @@
 //! `results_s3` when the file names one.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -28,8 +29,9 @@ use nnb_orchestrator::provider::local::carve_cpus;
 use nnb_orchestrator::results::{summarize, SummaryRow};
 use serde_json::json;
 
+use crate::exit::{usage, Interrupted};
+use crate::out::Out;
 use crate::table::{right, table};
-use crate::usage::usage;
 
 /// Arguments of `nnb run`.
 #[derive(Debug, Args)]
@@ -52,7 +54,7 @@ pub struct RunArgs {
     /// measured, with the experiment as stored in the run's manifest.
     #[arg(long, value_name = "RUN_ID", conflicts_with = "experiment")]
     pub resume: Option<String>,
-    /// No progress bar.
+    /// No progress bar or per-step lines (warnings and failed attempts still show).
     #[arg(short, long)]
     pub quiet: bool,
     /// Print the plan or the outcome as JSON on stdout.
@@ -65,7 +67,7 @@ pub struct RunArgs {
 }
 
 /// Runs `nnb run`.
-pub fn run(args: RunArgs) -> anyhow::Result<()> {
+pub fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
     let root = args
         .sysfs_root
         .clone()
@@ -78,7 +80,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         .build()
         .context("starting the async runtime")?;
     let opts = RunOptions {
-        quiet: args.quiet,
+        progress: crate::progress::for_run(args.quiet),
         nnb_bin: None,
         command: std::env::args().collect(),
     };
@@ -98,7 +100,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             let exp = experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
             let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(host_cpus));
             if args.dry_run {
-                return dry_run(&exp, &plan, &topo, args.sysfs_root.is_some(), args.json);
+                return dry_run(
+                    out,
+                    &exp,
+                    &plan,
+                    &topo,
+                    args.sysfs_root.is_some(),
+                    args.json,
+                );
             }
             cloud_preflight(&exp, &plan, args.yes)?;
             Run::create(&args.results, &name, &text, exp, plan)?
@@ -112,20 +121,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
     let samples = nnb_orchestrator::journal::read_samples(&run.dir.samples_path())?;
     let summary = summarize(&samples);
     if args.json {
-        let out = json!({ "outcome": outcome, "summary": summary });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        let json = json!({ "outcome": outcome, "summary": summary });
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        print_summary(&run.experiment, &summary, &outcome);
+        print_summary(out, &run.experiment, &summary, &outcome)?;
     }
-    upload_results(&run.experiment, &outcome)?;
+    out.flush()?;
+    upload_results(out, &run.experiment, &outcome)?;
     match outcome.status {
         RunStatus::Completed => Ok(()),
-        RunStatus::Interrupted => anyhow::bail!(
+        RunStatus::Interrupted => Err(Interrupted(format!(
             "interrupted; what was measured is in {}. Continue with: nnb run --results {} --resume {}",
             outcome.dir.display(),
             args.results.display(),
             outcome.run_id
-        ),
+        ))
+        .into()),
         RunStatus::Aborted => anyhow::bail!(
             "aborted after a failed step (on_failure = \"abort\"); results in {}",
             outcome.dir.display()
@@ -164,7 +175,7 @@ fn no_aws() -> anyhow::Error {
 
 /// Uploads the run's directory to the experiment's `results_s3`, if it names one
 /// (also after an interrupted or aborted run: what was measured is kept).
-fn upload_results(exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> {
+fn upload_results(out: &mut Out, exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> {
     let Some(dest) = &exp.results_s3 else {
         return Ok(());
     };
@@ -174,7 +185,7 @@ fn upload_results(exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> 
             Provider::Aws(spec) => spec.region.as_deref(),
             Provider::Local | Provider::Static { .. } => None,
         };
-        crate::cmd::aws::upload_results(region, &outcome.dir, dest).with_context(|| {
+        crate::cmd::aws::upload_results(out, region, &outcome.dir, dest).with_context(|| {
             format!(
                 "the results are safe in {}; upload them later with the AWS CLI",
                 outcome.dir.display()
@@ -183,7 +194,7 @@ fn upload_results(exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> 
     }
     #[cfg(not(feature = "aws"))]
     {
-        let _ = (dest, outcome);
+        let _ = (out, dest, outcome);
         Err(no_aws())
     }
 }
@@ -283,6 +294,7 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
 
 /// Prints the plan without running anything.
 fn dry_run(
+    out: &mut Out,
     exp: &Experiment,
     plan: &Plan,
     topo: &Topology,
@@ -318,8 +330,8 @@ fn dry_run(
                 |(s, cpus)| json!({"name": s.name, "role": s.role, "vcpus": s.vcpus, "cpus": cpus}),
             )
             .collect();
-        let (cloud, fits) = cloud_dry_run(exp, plan, true)?;
-        let out = json!({
+        let (cloud, fits) = cloud_dry_run(out, exp, plan, true)?;
+        let json = json!({
             "experiment": exp,
             "tenants": tenants,
             "warnings": warnings,
@@ -328,16 +340,17 @@ fn dry_run(
             "steps_without_estimate": unknown,
             "cloud": cloud,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return refuse_unfit(fits);
     }
-    println!(
+    writeln!(
+        out,
         "experiment {} ({}), {} tenants, provider {}",
         exp.name,
         exp.scenario.kind(),
         exp.tenants.len(),
         exp.provider.kind()
-    );
+    )?;
     let mut t = table(["tenant", "role", "vCPUs", "CPUs"]);
     for (s, cpus) in specs.iter().zip(&sets) {
         t.add_row(vec![
@@ -349,9 +362,9 @@ fn dry_run(
                 .into(),
         ]);
     }
-    println!("{t}");
+    writeln!(out, "{t}")?;
     for w in &warnings {
-        println!("warning: {w}");
+        writeln!(out, "warning: {w}")?;
     }
     let mut t = table(["#", "step", "background", "measured", "estimate"]);
     for (i, s) in plan.steps.iter().enumerate() {
@@ -366,20 +379,21 @@ fn dry_run(
             ),
         ]);
     }
-    println!("{t}");
+    writeln!(out, "{t}")?;
     let unknown_note = if unknown > 0 {
         format!(" + {unknown} fixed-work runs of unknown length")
     } else {
         String::new()
     };
-    println!(
+    writeln!(
+        out,
         "{} steps, {} neighbor reconfigurations (settle {}), estimated {}{unknown_note}",
         plan.steps.len(),
         plan.changes(),
         nnb_units::format_duration(exp.settle),
         nnb_units::format_duration(estimate)
-    );
-    let (_, fits) = cloud_dry_run(exp, plan, false)?;
+    )?;
+    let (_, fits) = cloud_dry_run(out, exp, plan, false)?;
     refuse_unfit(fits)
 }
 
@@ -387,13 +401,14 @@ fn dry_run(
 /// local and static fleets) and whether the plan fits the host.
 #[cfg_attr(not(feature = "aws"), allow(unused_variables))]
 fn cloud_dry_run(
+    out: &mut Out,
     exp: &Experiment,
     plan: &Plan,
     as_json: bool,
 ) -> anyhow::Result<(serde_json::Value, bool)> {
     match &exp.provider {
         #[cfg(feature = "aws")]
-        Provider::Aws(spec) => crate::cmd::aws::dry_run_section(spec, exp, plan, as_json),
+        Provider::Aws(spec) => crate::cmd::aws::dry_run_section(out, spec, exp, plan, as_json),
         #[cfg(not(feature = "aws"))]
         Provider::Aws(_) => Err(no_aws()),
         Provider::Local | Provider::Static { .. } => Ok((serde_json::Value::Null, true)),
@@ -417,7 +432,12 @@ fn fmt_metric(metric: Option<Metric>, v: f64) -> String {
     metric.map_or_else(|| format!("{v:.4}"), |m| m.format(v))
 }
 
-fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
+fn print_summary(
+    out: &mut Out,
+    exp: &Experiment,
+    rows: &[SummaryRow],
+    outcome: &RunOutcome,
+) -> io::Result<()> {
     let with_load = rows.iter().any(|r| r.neighbor_load_bps.is_some());
     let mut header = vec![
         "group",
@@ -455,25 +475,26 @@ fn print_summary(exp: &Experiment, rows: &[SummaryRow], outcome: &RunOutcome) {
         }
         t.add_row(cells);
     }
-    println!("{} ({})", exp.name, exp.scenario.kind());
-    println!("{t}");
-    for w in &outcome.warnings {
-        println!("warning: {w}");
-    }
+    writeln!(out, "{} ({})", exp.name, exp.scenario.kind())?;
+    // The warnings were said on stderr when the run started.
+    writeln!(out, "{t}")?;
     let resumed = if outcome.skipped > 0 {
         format!(", {} already done before this resume", outcome.skipped)
     } else {
         String::new()
     };
-    println!(
+    writeln!(
+        out,
         "{} of {} steps measured, {} failed{resumed}",
         outcome.measured, outcome.planned, outcome.failed
-    );
+    )?;
     if let Some(o) = outcome.overhead {
-        println!(
+        writeln!(
+
+            out,
             "controller overhead per step (wall time outside the measured interval): mean {:.1} ms, median {:.1} ms, max {:.1} ms",
             o.mean_ms, o.median_ms, o.max_ms
-        );
+        )?;
     }
-    println!("results: {}", outcome.dir.display());
+    writeln!(out, "results: {}", outcome.dir.display())
 }

@@ -3,15 +3,19 @@
 //! Point an editor's TOML language server at it (e.g. taplo's `schema` setting or a
 //! `#:schema` comment) to get completion and checks while writing an experiment.
 
+use std::io::Write;
+
 use clap::Args;
+
+use crate::out::Out;
 
 /// Arguments of `nnb schema` (none: the schema goes to stdout).
 #[derive(Debug, Args)]
 pub struct SchemaArgs {}
 
 /// Prints the experiment file JSON Schema.
-pub fn run(_args: SchemaArgs) -> anyhow::Result<()> {
+pub fn run(_args: SchemaArgs, out: &mut Out) -> anyhow::Result<()> {
     let schema = nnb_orchestrator::experiment::schema();
-    println!("{}", serde_json::to_string_pretty(&schema)?);
+    writeln!(out, "{}", serde_json::to_string_pretty(&schema)?)?;
     Ok(())
 }

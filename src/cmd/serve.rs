@@ -11,11 +11,13 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use comfy_table::Table;
 use nnb_netlat::report::StreamReport;
-use nnb_netlat::serve::{ServeConfig, ServeError, ServeSnapshot, Server};
+use nnb_netlat::serve::{ServeConfig, ServeSnapshot, Server};
 use nnb_units::{format_bits_per_sec, parse_duration};
 use serde::Serialize;
 
-use crate::usage::usage;
+use crate::exit::usage;
+use crate::out::Out;
+use std::io::{self, Write};
 
 /// Arguments of `nnb serve`.
 #[derive(Debug, clap::Args)]
@@ -65,18 +67,15 @@ pub struct ServeArgs {
 }
 
 /// Runs `nnb serve`.
-pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub fn run(args: ServeArgs, out: &mut Out) -> anyhow::Result<()> {
     let cfg = config(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
     ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
         .context("cannot install the Ctrl-C/SIGTERM handler")?;
-    let server = Server::start(&cfg).map_err(|e| match e {
-        ServeError::Pin { .. } => usage(e.to_string()),
-        other => anyhow::Error::new(other),
-    })?;
-    let out = Output { json: args.json };
-    out.listening(&server);
+    let server = Server::start(&cfg)?;
+    let output = Output { json: args.json };
+    output.listening(out, &server)?;
     let started = Instant::now();
     let mut last = server.snapshot();
     let mut next_tick = args.interval.map(|i| started + i);
@@ -88,7 +87,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         if let (Some(tick), Some(every)) = (next_tick, args.interval) {
             if now >= tick {
                 let snap = server.snapshot();
-                out.interval(started.elapsed(), &last, &snap);
+                output.interval(out, started.elapsed(), &last, &snap)?;
                 last = snap;
                 next_tick = Some(tick + every);
             }
@@ -96,7 +95,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let elapsed = started.elapsed();
-    out.summary(elapsed, &server.stop());
+    output.summary(out, elapsed, &server.stop())?;
     Ok(())
 }
 
@@ -227,48 +226,61 @@ struct Output {
 }
 
 impl Output {
-    fn emit_json(&self, value: &impl Serialize) {
-        match serde_json::to_string(value) {
-            Ok(line) => println!("{line}"),
-            Err(e) => tracing::error!("cannot format JSON output: {e}"),
-        }
+    /// One JSON line, flushed at once: a reader acts on each as it comes.
+    fn json_line(out: &mut Out, value: &impl Serialize) -> io::Result<()> {
+        serde_json::to_writer(&mut *out, value)?;
+        writeln!(out)?;
+        out.flush()
     }
 
-    fn listening(&self, server: &Server) {
+    fn listening(&self, out: &mut Out, server: &Server) -> io::Result<()> {
         let show = |a: Option<SocketAddr>| a.map_or_else(|| "off".to_string(), |a| a.to_string());
         if self.json {
-            self.emit_json(&serde_json::json!({
-                "event": "listening",
-                "reflector": server.reflector_addr().map(|a| a.to_string()),
-                "sink": server.sink_addr().map(|a| a.to_string()),
-                "tcp": server.tcp_addr().map(|a| a.to_string()),
-            }));
+            Self::json_line(
+                out,
+                &serde_json::json!({
+                    "event": "listening",
+                    "reflector": server.reflector_addr().map(|a| a.to_string()),
+                    "sink": server.sink_addr().map(|a| a.to_string()),
+                    "tcp": server.tcp_addr().map(|a| a.to_string()),
+                }),
+            )
         } else {
-            println!(
+            writeln!(
+                out,
                 "listening reflector={} sink={} tcp={}",
                 show(server.reflector_addr()),
                 show(server.sink_addr()),
                 show(server.tcp_addr())
-            );
+            )?;
+            out.flush()
         }
     }
 
-    fn interval(&self, elapsed: Duration, a: &ServeSnapshot, b: &ServeSnapshot) {
+    fn interval(
+        &self,
+        out: &mut Out,
+        elapsed: Duration,
+        a: &ServeSnapshot,
+        b: &ServeSnapshot,
+    ) -> io::Result<()> {
         let line = IntervalLine::new(elapsed, a, b);
         if self.json {
-            self.emit_json(&line);
-            return;
+            return Self::json_line(out, &line);
         }
-        println!(
+        writeln!(
+            out,
             "[{:>7.2}s] pings {:>8}  garbage {:>6}  tcp {:>14}  streams {}",
             line.elapsed_s,
             line.reflected,
             line.garbage,
             format_bits_per_sec(line.tcp_rate_bps),
             line.streams.len()
-        );
+        )?;
         for s in &line.streams {
-            println!(
+            writeln!(
+
+                out,
                 "    {}#{:<4} {:>14}  rx {:>8}  lost {:>6}  dup {:>4}  reord {:>4}  bursts {:>3}  garbage {}",
                 s.peer,
                 s.stream,
@@ -279,31 +291,37 @@ impl Output {
                 s.reordered,
                 s.bursts,
                 s.garbage
-            );
+            )?;
         }
+        out.flush()
     }
 
-    fn summary(&self, elapsed: Duration, snap: &ServeSnapshot) {
+    fn summary(&self, out: &mut Out, elapsed: Duration, snap: &ServeSnapshot) -> io::Result<()> {
         if self.json {
-            self.emit_json(&SummaryLine {
-                event: "summary",
-                elapsed_s: elapsed.as_secs_f64(),
-                snapshot: snap,
-            });
-            return;
+            return Self::json_line(
+                out,
+                &SummaryLine {
+                    event: "summary",
+                    elapsed_s: elapsed.as_secs_f64(),
+                    snapshot: snap,
+                },
+            );
         }
-        println!("served for {:.2} s", elapsed.as_secs_f64());
+        writeln!(out, "served for {:.2} s", elapsed.as_secs_f64())?;
         if let Some(r) = &snap.reflector {
-            println!(
+            writeln!(
+                out,
                 "reflector: {} pings answered, {} send failures, {} dropped",
                 r.reflected,
                 r.send_failures,
                 r.garbage.total()
-            );
+            )?;
         }
         if let Some(s) = &snap.sink {
             let t = &s.totals;
-            println!(
+            writeln!(
+
+                out,
                 "sink: {} streams ({} evicted), {} datagrams, {} lost ({:.3}%), {} dup, {} reordered, {} bursts, {} reports",
                 t.streams_seen,
                 t.evicted_streams,
@@ -314,24 +332,28 @@ impl Output {
                 t.seq.reordered,
                 t.bursts,
                 t.reports_sent
-            );
+            )?;
             if !s.streams.is_empty() {
-                println!("{}", stream_table(&s.streams));
+                writeln!(out, "{}", stream_table(&s.streams))?;
             }
         }
         let g = snap.garbage();
         if g.total() > 0 {
-            println!(
+            writeln!(
+
+                out,
                 "dropped: {} truncated, {} foreign magic, {} bad version, {} unknown kind, {} bad length, {} wrong kind",
                 g.truncated, g.bad_magic, g.bad_version, g.unknown_kind, g.length_mismatch, g.wrong_kind
-            );
+            )?;
         }
         if let Some(t) = &snap.tcp {
-            println!(
+            writeln!(
+                out,
                 "tcp: {} connections ({} refused), {} bytes",
                 t.accepted, t.refused, t.bytes
-            );
+            )?;
         }
+        Ok(())
     }
 }
 

@@ -14,9 +14,10 @@ use nnb_burn::topology::Topology;
 use nnb_units::format_ns;
 use serde::Serialize;
 
-use super::cpu::{emit, outln};
+use crate::exit::usage;
+use crate::out::Out;
 use crate::table::{right, table};
-use crate::usage::usage;
+use std::io::{self, Write};
 
 /// Arguments of `nnb steal`.
 #[derive(Debug, clap::Args)]
@@ -45,7 +46,7 @@ struct Output {
 }
 
 /// Runs `nnb steal`.
-pub fn run(args: StealArgs) -> anyhow::Result<()> {
+pub fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
     let duration = args.duration;
     let threshold = args.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if threshold >= duration {
@@ -59,7 +60,7 @@ pub fn run(args: StealArgs) -> anyhow::Result<()> {
         .filter(|c| mine.contains(c))
         .collect();
     let cpus = match &args.cpus {
-        Some(list) => parse_cpu_list(list).map_err(|e| usage(e.to_string()))?,
+        Some(list) => parse_cpu_list(list).context("--cpus")?,
         None => allowed.clone(),
     };
     // Validates the list (absent, offline, not allowed, repeated) with placement's messages.
@@ -70,7 +71,7 @@ pub fn run(args: StealArgs) -> anyhow::Result<()> {
         &allowed,
         false,
     )
-    .map_err(|e| usage(e.to_string()))?;
+    .context("--cpus")?;
     let cpus: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
 
     let clock = Clock::calibrate();
@@ -86,20 +87,19 @@ pub fn run(args: StealArgs) -> anyhow::Result<()> {
     let report = measure(&clock, &cpus, duration, threshold).context("steal measurement")?;
     environment.record_steal_after();
     if args.json {
-        let out = Output {
+        let json = Output {
             environment,
             clock: clock.info(),
             steal: report,
         };
-        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))
+        writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
-        let mut out = String::new();
-        print_human(&mut out, &report);
-        emit(&out)
+        print_human(out, &report)?;
     }
+    Ok(())
 }
 
-fn print_human(out: &mut String, r: &StealReport) {
+fn print_human(out: &mut Out, r: &StealReport) -> io::Result<()> {
     let mut t = table([
         "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "loop", "steal",
     ]);
@@ -129,12 +129,12 @@ fn print_human(out: &mut String, r: &StealReport) {
             right(ticks(c.proc_steal_ticks)),
         ]);
     }
-    outln!(out, "{t}");
-    outln!(
+    writeln!(out, "{t}")?;
+    writeln!(
         out,
         "ran: share of the time the pinned loop ran (gaps >= {} subtracted); steal: /proc/stat \
          steal of that CPU during the run (all CPUs: {})",
         format_ns(r.threshold_ns as f64),
         ticks(r.proc_steal_ticks_all)
-    );
+    )
 }

@@ -6,7 +6,7 @@
 //! and hypervisor facts are then still this machine's, and labelled so.
 
 use std::fmt::{self, Write as _};
-use std::io::{self, Write as _};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,12 +16,13 @@ use comfy_table::{presets, Cell, Table};
 use crate::table::{right, table};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::env::Environment;
-use nnb_burn::placement::{allowed_cpus, parse_cpu_list, plan, PinStrategy, PlacementError};
-use nnb_burn::smt_probe::{estimate_duration, probe, ProbeConfig, ProbeError, ProbeReport};
+use nnb_burn::placement::{allowed_cpus, parse_cpu_list, plan, PinStrategy};
+use nnb_burn::smt_probe::{estimate_duration, probe, ProbeConfig, ProbeReport};
 use nnb_burn::topology::{format_list, NumaNode, Topology, TopologySummary};
 use serde::Serialize;
 
-use crate::usage::usage;
+use crate::exit::usage;
+use crate::out::Out;
 
 /// CPU count the probe's cost is quoted for beside the real one (an m5.metal).
 const REFERENCE_CPUS: usize = 96;
@@ -79,7 +80,7 @@ struct Machine {
 }
 
 /// Runs `nnb topo`.
-pub fn run(args: TopoArgs) -> anyhow::Result<()> {
+pub fn run(args: TopoArgs, out: &mut Out) -> anyhow::Result<()> {
     let topo = read_topology(args.sysfs_root.as_deref())?;
     let probe_config = args.probe.then(|| probe_config(&args, &topo)).transpose()?;
     let machine = machine_facts(&topo, args.sysfs_root.is_some());
@@ -87,12 +88,7 @@ pub fn run(args: TopoArgs) -> anyhow::Result<()> {
     let probe = match probe_config {
         Some(config) => {
             announce_probe(&config);
-            Some(probe(&topo, &config).map_err(|e| match e {
-                ProbeError::Pin(_) | ProbeError::ThreadPanicked(_) => {
-                    anyhow::Error::new(e).context("SMT probe failed")
-                }
-                other => usage(other.to_string()),
-            })?)
+            Some(probe(&topo, &config).context("SMT probe")?)
         }
         None => None,
     };
@@ -111,11 +107,7 @@ pub fn run(args: TopoArgs) -> anyhow::Result<()> {
     } else {
         render_human(&report, &topo)?
     };
-    match io::stdout().lock().write_all(text.as_bytes()) {
-        // A reader that stopped early (`nnb topo | head`) is not a failure.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("writing to stdout"),
-    }
+    Ok(out.write_all(text.as_bytes())?)
 }
 
 /// Reads the topology: a bad `--sysfs-root` is the user's mistake (exit 2), an
@@ -146,12 +138,11 @@ fn probe_config(args: &TopoArgs, topo: &Topology) -> anyhow::Result<ProbeConfig>
     let allowed = allowed_cpus();
     let cpus = match &args.probe_cpus {
         Some(list) => {
-            let bad = |e: PlacementError| usage(format!("--probe-cpus: {e}"));
-            let cpus = parse_cpu_list(list).map_err(bad)?;
+            let cpus = parse_cpu_list(list).context("--probe-cpus")?;
             // Planning one thread per listed CPU checks each is present, online and
             // allowed, with placement's messages.
             let strategy = PinStrategy::List(cpus.clone());
-            plan(topo, &strategy, cpus.len(), &allowed, false).map_err(bad)?;
+            plan(topo, &strategy, cpus.len(), &allowed, false).context("--probe-cpus")?;
             cpus
         }
         None => topo

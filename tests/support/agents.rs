@@ -2,10 +2,6 @@
 //! run this build's binary, a small fleet's tenants, and whether agent processes are
 //! gone.
 //!
-//! Use it from an integration test with `#[path = "support/agents.rs"] mod agents;`.
-
-// Each test crate that includes this file uses only part of it.
-#![allow(dead_code)]
 
 use std::time::{Duration, Instant};
 

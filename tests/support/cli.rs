@@ -1,9 +1,4 @@
 //! Running the built `nnb` binary from the root package's end-to-end tests.
-//!
-//! Included with `#[path = "support/cli.rs"] mod cli;` by each test file that needs it.
-
-// Each test crate that includes this file uses only part of it.
-#![allow(dead_code)]
 
 use std::process::{Command, Output};
 

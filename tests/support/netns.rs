@@ -2,8 +2,7 @@
 //! veth pair, `tc` shaping helpers, commands run inside a namespace, and a `Drop` that
 //! deletes everything even when the test panics.
 //!
-//! Use it from an integration test with
-//! `#[path = "support/netns.rs"] mod netns;` and start every test with
+//! Start every test that uses it with
 //! `if !netns::require_root() { return; }` (plus [`require_netem`] before using
 //! [`Netns::netem_delay`]). The policy for a test that cannot run: it FAILS when the
 //! environment variable `CI` is set, and prints why and skips otherwise.
@@ -11,9 +10,6 @@
 //! Everything is done with Debian's iproute2 (`ip`, `tc`); the only addresses
 //! configured are `10.x.y.1/24` and `10.x.y.2/24` on the veth ends, inside the
 //! namespaces this harness creates, so the host's own networking is never touched.
-
-// Each test crate that includes this file uses only part of it.
-#![allow(dead_code)]
 
 use std::ffi::OsStr;
 use std::net::Ipv4Addr;

@@ -1,14 +1,14 @@
 //! Analysis of nnb results: reads `results/<run-id>/` directories (the format in
 //! `docs/results-format.md`) and nothing else, and turns them into tables and plots.
 //!
-//! - [`load`]: runs into typed polars data frames (tolerating a torn last line);
+//! - [`read`]: reads run directories into typed polars data frames (tolerating a torn last line);
 //! - [`table`]: one table type rendered as terminal text, Markdown, CSV and JSON;
 //! - [`tables`]: degradation, thread-sweep knees, isolation, latency vs load, throughput;
 //! - [`plot`]: SVG charts with plotters (lines, boxplots, HDR percentile plots);
 //! - [`report`]: everything a run supports, written to a directory with an index.
 
-pub mod load;
 pub mod plot;
+pub mod read;
 pub mod report;
 pub mod table;
 pub mod tables;

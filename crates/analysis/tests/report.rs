@@ -10,7 +10,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2Serializer;
 use hdrhistogram::Histogram;
-use nnb_analysis::load::load_run;
+use nnb_analysis::read::read_run;
 use nnb_analysis::report::{write_report, ReportError, ReportOptions};
 use nnb_format::Metric;
 use serde_json::{json, Value};
@@ -254,7 +254,7 @@ fn check_index(out: &Path) -> String {
 #[test]
 fn one_load_steps_run_gets_its_tables_plots_and_an_index_with_its_notes() {
     let root = tempfile::tempdir().unwrap();
-    let run = load_run(&load_steps(root.path(), "20261122T104409Z-aaaaaa")).unwrap();
+    let run = read_run(&load_steps(root.path(), "20261122T104409Z-aaaaaa")).unwrap();
     let out = root.path().join("report");
     let summary = write_report(
         std::slice::from_ref(&run),
@@ -320,14 +320,14 @@ fn one_load_steps_run_gets_its_tables_plots_and_an_index_with_its_notes() {
 fn a_staircase_and_a_sweep_get_a_directory_each_and_a_test_node_vs_metal_plot() {
     let root = tempfile::tempdir().unwrap();
     let runs = vec![
-        load_run(&staircase(
+        read_run(&staircase(
             root.path(),
             "20261122T100000Z-111111",
             "m5-staircase",
             0.5,
         ))
         .unwrap(),
-        load_run(&sweep(root.path(), "20261122T110000Z-222222")).unwrap(),
+        read_run(&sweep(root.path(), "20261122T110000Z-222222")).unwrap(),
     ];
     let out = root.path().join("report");
     let summary = write_report(
@@ -370,14 +370,14 @@ fn a_staircase_and_a_sweep_get_a_directory_each_and_a_test_node_vs_metal_plot() 
 fn compare_puts_both_runs_on_one_plot_and_in_one_table() {
     let root = tempfile::tempdir().unwrap();
     let runs = vec![
-        load_run(&staircase(
+        read_run(&staircase(
             root.path(),
             "20261122T100000Z-111111",
             "m5-staircase",
             0.5,
         ))
         .unwrap(),
-        load_run(&staircase(
+        read_run(&staircase(
             root.path(),
             "20261122T120000Z-333333",
             "m6g-staircase",
@@ -444,7 +444,7 @@ fn every_fixture_run_gets_the_plots_its_scenario_supports() {
     ];
     let runs: Vec<_> = names
         .iter()
-        .map(|n| load_run(&fixtures.join(n)).unwrap())
+        .map(|n| read_run(&fixtures.join(n)).unwrap())
         .collect();
     let root = tempfile::tempdir().unwrap();
     let out = root.path().join("report");

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use nnb_format::Metric;
 
-use nnb_analysis::load::{load_run, LoadError, Run, Scenario};
+use nnb_analysis::read::{read_run, ReadError, Run, Scenario};
 use nnb_analysis::table::{Cell, Table};
 use nnb_analysis::tables::{
     compare_tables, degradation, isolation, knees, latency_vs_load, run_tables, summary_table,
@@ -19,7 +19,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn load(name: &str) -> Run {
-    match load_run(&fixture(name)) {
+    match read_run(&fixture(name)) {
         Ok(run) => run,
         Err(e) => panic!("fixture {name} does not load: {e}"),
     }
@@ -52,7 +52,7 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
     assert_eq!(run.manifest.scenario, Scenario::NeighborStaircase);
     assert_eq!(run.run_id, "20261122T100000Z-aaaaaa");
     assert_eq!(run.samples.height(), 24);
-    assert_eq!(run.samples.width(), nnb_analysis::load::COLUMNS.len());
+    assert_eq!(run.samples.width(), nnb_analysis::read::COLUMNS.len());
     assert!(
         run.notes
             .iter()
@@ -441,8 +441,8 @@ fn torn_tail_is_tolerated_and_noted() {
 
 #[test]
 fn corrupt_line_names_file_and_line() {
-    let err = load_run(&fixture("corrupt")).unwrap_err();
-    let LoadError::Corrupt { path, line, .. } = &err else {
+    let err = read_run(&fixture("corrupt")).unwrap_err();
+    let ReadError::Corrupt { path, line, .. } = &err else {
         panic!("{err:?}");
     };
     assert!(
@@ -456,8 +456,8 @@ fn corrupt_line_names_file_and_line() {
 
 #[test]
 fn unknown_version_names_file_and_line() {
-    let err = load_run(&fixture("wrong-version")).unwrap_err();
-    let LoadError::Version { path, line, found } = &err else {
+    let err = read_run(&fixture("wrong-version")).unwrap_err();
+    let ReadError::Version { path, line, found } = &err else {
         panic!("{err:?}");
     };
     assert!(path.ends_with("wrong-version/samples.jsonl"));
@@ -472,15 +472,15 @@ fn unknown_version_names_file_and_line() {
 #[test]
 fn manifest_errors_name_the_manifest() {
     let dir = tempfile::tempdir().unwrap();
-    let missing = load_run(dir.path()).unwrap_err();
-    assert!(matches!(missing, LoadError::Io { .. }), "{missing:?}");
+    let missing = read_run(dir.path()).unwrap_err();
+    assert!(matches!(missing, ReadError::Io { .. }), "{missing:?}");
     assert!(missing.to_string().contains("manifest.json"), "{missing}");
     std::fs::write(
         dir.path().join("manifest.json"),
         "{\n  \"format_version\": 7,\n  \"run_id\": \"x\"\n}\n",
     )
     .unwrap();
-    let err = load_run(dir.path()).unwrap_err();
+    let err = read_run(dir.path()).unwrap_err();
     assert!(
         err.to_string()
             .contains("manifest.json:2: format_version 7"),
@@ -491,7 +491,7 @@ fn manifest_errors_name_the_manifest() {
         "{\n  \"format_version\": 1,\n  oops\n}\n",
     )
     .unwrap();
-    let err = load_run(dir.path()).unwrap_err();
+    let err = read_run(dir.path()).unwrap_err();
     assert!(
         err.to_string().contains("manifest.json:3: not valid JSON"),
         "{err}"

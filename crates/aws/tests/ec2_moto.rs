@@ -5,22 +5,18 @@
 //! no HostProperties cores/vCPUs or AvailableCapacity: the tenancy is checked on the requests
 //! (recorded by the test proxy) and capacity comes from the catalog.
 
-#[path = "support/fault_proxy.rs"]
-mod fault_proxy;
-mod support;
-
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::support::fault_proxy::{Fault, FaultProxy};
+use crate::support::Moto;
 use aws_config::SdkConfig;
 use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, Tag};
-use fault_proxy::{Fault, FaultProxy};
 use nnb_aws::ec2::{
     tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
     ENDPOINT_ROLE,
 };
 use nnb_aws::reap::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
-use support::Moto;
 
 const ZONE: &str = "us-east-1a";
 const AGENT_PORT: u16 = 7070;

@@ -1,12 +1,10 @@
 //! S3 upload, verification and fetch of a run directory against a real moto server.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 
+use crate::support::Moto;
 use aws_sdk_s3::primitives::ByteStream;
-use nnb_aws::s3::{manifest::MANIFEST_NAME, S3Error, S3Url, PART_SIZE, S3};
-use support::Moto;
+use nnb_aws::s3::{checksums::CHECKSUMS_NAME, S3Error, S3Url, PART_SIZE, S3};
 
 const BUCKET: &str = "nnb-results";
 const RUN_ID: &str = "run-42";
@@ -92,7 +90,7 @@ async fn upload_then_fetch_is_byte_identical() {
     let last = report.objects.last().expect("objects");
     assert_eq!(
         last.key,
-        format!("nnb/results/{RUN_ID}/{MANIFEST_NAME}"),
+        format!("nnb/results/{RUN_ID}/{CHECKSUMS_NAME}"),
         "manifest last"
     );
 
@@ -173,7 +171,7 @@ async fn missing_run_or_bucket_gives_clear_errors() {
         .fetch_run(&dest().join("no-such-run"), tmp.path())
         .await
         .expect_err("no run there");
-    assert!(matches!(err, S3Error::Manifest { .. }), "{err}");
+    assert!(matches!(err, S3Error::Checksums { .. }), "{err}");
     assert!(err.to_string().contains("not found"), "{err}");
 
     let (dir, _) = make_run(tmp.path());

@@ -9,6 +9,7 @@ pub mod burner;
 pub mod clock;
 pub mod env;
 pub mod placement;
+pub mod session;
 pub mod smt_probe;
 pub mod steal;
 pub mod sweep;

@@ -6,13 +6,14 @@
 //! (kebab-case), e.g. `{"kind": "burn", "workload": "int", ...}`; unknown kinds and
 //! unknown fields are rejected.
 
-use schemars::JsonSchema;
+use nnb_format::JobKind;
 use serde::{Deserialize, Serialize};
 
 /// What an agent should run. Measuring jobs (`burn`, `steal`, `latency`) finish on
 /// their own and return a result; background jobs (`serve`, `busy`, `idle`, and
 /// `load` without a duration) run until stopped or until their deadline.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "controller", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum JobSpec {
     /// A pinned burner run (`nnb cpu`): `threads` threads of `workload`, either a
@@ -89,10 +90,10 @@ impl JobSpec {
     /// The job's `kind` tag as it appears on the wire, for logs and errors.
     pub fn kind(&self) -> &'static str {
         match self {
-            JobSpec::Burn { .. } => "burn",
+            JobSpec::Burn { .. } => JobKind::Burn.name(),
             JobSpec::Steal { .. } => "steal",
-            JobSpec::Latency { .. } => "latency",
-            JobSpec::Load { .. } => "load",
+            JobSpec::Latency { .. } => JobKind::Latency.name(),
+            JobSpec::Load { .. } => JobKind::Load.name(),
             JobSpec::Serve { .. } => "serve",
             JobSpec::Busy { .. } => "busy",
             JobSpec::Idle => "idle",
@@ -103,7 +104,8 @@ impl JobSpec {
 /// A request to start a job: the spec and how long it may run. An agent stops a
 /// job that outlives its deadline (cooperative jobs through their stop flag; others
 /// are marked [`JobState::TimedOut`] and abandoned).
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Debug, PartialEq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "controller", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
     /// What to run.
@@ -123,7 +125,8 @@ pub struct Started {
 }
 
 /// Where a job is in its life.
-#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "controller", derive(schemars::JsonSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum JobState {
     /// Still running.

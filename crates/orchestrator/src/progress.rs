@@ -1,63 +1,52 @@
-//! The run's progress bar: steps done of all, the current step, and the ETA.
+//! What a run reports while it goes, for whoever watches it.
 //!
-//! Drawn on stderr with indicatif, and only when stderr is a terminal and the user
-//! did not ask for `--quiet`; otherwise every call is a no-op and the logs (through
-//! `tracing`) say what happens.
+//! The controller calls a [`Progress`] at each event (the run starts, a step starts,
+//! a step ends with its records, a note worth saying, the run ends) and draws
+//! nothing itself: the binary chooses the renderer (a bar on a terminal, a plain
+//! line per step in a file), as criterion's `Report` separates measuring from
+//! showing. [`Silent`] shows nothing.
 
-use std::io::IsTerminal;
+use std::fmt::Debug;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use crate::plan::Step;
+use crate::results::Sample;
 
-/// Progress of a run over its plan.
-#[derive(Debug)]
-pub struct Progress {
-    bar: ProgressBar,
+/// Receives a run's events. Every method has an empty default, so a renderer
+/// implements only what it shows.
+pub trait Progress: Debug + Send + Sync {
+    /// The run starts: `total` steps in the plan, `done` of them already complete
+    /// (a resumed run).
+    fn start(&self, total: usize, done: usize) {
+        let _ = (total, done);
+    }
+
+    /// `step` starts being measured.
+    fn step(&self, step: &Step) {
+        let _ = step;
+    }
+
+    /// `step` ended after `elapsed` (all attempts): `records` are what the journal
+    /// got, one per measured job, ok or failed.
+    fn step_done(&self, step: &Step, records: &[Sample], elapsed: Duration) {
+        let _ = (step, records, elapsed);
+    }
+
+    /// A line for the operator: a warning, a failed attempt, why the run stops.
+    fn note(&self, line: &str) {
+        let _ = line;
+    }
+
+    /// The run ended (completed or not).
+    fn finish(&self) {}
 }
 
-impl Progress {
-    /// A bar over `total` steps of which `done` are already complete (resume);
-    /// hidden when `quiet` or when stderr is not a terminal.
-    pub fn new(total: usize, done: usize, quiet: bool) -> Progress {
-        let target = if quiet || !std::io::stderr().is_terminal() {
-            ProgressDrawTarget::hidden()
-        } else {
-            ProgressDrawTarget::stderr()
-        };
-        let bar = ProgressBar::with_draw_target(Some(total as u64), target);
-        let style = ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} steps  ETA {eta}  {msg}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        bar.set_position(done as u64);
-        // Resumed steps took no time now: start the ETA estimate from here.
-        bar.reset_eta();
-        bar.enable_steady_tick(Duration::from_millis(250));
-        Progress { bar }
-    }
+/// Shows nothing (notes still go to the log at info level).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Silent;
 
-    /// Shows the step being measured.
-    pub fn step(&self, id: &str, level_label: &str) {
-        self.bar.set_message(format!("{level_label}  ({id})"));
-    }
-
-    /// Counts one more step done.
-    pub fn advance(&self) {
-        self.bar.inc(1);
-    }
-
-    /// Prints a line above the bar (or to stderr when hidden) without garbling it.
-    pub fn note(&self, line: &str) {
-        if self.bar.is_hidden() {
-            tracing::info!("{line}");
-        } else {
-            self.bar.println(line);
-        }
-    }
-
-    /// Removes the bar.
-    pub fn finish(&self) {
-        self.bar.finish_and_clear();
+impl Progress for Silent {
+    fn note(&self, line: &str) {
+        tracing::info!("{line}");
     }
 }

@@ -3,8 +3,8 @@
 
 use nnb_format::Metric;
 
-use crate::load::Run;
 use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
+use crate::read::Run;
 use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, Throughput};
 
 /// Most series a percentile chart gets; runs with more load levels show an even

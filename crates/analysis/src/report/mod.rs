@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use nnb_format::Metric;
 
-use crate::load::{Run, Scenario};
 use crate::plot::{self, PlotError};
+use crate::read::{Run, Scenario};
 use crate::table::Table;
 use crate::tables::{self, Analyses, AnalysisError, Degradation, Knees, LatencyVsLoad, Throughput};
 

@@ -6,7 +6,7 @@
 use nnb_format::stats::Summary;
 use nnb_format::{Metric, Role};
 
-use crate::load::{Run, Scenario};
+use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
 use super::{by_group, is, measured, AnalysisError};

@@ -2,7 +2,7 @@
 //! expected knee at `n/2 + 1` threads on a host with `n` logical CPUs (SMT siblings
 //! start sharing a core).
 
-use crate::load::{Run, Scenario};
+use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
 use nnb_format::stats::degradation_pct;

@@ -5,7 +5,7 @@
 use hdrhistogram::Histogram;
 use nnb_format::Role;
 
-use crate::load::{Run, Scenario};
+use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
 use super::{by_group, is, measured, AnalysisError, Level};

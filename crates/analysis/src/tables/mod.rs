@@ -18,7 +18,7 @@ pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 use nnb_format::{Metric, Role, SampleStatus};
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
-use crate::load::{LoadError, Run, Scenario};
+use crate::read::{ReadError, Run, Scenario};
 use crate::table::Table;
 
 /// Why an analysis failed.
@@ -26,7 +26,7 @@ use crate::table::Table;
 pub enum AnalysisError {
     /// A file the analysis needs (an HDR log) could not be loaded.
     #[error(transparent)]
-    Load(#[from] LoadError),
+    Load(#[from] ReadError),
     /// A polars query failed.
     #[error("querying the samples of run {run}: {source}")]
     Polars {

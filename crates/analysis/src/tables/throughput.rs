@@ -6,7 +6,7 @@ use nnb_catalog::Catalog;
 use nnb_format::Role;
 use serde_json::Value;
 
-use crate::load::{Run, Scenario};
+use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
 use super::{by_group, is, measured, AnalysisError};

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use super::manifest::{sha256_file, FileSum, Manifest, MANIFEST_NAME};
+use super::checksums::{sha256_file, Checksums, FileSum, CHECKSUMS_NAME};
 use super::upload::list_files;
 use super::{api_error, io_error, S3Error, S3Url, S3};
 
@@ -24,8 +24,8 @@ impl S3 {
         })?;
         let manifest = self.read_manifest(src).await?;
         if manifest.run_id != run_id {
-            return Err(S3Error::Manifest {
-                url: src.object_url(&src.key(MANIFEST_NAME)),
+            return Err(S3Error::Checksums {
+                url: src.object_url(&src.key(CHECKSUMS_NAME)),
                 reason: format!("describes run {:?}, not {run_id:?}", manifest.run_id),
             });
         }
@@ -59,8 +59,8 @@ impl S3 {
     }
 
     /// GetObject of the run's manifest; its absence means no finished upload there.
-    async fn read_manifest(&self, src: &S3Url) -> Result<Manifest, S3Error> {
-        let key = src.key(MANIFEST_NAME);
+    async fn read_manifest(&self, src: &S3Url) -> Result<Checksums, S3Error> {
+        let key = src.key(CHECKSUMS_NAME);
         let url = src.object_url(&key);
         let response = self
             .client
@@ -72,7 +72,7 @@ impl S3 {
         let object = match response {
             Ok(object) => object,
             Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
-                return Err(S3Error::Manifest {
+                return Err(S3Error::Checksums {
                     url,
                     reason: "not found: no nnb run there, or its upload did not finish".to_string(),
                 })
@@ -85,12 +85,12 @@ impl S3 {
             .await
             .map_err(api_error("GetObject", &url))?
             .into_bytes();
-        Manifest::from_json(&bytes, &url)
+        Checksums::from_json(&bytes, &url)
     }
 
     /// ListObjectsV2 (all pages) under the run: every manifest file must be there with
     /// its size; objects the manifest does not list are ignored with a warning.
-    async fn check_listing(&self, src: &S3Url, manifest: &Manifest) -> Result<(), S3Error> {
+    async fn check_listing(&self, src: &S3Url, manifest: &Checksums) -> Result<(), S3Error> {
         let prefix = src.key("");
         let mut sizes = HashMap::new();
         let mut pages = self
@@ -125,7 +125,7 @@ impl S3 {
                 Some(_) => {}
             }
         }
-        sizes.remove(MANIFEST_NAME);
+        sizes.remove(CHECKSUMS_NAME);
         for extra in sizes.keys() {
             tracing::warn!(file = %extra, run = %src, "object not in the run's manifest: not fetched");
         }
@@ -181,7 +181,7 @@ impl S3 {
 }
 
 /// True when `dir` holds exactly the manifest's files with the manifest's checksums.
-async fn holds_exactly(dir: &Path, manifest: &Manifest) -> Result<bool, S3Error> {
+async fn holds_exactly(dir: &Path, manifest: &Checksums) -> Result<bool, S3Error> {
     let files = match list_files(dir) {
         Ok(files) => files,
         Err(S3Error::Layout { .. }) => return Ok(false),

@@ -9,12 +9,12 @@
 //! verifies every byte against the manifest and only then renames the run into place.
 //!
 //! - [`url`] parses `s3://bucket/prefix` addresses;
-//! - [`manifest`] holds the checksum manifest and local SHA-256;
+//! - [`checksums`] holds the checksum manifest and local SHA-256;
 //! - `upload` implements [`S3::upload_run`];
 //! - `fetch` implements [`S3::fetch_run`].
 
+pub mod checksums;
 mod fetch;
-pub mod manifest;
 mod upload;
 pub mod url;
 
@@ -98,7 +98,7 @@ pub enum S3Error {
     },
     /// The run's manifest is missing or unreadable.
     #[error("manifest {url}: {reason}")]
-    Manifest {
+    Checksums {
         /// Where the manifest was looked for.
         url: String,
         /// What is wrong.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::manifest::{sha256_file, FileSum, Manifest, MANIFEST_NAME};
+use super::checksums::{sha256_file, Checksums, FileSum, CHECKSUMS_NAME};
 use super::{api_error, io_error, S3Error, S3Url, PART_SIZE, S3, SHA256_METADATA};
 
 /// S3's limit on the number of parts of one multipart upload.
@@ -90,13 +90,13 @@ impl S3 {
                 sha256: o.sha256.clone(),
             })
             .collect();
-        let manifest = Manifest::new(run_id, sums);
-        let json = manifest.to_json().map_err(|e| S3Error::Manifest {
-            url: run_url.object_url(&run_url.key(MANIFEST_NAME)),
+        let manifest = Checksums::new(run_id, sums);
+        let json = manifest.to_json().map_err(|e| S3Error::Checksums {
+            url: run_url.object_url(&run_url.key(CHECKSUMS_NAME)),
             reason: e.to_string(),
         })?;
         let manifest_object = UploadedObject {
-            key: run_url.key(MANIFEST_NAME),
+            key: run_url.key(CHECKSUMS_NAME),
             bytes: json.len() as u64,
             sha256: hex::encode(Sha256::digest(&json)),
             parts: 0,
@@ -354,10 +354,10 @@ pub(super) fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, S3Error> 
                     path: entry_path,
                     reason: "not a regular file".to_string(),
                 });
-            } else if relative == MANIFEST_NAME {
+            } else if relative == CHECKSUMS_NAME {
                 return Err(S3Error::Layout {
                     path: entry_path,
-                    reason: format!("{MANIFEST_NAME} is reserved for nnb's checksum manifest"),
+                    reason: format!("{CHECKSUMS_NAME} is reserved for nnb's checksum manifest"),
                 });
             } else {
                 files.push((relative, entry_path));
@@ -404,7 +404,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let err = list_files(dir.path()).expect_err("empty");
         assert!(err.to_string().contains("no files"), "{err}");
-        std::fs::write(dir.path().join(MANIFEST_NAME), b"{}").expect("write");
+        std::fs::write(dir.path().join(CHECKSUMS_NAME), b"{}").expect("write");
         let err = list_files(dir.path()).expect_err("reserved name");
         assert!(err.to_string().contains("reserved"), "{err}");
         let err = list_files(&dir.path().join("missing")).expect_err("missing dir");

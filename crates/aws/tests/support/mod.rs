@@ -1,6 +1,7 @@
 //! What nnb-aws' integration tests share: a real moto server per test ([`server`]) and
 //! an SDK configuration pointing at it.
 
+pub mod fault_proxy;
 mod server;
 
 use aws_config::SdkConfig;

@@ -21,7 +21,6 @@ use crate::experiment::OnFailure;
 use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{Assignment, Step};
-use crate::progress::Progress;
 use crate::provider::{Fleet, Provider, Role};
 
 /// A background job running on a tenant.
@@ -122,7 +121,8 @@ impl Driver<'_> {
     ) -> Result<RunStatus, ControllerError> {
         let run = self.run;
         let exp = &run.experiment;
-        let progress = Progress::new(run.plan.steps.len(), self.journal.done_count(), opts.quiet);
+        let progress = &*opts.progress;
+        progress.start(run.plan.steps.len(), self.journal.done_count());
         for w in &outcome.warnings {
             progress.note(&format!("warning: {w}"));
         }
@@ -144,7 +144,8 @@ impl Driver<'_> {
                 status = RunStatus::CostCap;
                 break;
             }
-            progress.step(&step.id, &step.level_label);
+            progress.step(step);
+            let step_begun = Instant::now();
             let mut last_error = String::new();
             for attempt in 1..=attempts {
                 let begun = Instant::now();
@@ -161,7 +162,8 @@ impl Driver<'_> {
                 match tried {
                     Ok((measured, started_at, settled)) => {
                         let elapsed = begun.elapsed();
-                        self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
+                        let records =
+                            self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
                         let job_secs = measured
                             .iter()
                             .filter_map(|m| {
@@ -178,7 +180,7 @@ impl Driver<'_> {
                             self.overheads.push((total - job_secs).max(0.0) * 1e3);
                         }
                         outcome.measured += 1;
-                        progress.advance();
+                        progress.step_done(step, &records, step_begun.elapsed());
                         continue 'steps;
                     }
                     Err(StepFailure(_)) if cancel.is_set() => {
@@ -198,9 +200,9 @@ impl Driver<'_> {
                     }
                 }
             }
-            self.record_failed(index, step, attempts, &last_error)?;
+            let records = self.record_failed(index, step, attempts, &last_error)?;
             outcome.failed += 1;
-            progress.advance();
+            progress.step_done(step, &records, step_begun.elapsed());
             if exp.on_failure == OnFailure::Abort {
                 progress.note(&format!("aborting the run: step {} failed", step.id));
                 status = RunStatus::Aborted;

@@ -27,6 +27,7 @@ mod testing;
 mod tests;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
@@ -35,6 +36,7 @@ use tokio::time::Instant;
 
 use crate::experiment::ExperimentError;
 use crate::journal::Journal;
+use crate::progress::{Progress, Silent};
 use crate::provider::{self, Fleet, Provider, ProviderContext, ProviderError, Tenant};
 use crate::results::{timestamp, ResultsError, Session, TenantRecord};
 use driver::Driver;
@@ -127,14 +129,25 @@ pub struct RunOutcome {
 }
 
 /// How to run.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Hide the progress bar.
-    pub quiet: bool,
+    /// Who is told of each step (the binary's bar or plain lines; [`Silent`] by
+    /// default).
+    pub progress: Arc<dyn Progress>,
     /// `nnb` binary for local agents (`None` = this executable).
     pub nnb_bin: Option<PathBuf>,
     /// The command line, for the manifest.
     pub command: Vec<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> RunOptions {
+        RunOptions {
+            progress: Arc::new(Silent),
+            nnb_bin: None,
+            command: Vec::new(),
+        }
+    }
 }
 
 /// Runs (or resumes) `run` with the provider its experiment names: skips steps

@@ -27,7 +27,7 @@ impl Driver<'_> {
         attempts: u32,
         started_at: SystemTime,
         elapsed: Duration,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<Vec<Sample>, ControllerError> {
         let run = self.run;
         let mut records = Vec::with_capacity(measured.len());
         for (k, m) in measured.iter().enumerate() {
@@ -64,7 +64,8 @@ impl Driver<'_> {
                 },
             ));
         }
-        Ok(self.journal.append_step(&records)?)
+        self.journal.append_step(&records)?;
+        Ok(records)
     }
 
     pub(super) fn record_failed(
@@ -73,7 +74,7 @@ impl Driver<'_> {
         step: &Step,
         attempts: u32,
         error: &str,
-    ) -> Result<(), ControllerError> {
+    ) -> Result<Vec<Sample>, ControllerError> {
         let run = self.run;
         let now = SystemTime::now();
         let records: Vec<Sample> = step
@@ -104,7 +105,8 @@ impl Driver<'_> {
                 )
             })
             .collect();
-        Ok(self.journal.append_step(&records)?)
+        self.journal.append_step(&records)?;
+        Ok(records)
     }
 }
 

@@ -66,15 +66,8 @@ fn create(results: &Path, on_failure: &str) -> Run {
     Run::create(results, "fake.toml", &text, exp, plan).expect("run created")
 }
 
-fn quiet() -> RunOptions {
-    RunOptions {
-        quiet: true,
-        ..RunOptions::default()
-    }
-}
-
 async fn go(run: &mut Run, provider: &mut FakeProvider, cancel: &Cancel) -> RunOutcome {
-    execute_with(run, provider, &quiet(), cancel)
+    execute_with(run, provider, &RunOptions::default(), cancel)
         .await
         .expect("the run ends without a controller error")
 }

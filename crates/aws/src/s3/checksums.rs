@@ -13,14 +13,14 @@ use tokio::io::AsyncReadExt;
 use super::{io_error, S3Error};
 
 /// Name of the manifest object inside a run's prefix.
-pub const MANIFEST_NAME: &str = "nnb-checksums.json";
+pub const CHECKSUMS_NAME: &str = "nnb-checksums.json";
 
 /// The manifest format version this code writes and reads.
 const VERSION: u32 = 1;
 
 /// Every file of an uploaded run with its size and SHA-256.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
+pub struct Checksums {
     /// Format version (1).
     pub version: u32,
     /// The run id, i.e. the run directory's name.
@@ -40,11 +40,11 @@ pub struct FileSum {
     pub sha256: String,
 }
 
-impl Manifest {
+impl Checksums {
     /// A manifest for `run_id` listing `files` (sorted here by path).
-    pub fn new(run_id: &str, mut files: Vec<FileSum>) -> Manifest {
+    pub fn new(run_id: &str, mut files: Vec<FileSum>) -> Checksums {
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        Manifest {
+        Checksums {
             version: VERSION,
             run_id: run_id.to_string(),
             files,
@@ -58,12 +58,12 @@ impl Manifest {
 
     /// Parses a downloaded manifest and checks that every path stays inside the
     /// run directory; `url` names it in errors.
-    pub fn from_json(bytes: &[u8], url: &str) -> Result<Manifest, S3Error> {
-        let fail = |reason: String| S3Error::Manifest {
+    pub fn from_json(bytes: &[u8], url: &str) -> Result<Checksums, S3Error> {
+        let fail = |reason: String| S3Error::Checksums {
             url: url.to_string(),
             reason,
         };
-        let manifest: Manifest =
+        let manifest: Checksums =
             serde_json::from_slice(bytes).map_err(|e| fail(format!("not valid JSON: {e}")))?;
         if manifest.version != VERSION {
             return Err(fail(format!(
@@ -149,22 +149,22 @@ mod tests {
                 sha256: "11".into(),
             },
         ];
-        let manifest = Manifest::new("run-1", files);
+        let manifest = Checksums::new("run-1", files);
         assert_eq!(manifest.files[0].path, "a.json");
-        let back = Manifest::from_json(&manifest.to_json().expect("json"), "s3://b/run-1")
+        let back = Checksums::from_json(&manifest.to_json().expect("json"), "s3://b/run-1")
             .expect("parses");
         assert_eq!(back, manifest);
         assert_eq!(back.file("z.csv").map(|f| f.bytes), Some(3));
 
         let mut evil = manifest.clone();
         evil.files[0].path = "../../home/x".into();
-        let err = Manifest::from_json(&evil.to_json().expect("json"), "s3://b/run-1")
+        let err = Checksums::from_json(&evil.to_json().expect("json"), "s3://b/run-1")
             .expect_err("escapes");
         assert!(
             err.to_string().contains("leaves the run directory"),
             "{err}"
         );
-        let err = Manifest::from_json(b"{", "s3://b/run-1").expect_err("broken");
+        let err = Checksums::from_json(b"{", "s3://b/run-1").expect_err("broken");
         assert!(err.to_string().contains("not valid JSON"), "{err}");
     }
 

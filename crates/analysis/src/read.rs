@@ -1,5 +1,6 @@
-//! Loading one run directory (`docs/results-format.md`, version 1) into a typed polars
-//! data frame: `manifest.json` into [`Manifest`], `samples.jsonl` into flat columns
+//! Reading one run directory (`docs/results-format.md`, version 1) into a typed polars
+//! data frame: `manifest.json` into [`RunInfo`] (what analysis needs of
+//! [`nnb_format::Manifest`]), `samples.jsonl` into flat columns
 //! (the nested `result` object is skipped), HDR interval logs on demand.
 //!
 //! A torn last line and a last step with fewer than `parts` records (a crashed or
@@ -25,9 +26,9 @@ pub use nnb_format::{Scenario, COLUMNS, FORMAT_VERSION, MANIFEST, SAMPLES};
 /// One record of `samples.jsonl` as analysis reads it: the nested `result` skipped.
 type Record = Sample<IgnoredAny>;
 
-/// Why a run could not be loaded.
+/// Why a run could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum LoadError {
+pub enum ReadError {
     /// The run directory or one of its files could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
@@ -78,7 +79,7 @@ pub enum LoadError {
 
 /// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
 #[derive(Debug, Clone)]
-pub struct Manifest {
+pub struct RunInfo {
     /// Format version (1).
     pub format_version: u32,
     /// The run id (the directory name).
@@ -98,7 +99,7 @@ pub struct Manifest {
     pub warnings: Vec<String>,
 }
 
-/// One loaded run.
+/// One run, read.
 #[derive(Debug, Clone)]
 pub struct Run {
     /// The run directory.
@@ -106,22 +107,22 @@ pub struct Run {
     /// The run id.
     pub run_id: String,
     /// The manifest.
-    pub manifest: Manifest,
+    pub manifest: RunInfo,
     /// One row per record of every complete step, flat columns named as in the format
     /// (see [`COLUMNS`]); `result` is dropped.
     pub samples: DataFrame,
-    /// What was tolerated while loading, e.g. `samples.jsonl:1043: torn last line ignored`.
+    /// What was tolerated while reading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
 }
 
 /// Loads the run in `dir`: its manifest, its complete steps and notes on what was
 /// tolerated.
-pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
+pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
     let manifest = read_manifest(&dir.join(MANIFEST))?;
     let samples_path = dir.join(SAMPLES);
     let (records, mut notes) = read_samples(&samples_path)?;
     let records = complete_steps(records, &mut notes);
-    let samples = frame(&records).map_err(|source| LoadError::Frame {
+    let samples = frame(&records).map_err(|source| ReadError::Frame {
         path: samples_path.clone(),
         source,
     })?;
@@ -144,15 +145,15 @@ pub fn load_run(dir: &Path) -> Result<Run, LoadError> {
     })
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> LoadError + '_ {
-    move |source| LoadError::Io {
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReadError + '_ {
+    move |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     }
 }
 
-fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> LoadError {
-    LoadError::Corrupt {
+fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> ReadError {
+    ReadError::Corrupt {
         path: path.to_path_buf(),
         line,
         message: message.into(),
@@ -160,7 +161,7 @@ fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> LoadError {
 }
 
 /// Reads and checks `manifest.json`.
-fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
+fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
     let text = std::fs::read_to_string(path).map_err(io_error(path))?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| corrupt(path, e.line(), format!("not valid JSON: {e}")))?;
@@ -174,7 +175,7 @@ fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
         .and_then(Value::as_u64)
         .ok_or_else(|| corrupt(path, 1, "no `format_version`: not an nnb manifest"))?;
     if version != u64::from(FORMAT_VERSION) {
-        return Err(LoadError::Version {
+        return Err(ReadError::Version {
             path: path.to_path_buf(),
             line: field_line("format_version"),
             found: version,
@@ -203,7 +204,7 @@ fn read_manifest(path: &Path) -> Result<Manifest, LoadError> {
             format!("unknown scenario kind `{kind}`"),
         )
     })?;
-    Ok(Manifest {
+    Ok(RunInfo {
         format_version: FORMAT_VERSION,
         run_id,
         experiment_name: experiment
@@ -240,10 +241,10 @@ fn session_warnings(manifest: &Value) -> Vec<String> {
 }
 
 /// Parses one line; a line that is not a record is returned as the error message.
-fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, String>, LoadError> {
+fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, String>, ReadError> {
     match parse_sample(line) {
         Ok(r) => Ok(Ok(r)),
-        Err(LineError::Version(found)) => Err(LoadError::Version {
+        Err(LineError::Version(found)) => Err(ReadError::Version {
             path: path.to_path_buf(),
             line: number,
             found,
@@ -257,7 +258,7 @@ type Lines = (Vec<(usize, Record)>, Vec<String>);
 
 /// Streams `samples.jsonl`: every record, and a note when the last line was torn.
 /// A line that does not parse is an error unless no line follows it.
-fn read_samples(path: &Path) -> Result<Lines, LoadError> {
+fn read_samples(path: &Path) -> Result<Lines, ReadError> {
     let file = File::open(path).map_err(io_error(path))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut records = Vec::new();
@@ -393,10 +394,10 @@ impl Run {
     /// The sum of all histograms of an HDR interval log named relative to the run
     /// directory (a sample's `hdr_log`), tagged `rtt` or untagged (open-loop
     /// `rtt_intended` entries are left out).
-    pub fn hdr(&self, rel: &str) -> Result<Histogram<u64>, LoadError> {
+    pub fn hdr(&self, rel: &str) -> Result<Histogram<u64>, ReadError> {
         let path = self.dir.join(rel);
         let bytes = std::fs::read(&path).map_err(io_error(&path))?;
-        let hdr_err = |message: String| LoadError::Hdr {
+        let hdr_err = |message: String| ReadError::Hdr {
             path: path.clone(),
             message,
         };

@@ -1,0 +1,6 @@
+//! nnb-analysis's integration tests: one test binary (as ripgrep's `tests/tests.rs`),
+//! so the crate and any shared helpers are linked once.
+
+mod plots;
+mod report;
+mod tables;

@@ -1,0 +1,6 @@
+//! nnb-burn's integration tests: one test binary (as ripgrep's `tests/tests.rs`),
+//! so the crate and any shared helpers are linked once.
+
+mod placement;
+mod smt_probe;
+mod topology;

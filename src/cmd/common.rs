@@ -1,0 +1,117 @@
+//! Helpers that several subcommands share: resolving addresses, checking stream
+//! CPUs, the embedded `nnb serve`, the Ctrl-C stop flag, the load settings shared by
+//! `nnb load` and `nnb latency --neighbor-load`.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use nnb_burn::placement::allowed_cpus;
+use nnb_netlat::load::LoadConfig;
+use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_units::Rate;
+
+use crate::exit::usage;
+
+/// Resolves HOST:PORT, saying which part is wrong when it fails.
+pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {
+    s.to_socket_addrs()
+        .map_err(|e| usage(format!("{flag} {s}: not a HOST:PORT address ({e})")))?
+        .next()
+        .ok_or_else(|| usage(format!("{flag} {s}: the name resolves to no address")))
+}
+
+/// The CPUs stream threads go to: the given list, checked, or all allowed ones.
+pub(crate) fn stream_cpus(
+    flag: &str,
+    given: Option<&nnb_units::CpuList>,
+    no_pin: bool,
+) -> anyhow::Result<Vec<usize>> {
+    if no_pin {
+        return Ok(Vec::new());
+    }
+    let allowed = allowed_cpus();
+    let Some(nnb_units::CpuList(given)) = given else {
+        return Ok(allowed);
+    };
+    if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
+        return Err(usage(format!(
+            "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
+        )));
+    }
+    Ok(given.to_vec())
+}
+
+/// Which services the embedded `serve` runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Services {
+    pub reflector: bool,
+    pub sink: bool,
+    pub tcp: bool,
+}
+
+/// Starts the embedded `serve` on 127.0.0.1 with only the services needed (a
+/// busy-polling service left idle would still take a CPU).
+pub(crate) fn embedded_server(services: Services, busy_poll: bool) -> anyhow::Result<Server> {
+    let cfg = ServeConfig {
+        reflector_port: services.reflector.then_some(0),
+        sink_port: services.sink.then_some(0),
+        tcp_port: services.tcp.then_some(0),
+        busy_poll,
+        ..ServeConfig::default()
+    };
+    let server = Server::start(&cfg).context("cannot start the embedded nnb serve")?;
+    tracing::info!(
+        "embedded serve: reflector {:?}, sink {:?}, tcp {:?}",
+        server.reflector_addr(),
+        server.sink_addr(),
+        server.tcp_addr()
+    );
+    Ok(server)
+}
+
+/// A stop flag set by Ctrl-C or SIGTERM, so a run ends cleanly with its results.
+pub(crate) fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
+        .context("cannot install the Ctrl-C/SIGTERM handler")?;
+    Ok(stop)
+}
+
+/// The settings shared by `nnb load` and `nnb latency --neighbor-load`.
+pub(crate) struct LoadShape<'a> {
+    pub streams: usize,
+    pub msg_size: usize,
+    pub cpus: Vec<usize>,
+    pub tcp: bool,
+    pub gso: bool,
+    pub batch: usize,
+    pub catch_up: bool,
+    pub flag: &'a str,
+}
+
+/// Builds and checks a load configuration, reporting bad input as usage errors.
+pub(crate) fn load_config(
+    target: SocketAddr,
+    rate: Option<Rate>,
+    duration: Duration,
+    shape: LoadShape<'_>,
+) -> anyhow::Result<LoadConfig> {
+    let cfg = LoadConfig {
+        streams: shape.streams,
+        msg_size: shape.msg_size,
+        duration,
+        cpus: shape.cpus,
+        tcp: shape.tcp,
+        gso: shape.gso,
+        batch: shape.batch,
+        catch_up: shape.catch_up,
+        ..LoadConfig::new(target, rate)
+    };
+    cfg.validate()
+        .map_err(|e| usage(format!("{}: {e}", shape.flag)))?;
+    Ok(cfg)
+}

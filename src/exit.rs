@@ -1,0 +1,98 @@
+//! Exit codes, decided once in `main` from the error: 2 for bad input (the code clap
+//! uses for a malformed flag), 130 for an interrupted run (128 + SIGINT, as shells
+//! report it), 1 for any other failure, and 0 when the reader of stdout went away.
+//!
+//! Commands return library errors with `?` (adding context where it helps); which
+//! library errors are the user's to fix is said here, in [`is_bad_input`], and
+//! nowhere else. A command wraps an error itself only where the same library error
+//! is bad input in one place and a failure in another (an unreadable `--sysfs-root`
+//! versus an unreadable `/sys`): [`usage`] then marks it.
+
+use std::error::Error;
+use std::fmt;
+use std::process::ExitCode;
+
+/// An error in the user's input that no library type says: exit code 2.
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for UsageError {}
+
+/// The run was stopped by Ctrl-C or SIGTERM: exit code 130.
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for Interrupted {}
+
+/// Builds an `anyhow::Error` that `main` reports with exit code 2.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(UsageError(msg.into()))
+}
+
+/// The exit code for an error that ended a command.
+pub fn code(err: &anyhow::Error) -> ExitCode {
+    if crate::out::is_broken_pipe(err) {
+        ExitCode::SUCCESS
+    } else if err.chain().any(|e| e.is::<Interrupted>()) {
+        ExitCode::from(130)
+    } else if err.chain().any(is_bad_input) {
+        ExitCode::from(2)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Whether an error is the user's to fix: a malformed value, an impossible
+/// placement, invalid settings, an unusable experiment file or token.
+fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
+    use nnb_burn::smt_probe as probe;
+    use nnb_burn::{clock, placement, sweep, workload};
+    use nnb_netlat::{load::LoadError, probe::ProbeError, serve::ServeError};
+    use nnb_orchestrator::agent::auth::TokenError;
+    use nnb_units::{CpuListError, UnitError};
+    #[cfg(feature = "controller")]
+    if e.is::<nnb_orchestrator::experiment::ExperimentError>() {
+        return true;
+    }
+    #[cfg(feature = "aws")]
+    if matches!(
+        e.downcast_ref::<nnb_aws::s3::S3Error>(),
+        Some(nnb_aws::s3::S3Error::Url { .. })
+    ) {
+        return true;
+    }
+    e.is::<UsageError>()
+        || e.is::<placement::PlacementError>()
+        || e.is::<CpuListError>()
+        || e.is::<sweep::SweepError>()
+        || e.is::<workload::UnknownWorkload>()
+        || e.is::<clock::ClockError>()
+        || e.is::<UnitError>()
+        || e.is::<TokenError>()
+        || matches!(
+            e.downcast_ref::<probe::ProbeError>(),
+            Some(
+                probe::ProbeError::TooFewCpus(_)
+                    | probe::ProbeError::UnusableCpu(_)
+                    | probe::ProbeError::DuplicateCpu(_)
+                    | probe::ProbeError::ZeroTrials
+                    | probe::ProbeError::BadThreshold(_)
+                    | probe::ProbeError::ZeroSpin
+            )
+        )
+        || matches!(e.downcast_ref::<ProbeError>(), Some(ProbeError::Invalid(_)))
+        || matches!(e.downcast_ref::<LoadError>(), Some(LoadError::Invalid(_)))
+        || matches!(e.downcast_ref::<ServeError>(), Some(ServeError::Pin { .. }))
+}

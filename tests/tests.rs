@@ -1,0 +1,20 @@
+//! nnb's end-to-end tests: one test binary (as ripgrep's `tests/tests.rs`), so the
+//! helpers under `support/` are compiled once and every one of them is used.
+
+mod support;
+
+mod agent_local;
+mod agent_netns;
+mod analyze_cli;
+mod aws_cli;
+mod cpu_cli;
+mod latency_cli;
+mod load_cli;
+mod netns_harness;
+mod netns_net;
+mod pipe_cli;
+mod run_local;
+mod run_netns;
+mod serve_cli;
+mod steal_cli;
+mod topo_cli;
