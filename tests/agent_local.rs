@@ -150,7 +150,7 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
     let me = std::env::current_exe().unwrap();
     let mut helper = Command::new(&me)
         .args([
-            "helper_parent_of_an_agent",
+            "agent_local::helper_parent_of_an_agent",
             "--exact",
             "--nocapture",
             "--test-threads",

@@ -21,7 +21,7 @@ use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-pub use nnb_format::{Scenario, COLUMNS, FORMAT_VERSION, MANIFEST, SAMPLES};
+pub use nnb_format::{columns, Scenario, FORMAT_VERSION, MANIFEST, SAMPLES};
 
 /// One record of `samples.jsonl` as analysis reads it: the nested `result` skipped.
 type Record = Sample<IgnoredAny>;
@@ -109,7 +109,7 @@ pub struct Run {
     /// The manifest.
     pub manifest: RunInfo,
     /// One row per record of every complete step, flat columns named as in the format
-    /// (see [`COLUMNS`]); `result` is dropped.
+    /// (see [`columns`]); `result` is dropped.
     pub samples: DataFrame,
     /// What was tolerated while reading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
@@ -322,7 +322,7 @@ fn complete_steps(records: Vec<(usize, Record)>, notes: &mut Vec<String>) -> Vec
         .collect()
 }
 
-/// Flat columns of the records, named as in [`COLUMNS`].
+/// Flat columns of the records, named as in [`columns`].
 fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     fn col<T, P>(name: &str, values: T) -> Column
     where

@@ -52,7 +52,7 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
     assert_eq!(run.manifest.scenario, Scenario::NeighborStaircase);
     assert_eq!(run.run_id, "20261122T100000Z-aaaaaa");
     assert_eq!(run.samples.height(), 24);
-    assert_eq!(run.samples.width(), nnb_analysis::read::COLUMNS.len());
+    assert_eq!(run.samples.width(), nnb_analysis::read::columns().count());
     assert!(
         run.notes
             .iter()

@@ -9,7 +9,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::metric::Metric;
+use crate::metric::{Metric, MetricValues};
 
 /// The measured job kinds of a step, as a sample's `job` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -162,14 +162,8 @@ pub struct Metrics {
     pub metric: Option<Metric>,
     /// Primary metric value.
     pub value: Option<f64>,
-    /// See [`Metric::RuntimeS`].
-    pub runtime_s: Option<f64>,
-    /// See [`Metric::OpsPerSec`].
-    pub ops_per_sec: Option<f64>,
-    /// Mean, p50, p90, p99, p99.9 RTT in ns ([`Metric::RTT`]).
-    pub rtt: [Option<f64>; 5],
-    /// See [`Metric::RateBps`].
-    pub rate_bps: Option<f64>,
+    /// Every metric's value ([`Metric::ALL`]).
+    pub values: MetricValues,
 }
 
 impl Metrics {
@@ -190,14 +184,17 @@ impl Metrics {
         };
         match JobResult::parse(kind, result) {
             Ok(JobResult::Burn(b)) => {
-                m.runtime_s = Some(b.burn.wall_ns / 1e9);
-                m.ops_per_sec = Some(b.burn.ops_per_sec);
+                m.values.set(Metric::RuntimeS, Some(b.burn.wall_ns / 1e9));
+                m.values.set(Metric::OpsPerSec, Some(b.burn.ops_per_sec));
             }
             Ok(JobResult::Latency(l)) => {
                 let r = l.rtt;
-                m.rtt = [r.mean_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns].map(Some);
+                let rtt = [r.mean_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns];
+                for (metric, ns) in Metric::RTT.into_iter().zip(rtt) {
+                    m.values.set(metric, Some(ns));
+                }
             }
-            Ok(JobResult::Load(l)) => m.rate_bps = Some(l.rate_bps()),
+            Ok(JobResult::Load(l)) => m.values.set(Metric::RateBps, Some(l.rate_bps())),
             Err(_) => {}
         }
         m.value = m.get(primary);
@@ -206,16 +203,7 @@ impl Metrics {
 
     /// The value of `metric` in these columns.
     pub fn get(&self, metric: Metric) -> Option<f64> {
-        match metric {
-            Metric::RuntimeS => self.runtime_s,
-            Metric::OpsPerSec => self.ops_per_sec,
-            Metric::RttMeanNs => self.rtt[0],
-            Metric::RttP50Ns => self.rtt[1],
-            Metric::RttP90Ns => self.rtt[2],
-            Metric::RttP99Ns => self.rtt[3],
-            Metric::RttP999Ns => self.rtt[4],
-            Metric::RateBps => self.rate_bps,
-        }
+        self.values.get(metric)
     }
 }
 
@@ -234,7 +222,7 @@ mod tests {
         );
         let timed = Metrics::of(JobKind::Burn, false, &r);
         assert_eq!(
-            (timed.metric, timed.value, timed.runtime_s),
+            (timed.metric, timed.value, timed.get(Metric::RuntimeS)),
             (Some(Metric::OpsPerSec), Some(400.0), Some(2.5))
         );
     }
@@ -254,7 +242,10 @@ mod tests {
         let sunk = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
             "sink": {"rate_bps": 8e6}});
         let m = Metrics::of(JobKind::Load, false, &sunk);
-        assert_eq!((m.metric, m.rate_bps), (Some(Metric::RateBps), Some(8e6)));
+        assert_eq!(
+            (m.metric, m.get(Metric::RateBps)),
+            (Some(Metric::RateBps), Some(8e6))
+        );
         assert_eq!(
             JobResult::parse(JobKind::Load, &sunk)
                 .unwrap()

@@ -21,10 +21,10 @@ mod time;
 
 pub use job::{JobKind, JobResult, Metrics};
 pub use kind::{Role, Scenario};
-pub use metric::{Direction, Metric, Quantity};
+pub use metric::{Direction, Metric, MetricValues, Quantity};
 pub use record::{
-    parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session, StepRecord,
-    TenantRecord, COLUMNS,
+    columns, parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session,
+    StepRecord, TenantRecord,
 };
 pub use time::{run_id_stamp, timestamp};
 

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::de::{IgnoredAny, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Whether a larger or a smaller value of a metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -96,6 +98,11 @@ impl Metric {
         }
     }
 
+    /// The metric's position in [`Metric::ALL`] (its declaration order).
+    fn index(self) -> usize {
+        self as usize
+    }
+
     /// The metric named `name` in the format, if there is one.
     pub fn from_name(name: &str) -> Option<Metric> {
         Metric::ALL.into_iter().find(|m| m.name() == name)
@@ -175,6 +182,68 @@ impl fmt::Display for Metric {
     }
 }
 
+/// One optional value per [`Metric`]: a sample's metric columns. It is written as
+/// flat fields named by [`Metric::name`], in [`Metric::ALL`] order, `null` where the
+/// job has no value, so a new metric is a new [`Metric`] and nothing here.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct MetricValues([Option<f64>; Metric::ALL.len()]);
+
+impl MetricValues {
+    /// The value of `metric`, if the job has one.
+    pub fn get(&self, metric: Metric) -> Option<f64> {
+        self.0[metric.index()]
+    }
+
+    /// Sets (or clears, with `None`) the value of `metric`.
+    pub fn set(&mut self, metric: Metric, value: Option<f64>) {
+        self.0[metric.index()] = value;
+    }
+
+    /// Every metric with its value, in [`Metric::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Metric, Option<f64>)> + '_ {
+        Metric::ALL.into_iter().map(|m| (m, self.get(m)))
+    }
+}
+
+impl Serialize for MetricValues {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(Metric::ALL.len()))?;
+        for (metric, value) in self.iter() {
+            map.serialize_entry(metric.name(), &value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for MetricValues {
+    /// Reads the fields named like a metric and skips the others (the rest of a
+    /// sample, when flattened into it); a missing metric is `None`.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Columns;
+        impl<'de> Visitor<'de> for Columns {
+            type Value = MetricValues;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("metric columns")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetricValues, A::Error> {
+                let mut values = MetricValues::default();
+                while let Some(key) = map.next_key::<String>()? {
+                    match Metric::from_name(&key) {
+                        Some(metric) => values.set(metric, map.next_value()?),
+                        None => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(values)
+            }
+        }
+        deserializer.deserialize_map(Columns)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +273,29 @@ mod tests {
             (Metric::RuntimeS.decimals(), Metric::RateBps.decimals()),
             (4, 0)
         );
+    }
+
+    #[test]
+    fn all_lists_every_metric_once_in_declaration_order() {
+        for (i, m) in Metric::ALL.into_iter().enumerate() {
+            assert_eq!(m.index(), i, "{m}");
+        }
+    }
+
+    #[test]
+    fn metric_values_are_flat_named_fields_with_nulls() {
+        let mut v = MetricValues::default();
+        v.set(Metric::RuntimeS, Some(1.5));
+        v.set(Metric::RateBps, Some(8e6));
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0}"#
+        );
+        // Other fields are skipped, missing metrics are None.
+        let read: MetricValues =
+            serde_json::from_str(r#"{"step":"a","rtt_p99_ns":41200,"runtime_s":null}"#).unwrap();
+        assert_eq!(read.get(Metric::RttP99Ns), Some(41200.0));
+        assert_eq!(read.get(Metric::RuntimeS), None);
+        assert_eq!(read.get(Metric::RateBps), None);
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::job::Metrics;
-use crate::metric::Metric;
+use crate::metric::{Metric, MetricValues};
 use crate::time::timestamp;
 use crate::FORMAT_VERSION;
 
@@ -85,31 +85,19 @@ pub struct Sample<R = Value> {
     pub value: Option<f64>,
     /// Whether a higher `value` is better (throughput) or worse (runtime, latency).
     pub higher_is_better: Option<bool>,
-    /// burn: wall time last end - first start, seconds.
-    pub runtime_s: Option<f64>,
-    /// burn: ops of all threads per second.
-    pub ops_per_sec: Option<f64>,
-    /// latency: mean RTT, ns.
-    pub rtt_mean_ns: Option<f64>,
-    /// latency: median RTT, ns.
-    pub rtt_p50_ns: Option<f64>,
-    /// latency: 90th percentile RTT, ns.
-    pub rtt_p90_ns: Option<f64>,
-    /// latency: 99th percentile RTT, ns.
-    pub rtt_p99_ns: Option<f64>,
-    /// latency: 99.9th percentile RTT, ns.
-    pub rtt_p999_ns: Option<f64>,
-    /// load: payload rate received by the sink (sent rate when no sink report), bit/s.
-    pub rate_bps: Option<f64>,
+    /// One column per metric, named by [`Metric::name`] in [`Metric::ALL`] order:
+    /// `runtime_s` and `ops_per_sec` (burn), `rtt_mean_ns` ... `rtt_p999_ns`
+    /// (latency), `rate_bps` (load); `null` where the job has none.
+    #[serde(flatten)]
+    pub metrics: MetricValues,
     /// Raw HDR log of this job, relative to the run directory.
     pub hdr_log: Option<String>,
     /// The job's raw result as the agent returned it.
     pub result: Option<R>,
 }
 
-/// The flat columns of a sample, in order: every field but `format_version`,
-/// `run_id` and the nested `result` (what a table of a run's samples holds).
-pub const COLUMNS: [&str; 30] = [
+/// The flat columns of a sample before its metric columns, in order.
+const LEADING_COLUMNS: [&str; 21] = [
     "step",
     "step_index",
     "part",
@@ -131,16 +119,17 @@ pub const COLUMNS: [&str; 30] = [
     "metric",
     "value",
     "higher_is_better",
-    "runtime_s",
-    "ops_per_sec",
-    "rtt_mean_ns",
-    "rtt_p50_ns",
-    "rtt_p90_ns",
-    "rtt_p99_ns",
-    "rtt_p999_ns",
-    "rate_bps",
-    "hdr_log",
 ];
+
+/// The flat columns of a sample, in order: every field but `format_version`,
+/// `run_id` and the nested `result` (what a table of a run's samples holds), the
+/// metric columns ([`Metric::ALL`]) among them.
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    LEADING_COLUMNS
+        .into_iter()
+        .chain(Metric::ALL.into_iter().map(Metric::name))
+        .chain(["hdr_log"])
+}
 
 /// What a step is, as far as its samples record it (the plan's step implements it).
 pub trait StepRecord {
@@ -221,14 +210,7 @@ impl Sample {
             metric: m.metric,
             value: m.value,
             higher_is_better: m.metric.map(|m| m.direction().higher_is_better()),
-            runtime_s: m.runtime_s,
-            ops_per_sec: m.ops_per_sec,
-            rtt_mean_ns: m.rtt[0],
-            rtt_p50_ns: m.rtt[1],
-            rtt_p90_ns: m.rtt[2],
-            rtt_p99_ns: m.rtt[3],
-            rtt_p999_ns: m.rtt[4],
-            rate_bps: m.rate_bps,
+            metrics: m.values,
             hdr_log: p.hdr_log,
             result: p.result,
         }
@@ -238,16 +220,7 @@ impl Sample {
 impl<R> Sample<R> {
     /// The value of `metric`'s column in this record.
     pub fn get(&self, metric: Metric) -> Option<f64> {
-        match metric {
-            Metric::RuntimeS => self.runtime_s,
-            Metric::OpsPerSec => self.ops_per_sec,
-            Metric::RttMeanNs => self.rtt_mean_ns,
-            Metric::RttP50Ns => self.rtt_p50_ns,
-            Metric::RttP90Ns => self.rtt_p90_ns,
-            Metric::RttP99Ns => self.rtt_p99_ns,
-            Metric::RttP999Ns => self.rtt_p999_ns,
-            Metric::RateBps => self.rate_bps,
-        }
+        self.metrics.get(metric)
     }
 }
 

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use nnb_format::{stats, JobKind, Role, StepRecord};
+use nnb_format::{stats, JobKind, Metric, Role, StepRecord};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -246,7 +246,9 @@ fn neighbor_load(samples: &[Sample], group: &str, label: &str) -> Option<f64> {
         s.role == Role::Neighbor.name() && !s.warmup && s.group == group && s.level_label == label
     });
     for s in loads {
-        let Some(rate) = s.rate_bps else { continue };
+        let Some(rate) = s.get(Metric::RateBps) else {
+            continue;
+        };
         match per_step.iter_mut().find(|(id, _)| *id == s.step) {
             Some((_, sum)) => *sum += rate,
             None => per_step.push((&s.step, rate)),

@@ -3,7 +3,7 @@
 //! repetitions' histograms summed), else the means of the per-record percentiles.
 
 use hdrhistogram::Histogram;
-use nnb_format::Role;
+use nnb_format::{Metric, Role};
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -106,8 +106,12 @@ fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, Analy
         }
     }
     let mut v = [0.0; 5];
-    for (i, slot) in v.iter_mut().enumerate() {
-        let values: Vec<f64> = l.rows.iter().filter_map(|r| r.rtt[i]).collect();
+    for (slot, metric) in v.iter_mut().zip(Metric::RTT) {
+        let values: Vec<f64> = l
+            .rows
+            .iter()
+            .filter_map(|r| r.metrics.get(metric))
+            .collect();
         if values.is_empty() {
             return Ok(None);
         }

@@ -15,7 +15,7 @@ pub use knees::{knees, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 
-use nnb_format::{Metric, Role, SampleStatus};
+use nnb_format::{Metric, MetricValues, Role, SampleStatus};
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
 use crate::read::{ReadError, Run, Scenario};
@@ -138,9 +138,8 @@ pub(crate) struct Row {
     pub metric: Option<Metric>,
     pub value: Option<f64>,
     pub higher_is_better: Option<bool>,
-    pub rate_bps: Option<f64>,
-    /// mean, p50, p90, p99, p99.9 RTT, ns.
-    pub rtt: [Option<f64>; 5],
+    /// Every metric column.
+    pub metrics: MetricValues,
     pub hdr_log: Option<String>,
 }
 
@@ -212,15 +211,10 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
             .collect();
         let value = num("value")?;
         let higher: Vec<Option<bool>> = df.column("higher_is_better")?.bool()?.iter().collect();
-        let rate = num(Metric::RateBps.name())?;
-        let [mean, p50, p90, p99, p999] = Metric::RTT;
-        let rtt = [
-            num(mean.name())?,
-            num(p50.name())?,
-            num(p90.name())?,
-            num(p99.name())?,
-            num(p999.name())?,
-        ];
+        let columns: Vec<(Metric, Vec<Option<f64>>)> = Metric::ALL
+            .into_iter()
+            .map(|m| Ok((m, num(m.name())?)))
+            .collect::<Result<_, polars::error::PolarsError>>()?;
         let hdr = text("hdr_log")?;
         Ok((0..df.height())
             .map(|i| Row {
@@ -231,8 +225,12 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
                 metric: metric[i],
                 value: value[i],
                 higher_is_better: higher[i],
-                rate_bps: rate[i],
-                rtt: [rtt[0][i], rtt[1][i], rtt[2][i], rtt[3][i], rtt[4][i]],
+                metrics: columns
+                    .iter()
+                    .fold(MetricValues::default(), |mut v, (m, c)| {
+                        v.set(*m, c[i]);
+                        v
+                    }),
                 hdr_log: hdr[i].clone(),
             })
             .collect())

@@ -3,7 +3,7 @@
 //! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
 
 use nnb_catalog::Catalog;
-use nnb_format::Role;
+use nnb_format::{Metric, Role};
 use serde_json::Value;
 
 use crate::read::{Run, Scenario};
@@ -68,7 +68,7 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
         for l in group {
             let mut per_node: Vec<(String, Vec<f64>)> = Vec::new();
             for r in &l.rows {
-                let Some(rate) = r.rate_bps.or(r.value) else {
+                let Some(rate) = r.metrics.get(Metric::RateBps).or(r.value) else {
                     continue;
                 };
                 match per_node.iter_mut().find(|(t, _)| *t == r.tenant) {
