@@ -14,7 +14,7 @@ use std::process::ExitCode;
 
 /// An error in the user's input that no library type says: exit code 2.
 #[derive(Debug)]
-pub struct UsageError(pub String);
+pub(crate) struct UsageError(pub String);
 
 impl fmt::Display for UsageError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -26,7 +26,7 @@ impl Error for UsageError {}
 
 /// The run was stopped by Ctrl-C or SIGTERM: exit code 130.
 #[derive(Debug)]
-pub struct Interrupted(pub String);
+pub(crate) struct Interrupted(pub String);
 
 impl fmt::Display for Interrupted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -37,12 +37,12 @@ impl fmt::Display for Interrupted {
 impl Error for Interrupted {}
 
 /// Builds an `anyhow::Error` that `main` reports with exit code 2.
-pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
 /// The exit code for an error that ended a command.
-pub fn code(err: &anyhow::Error) -> ExitCode {
+pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
     if crate::out::is_broken_pipe(err) {
         ExitCode::SUCCESS
     } else if err.chain().any(|e| e.is::<Interrupted>()) {

@@ -12,11 +12,11 @@ use std::io::{self, BufWriter, Stdout, Write};
 /// Buffered, locked stdout. Lines that must be seen while the command still runs
 /// (a server's "listening" line) are followed by [`Write::flush`].
 #[derive(Debug)]
-pub struct Out(BufWriter<Stdout>);
+pub(crate) struct Out(BufWriter<Stdout>);
 
 impl Out {
     /// The program's stdout.
-    pub fn stdout() -> Out {
+    pub(crate) fn stdout() -> Out {
         Out(BufWriter::new(io::stdout()))
     }
 }
@@ -37,7 +37,7 @@ impl Write for Out {
 
 /// True when the reader of stdout went away: an `io::Error` of kind `BrokenPipe`
 /// anywhere in the error's chain.
-pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {
         e.downcast_ref::<io::Error>()
             .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)

@@ -18,7 +18,7 @@ use nnb_orchestrator::results::{Sample, SampleStatus};
 
 /// The renderer for this run: none beyond notes when `quiet`, a bar on a
 /// terminal, plain lines elsewhere.
-pub fn for_run(quiet: bool) -> Arc<dyn Progress> {
+pub(crate) fn for_run(quiet: bool) -> Arc<dyn Progress> {
     if quiet {
         Arc::new(NotesOnly)
     } else if crate::term::stderr_is_terminal() {

@@ -5,7 +5,7 @@ use comfy_table::{presets, Cell, CellAlignment, Table, TableComponent};
 
 /// An empty table in nnb's style; set its header with `set_header` when the
 /// columns are known only later.
-pub fn styled() -> Table {
+pub(crate) fn styled() -> Table {
     let mut t = Table::new();
     t.load_preset(presets::UTF8_HORIZONTAL_ONLY);
     for c in [
@@ -20,13 +20,13 @@ pub fn styled() -> Table {
 }
 
 /// A table in nnb's style with these column headers.
-pub fn table<T: Into<Cell>>(header: impl IntoIterator<Item = T>) -> Table {
+pub(crate) fn table<T: Into<Cell>>(header: impl IntoIterator<Item = T>) -> Table {
     let mut t = styled();
     t.set_header(header);
     t
 }
 
 /// A right-aligned cell, for numbers.
-pub fn right(s: impl ToString) -> Cell {
+pub(crate) fn right(s: impl ToString) -> Cell {
     Cell::new(s).set_alignment(CellAlignment::Right)
 }

@@ -4,12 +4,12 @@ use std::io::IsTerminal;
 
 /// True when stderr is a terminal: progress may be drawn in place there; elsewhere
 /// (a file, a pipe, CI) it is written as plain lines.
-pub fn stderr_is_terminal() -> bool {
+pub(crate) fn stderr_is_terminal() -> bool {
     std::io::stderr().is_terminal()
 }
 
 /// True when stderr may carry colour: a terminal, and `NO_COLOR` unset or empty
 /// (<https://no-color.org>).
-pub fn stderr_colour() -> bool {
+pub(crate) fn stderr_colour() -> bool {
     stderr_is_terminal() && std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty())
 }

@@ -19,7 +19,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Arguments of `nnb agent`.
 #[derive(Debug, clap::Args)]
-pub struct AgentArgs {
+pub(crate) struct AgentArgs {
     /// Address to listen on; port 0 picks a free port (printed as `listening ADDR`).
     #[arg(long, default_value = "127.0.0.1:0")]
     listen: SocketAddr,
@@ -33,7 +33,7 @@ pub struct AgentArgs {
 }
 
 /// Runs `nnb agent` until SIGINT or SIGTERM.
-pub fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
     let token = Token::from_file(&args.token_file)?;
     if let Some(list) = &args.cpus {
         let cpus =

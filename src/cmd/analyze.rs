@@ -20,7 +20,7 @@ use std::io::Write;
 
 /// How the tables are printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Format {
+pub(crate) enum Format {
     /// Ruled tables for people.
     Terminal,
     /// GitHub-flavoured Markdown tables.
@@ -33,7 +33,7 @@ pub enum Format {
 
 /// Arguments of `nnb analyze`.
 #[derive(Debug, Args)]
-pub struct AnalyzeArgs {
+pub(crate) struct AnalyzeArgs {
     /// Run directories (`results/<run-id>`), or run ids under `results/`.
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
@@ -70,7 +70,7 @@ fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
 
 /// Loads every run, then prints its tables (and the comparison with `--compare`) and
 /// writes the report when `--out` is given.
-pub fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
     let dirs = args
         .runs
         .iter()

@@ -26,7 +26,7 @@ use std::io::Write;
 
 /// Arguments of `nnb aws`.
 #[derive(Debug, Args)]
-pub struct AwsArgs {
+pub(crate) struct AwsArgs {
     /// What to do.
     #[command(subcommand)]
     pub command: AwsCommand,
@@ -34,7 +34,7 @@ pub struct AwsArgs {
 
 /// `nnb aws` subcommands.
 #[derive(Debug, Subcommand)]
-pub enum AwsCommand {
+pub(crate) enum AwsCommand {
     /// Find and remove EC2 resources nnb left behind (instances, dedicated hosts,
     /// security groups tagged nnb:managed=true).
     Sweep(SweepArgs),
@@ -42,7 +42,7 @@ pub enum AwsCommand {
 
 /// Arguments of `nnb aws sweep`.
 #[derive(Debug, Args)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Only the resources of this run (tag nnb:run-id), e.g. after a run was killed.
     #[arg(long, value_name = "RUN_ID")]
     pub run_id: Option<String>,
@@ -64,14 +64,14 @@ pub struct SweepArgs {
 }
 
 /// Runs `nnb aws`.
-pub fn run(args: AwsArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: AwsArgs, out: &mut Out) -> anyhow::Result<()> {
     match args.command {
         AwsCommand::Sweep(a) => run_sweep(a, out),
     }
 }
 
 /// A tokio runtime for one AWS command.
-pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -166,7 +166,12 @@ fn cost_line(p: &Preflight) -> String {
 /// ([`provider::preflight`]): a plan that does not fit the host, or a cost not
 /// accepted (`--yes`, or `max_cost_usd` at or above the estimate), is refused as a
 /// usage error (exit 2); nothing has been created.
-pub fn preflight(spec: &AwsSpec, exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
+pub(crate) fn preflight(
+    spec: &AwsSpec,
+    exp: &Experiment,
+    plan: &Plan,
+    yes: bool,
+) -> anyhow::Result<()> {
     let p = provider::preflight(spec, exp, plan, yes).context("building the launch plan")?;
     let estimate = p.cost.usd;
     match p.verdict {
@@ -197,7 +202,7 @@ pub fn preflight(spec: &AwsSpec, exp: &Experiment, plan: &Plan, yes: bool) -> an
 
 /// The aws part of `nnb run --dry-run`: resources, cost, capacity. Returns the JSON
 /// for `--json`, and whether the plan fits (a plan that does not exits 2).
-pub fn dry_run_section(
+pub(crate) fn dry_run_section(
     out: &mut Out,
     spec: &AwsSpec,
     exp: &Experiment,
@@ -296,7 +301,7 @@ pub fn dry_run_section(
 }
 
 /// Uploads the run directory `dir` to `dest` (`s3://bucket/prefix`) and says where.
-pub fn upload_results(
+pub(crate) fn upload_results(
     out: &mut Out,
     region: Option<&str>,
     dir: &Path,

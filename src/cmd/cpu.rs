@@ -39,7 +39,7 @@ const HIGH_CV: f64 = 0.05;
 
 /// Arguments of `nnb cpu`.
 #[derive(Debug, clap::Args)]
-pub struct CpuArgs {
+pub(crate) struct CpuArgs {
     /// Number of threads [default: one per allowed CPU, or per CPU of --cpus].
     #[arg(short, long, conflicts_with = "sweep")]
     pub threads: Option<usize>,
@@ -136,7 +136,7 @@ struct DryRun {
 }
 
 /// Runs `nnb cpu`.
-pub fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
     let topo = match &args.sysfs_root {
         Some(root) => {
             if !args.dry_run {

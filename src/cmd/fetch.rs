@@ -15,7 +15,7 @@ use std::io::Write;
 
 /// Arguments of `nnb fetch`.
 #[derive(Debug, Args)]
-pub struct FetchArgs {
+pub(crate) struct FetchArgs {
     /// The run in S3: s3://bucket/prefix/RUN_ID.
     pub url: String,
     /// Results directory to put the run in (as RUN_ID/ under it).
@@ -27,7 +27,7 @@ pub struct FetchArgs {
 }
 
 /// Runs `nnb fetch`.
-pub fn run(args: FetchArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: FetchArgs, out: &mut Out) -> anyhow::Result<()> {
     let url: S3Url = args
         .url
         .parse()

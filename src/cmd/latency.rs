@@ -29,7 +29,7 @@ use crate::out::Out;
 
 /// Arguments of `nnb latency`.
 #[derive(Debug, clap::Args)]
-pub struct LatencyArgs {
+pub(crate) struct LatencyArgs {
     /// Reflector to probe, HOST:PORT (an `nnb serve` reflector).
     /// Default: a reflector started inside this command on 127.0.0.1.
     #[arg(long, value_name = "HOST:PORT")]
@@ -102,7 +102,7 @@ pub struct LatencyArgs {
 }
 
 /// Runs `nnb latency`.
-pub fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
     // The embedded reflector busy-polls with --busy-poll; the embedded sink for the
     // neighbor load never does (a second spinning thread would starve the probe).
     let reflector_server = match args.target {

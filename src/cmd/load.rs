@@ -23,7 +23,7 @@ use crate::out::Out;
 
 /// Arguments of `nnb load`.
 #[derive(Debug, clap::Args)]
-pub struct LoadArgs {
+pub(crate) struct LoadArgs {
     /// Sink to load, HOST:PORT (an `nnb serve` UDP sink, or its TCP sink with --tcp).
     /// Default: a sink started inside this command on 127.0.0.1.
     #[arg(long, value_name = "HOST:PORT")]
@@ -93,7 +93,7 @@ struct JsonOut<'a> {
 }
 
 /// Runs `nnb load`.
-pub fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
     let cpus = stream_cpus("--cpus", args.cpus.as_ref(), args.no_pin)?;
     if args.batch == 0 {
         return Err(usage("--batch must be at least 1"));

@@ -1,20 +1,20 @@
 //! One module per subcommand: its clap arguments and its `run` function.
 
-pub mod agent;
+pub(crate) mod agent;
 #[cfg(feature = "analysis")]
-pub mod analyze;
+pub(crate) mod analyze;
 #[cfg(feature = "aws")]
-pub mod aws;
-pub mod common;
-pub mod cpu;
+pub(crate) mod aws;
+pub(crate) mod common;
+pub(crate) mod cpu;
 #[cfg(feature = "aws")]
-pub mod fetch;
-pub mod latency;
-pub mod load;
+pub(crate) mod fetch;
+pub(crate) mod latency;
+pub(crate) mod load;
 #[cfg(feature = "controller")]
-pub mod run;
+pub(crate) mod run;
 #[cfg(feature = "controller")]
-pub mod schema;
-pub mod serve;
-pub mod steal;
-pub mod topo;
+pub(crate) mod schema;
+pub(crate) mod serve;
+pub(crate) mod steal;
+pub(crate) mod topo;

@@ -35,7 +35,7 @@ use crate::table::{right, table};
 
 /// Arguments of `nnb run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Experiment file (TOML; see `nnb schema`). Not needed with --resume.
     #[arg(required_unless_present = "resume")]
     pub experiment: Option<PathBuf>,
@@ -67,7 +67,7 @@ pub struct RunArgs {
 }
 
 /// Runs `nnb run`.
-pub fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
     let root = args
         .sysfs_root
         .clone()

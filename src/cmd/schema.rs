@@ -11,10 +11,10 @@ use crate::out::Out;
 
 /// Arguments of `nnb schema` (none: the schema goes to stdout).
 #[derive(Debug, Args)]
-pub struct SchemaArgs {}
+pub(crate) struct SchemaArgs {}
 
 /// Prints the experiment file JSON Schema.
-pub fn run(_args: SchemaArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(_args: SchemaArgs, out: &mut Out) -> anyhow::Result<()> {
     let schema = nnb_orchestrator::experiment::schema();
     writeln!(out, "{}", serde_json::to_string_pretty(&schema)?)?;
     Ok(())

@@ -21,7 +21,7 @@ use std::io::{self, Write};
 
 /// Arguments of `nnb serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address every service binds (use 0.0.0.0 to accept other machines).
     #[arg(long, default_value = "127.0.0.1")]
     bind: IpAddr,
@@ -67,7 +67,7 @@ pub struct ServeArgs {
 }
 
 /// Runs `nnb serve`.
-pub fn run(args: ServeArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: ServeArgs, out: &mut Out) -> anyhow::Result<()> {
     let cfg = config(&args)?;
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);

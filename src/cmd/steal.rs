@@ -21,7 +21,7 @@ use std::io::{self, Write};
 
 /// Arguments of `nnb steal`.
 #[derive(Debug, clap::Args)]
-pub struct StealArgs {
+pub(crate) struct StealArgs {
     /// CPUs to watch, e.g. 0,2,4-7 [default: every allowed CPU].
     #[arg(long)]
     pub cpus: Option<String>,
@@ -46,7 +46,7 @@ struct Output {
 }
 
 /// Runs `nnb steal`.
-pub fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
     let duration = args.duration;
     let threshold = args.threshold.unwrap_or(DEFAULT_THRESHOLD);
     if threshold >= duration {

@@ -29,7 +29,7 @@ const REFERENCE_CPUS: usize = 96;
 
 /// Arguments of `nnb topo`.
 #[derive(Debug, clap::Args)]
-pub struct TopoArgs {
+pub(crate) struct TopoArgs {
     /// Read the topology under this root instead of / (DIR/sys/devices/system/...),
     /// e.g. a fixture tree. Clock and hypervisor facts stay this machine's.
     #[arg(long, value_name = "DIR")]
@@ -80,7 +80,7 @@ struct Machine {
 }
 
 /// Runs `nnb topo`.
-pub fn run(args: TopoArgs, out: &mut Out) -> anyhow::Result<()> {
+pub(crate) fn run(args: TopoArgs, out: &mut Out) -> anyhow::Result<()> {
     let topo = read_topology(args.sysfs_root.as_deref())?;
     let probe_config = args.probe.then(|| probe_config(&args, &topo)).transpose()?;
     let machine = machine_facts(&topo, args.sysfs_root.is_some());

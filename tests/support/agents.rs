@@ -9,7 +9,7 @@ use nnb_orchestrator::provider::{LocalOptions, Network, Role, TenantSpec};
 
 /// Local-provider options that start this build's `nnb` binary as the agents, on
 /// `network`.
-pub fn local_options(network: Network) -> LocalOptions {
+pub(crate) fn local_options(network: Network) -> LocalOptions {
     LocalOptions {
         nnb_bin: Some(env!("CARGO_BIN_EXE_nnb").into()),
         network,
@@ -18,7 +18,7 @@ pub fn local_options(network: Network) -> LocalOptions {
 }
 
 /// A test tenant `test` of `test_vcpus` vCPUs and two 1-vCPU neighbors `n1`, `n2`.
-pub fn three_tenants(test_vcpus: usize) -> Vec<TenantSpec> {
+pub(crate) fn three_tenants(test_vcpus: usize) -> Vec<TenantSpec> {
     let t = |name: &str, role, vcpus| TenantSpec {
         name: name.into(),
         role,
@@ -32,7 +32,7 @@ pub fn three_tenants(test_vcpus: usize) -> Vec<TenantSpec> {
 }
 
 /// Whether process `pid` is gone (absent, or a zombie nobody has reaped yet).
-pub fn process_gone(pid: u32) -> bool {
+pub(crate) fn process_gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
@@ -45,7 +45,7 @@ pub fn process_gone(pid: u32) -> bool {
 
 /// Waits up to `timeout` for every process in `pids` to be gone; returns the ones
 /// still alive then (empty when all are gone).
-pub fn still_alive_after(pids: &[u32], timeout: Duration) -> Vec<u32> {
+pub(crate) fn still_alive_after(pids: &[u32], timeout: Duration) -> Vec<u32> {
     let end = Instant::now() + timeout;
     while Instant::now() < end && !pids.iter().all(|&p| process_gone(p)) {
         std::thread::sleep(Duration::from_millis(50));

@@ -5,11 +5,11 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// The `nnb` binary cargo built for these tests.
-pub const NNB: &str = env!("CARGO_BIN_EXE_nnb");
+pub(crate) const NNB: &str = env!("CARGO_BIN_EXE_nnb");
 
 /// Runs `nnb ARGS` from the repository root (so relative fixture paths resolve) and
 /// returns what it printed and its exit status.
-pub fn nnb(args: &[&str]) -> Output {
+pub(crate) fn nnb(args: &[&str]) -> Output {
     Command::new(NNB)
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
@@ -18,7 +18,7 @@ pub fn nnb(args: &[&str]) -> Output {
 }
 
 /// Checks that a finished `nnb` succeeded and parses its stdout as one JSON document.
-pub fn json_of(out: &Output) -> Value {
+pub(crate) fn json_of(out: &Output) -> Value {
     assert!(
         out.status.success(),
         "nnb failed ({}): {}",
@@ -34,6 +34,6 @@ pub fn json_of(out: &Output) -> Value {
 }
 
 /// Runs `nnb ARGS`, which must succeed, and parses its stdout as JSON.
-pub fn json(args: &[&str]) -> Value {
+pub(crate) fn json(args: &[&str]) -> Value {
     json_of(&nnb(args))
 }

@@ -1,6 +1,6 @@
 //! Helpers shared by the end-to-end tests.
 
-pub mod agents;
-pub mod cli;
-pub mod moto;
-pub mod netns;
+pub(crate) mod agents;
+pub(crate) mod cli;
+pub(crate) mod moto;
+pub(crate) mod netns;

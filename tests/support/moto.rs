@@ -12,16 +12,16 @@ use std::process::Command;
 #[path = "../../crates/aws/tests/support/server.rs"]
 mod server;
 
-pub use server::{free_port, Moto};
+pub(crate) use server::{free_port, Moto};
 
 /// The region every test uses.
-pub const REGION: &str = "us-east-1";
+pub(crate) const REGION: &str = "us-east-1";
 /// The availability zone every test uses.
-pub const ZONE: &str = "us-east-1a";
+pub(crate) const ZONE: &str = "us-east-1a";
 
 /// What moto holds that nnb must have cleaned up.
 #[derive(Debug, PartialEq, Eq, Default)]
-pub struct Leftovers {
+pub(crate) struct Leftovers {
     /// Instances not terminated.
     pub instances: Vec<String>,
     /// Dedicated hosts not released.
@@ -32,7 +32,7 @@ pub struct Leftovers {
 
 impl Leftovers {
     /// Whether nothing is left.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.instances.is_empty() && self.hosts.is_empty() && self.security_groups.is_empty()
     }
 }
@@ -63,7 +63,7 @@ else:
 impl Moto {
     /// Environment pointing an nnb process at this server with test credentials
     /// (which win over the user's own AWS configuration files).
-    pub fn env(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("AWS_ENDPOINT_URL", self.endpoint.clone()),
             ("AWS_ACCESS_KEY_ID", "testing".to_string()),
@@ -91,17 +91,17 @@ impl Moto {
     }
 
     /// The default subnet of [`ZONE`].
-    pub fn default_subnet(&self) -> String {
+    pub(crate) fn default_subnet(&self) -> String {
         self.python(&["subnet"])
     }
 
     /// Creates S3 bucket `name`.
-    pub fn create_bucket(&self, name: &str) {
+    pub(crate) fn create_bucket(&self, name: &str) {
         self.python(&["bucket", name]);
     }
 
     /// Instances, hosts and nnb security groups still there, read with boto3.
-    pub fn leftovers(&self) -> Leftovers {
+    pub(crate) fn leftovers(&self) -> Leftovers {
         let v: serde_json::Value =
             serde_json::from_str(&self.python(&["state"])).expect("boto3 helper prints JSON");
         let ids = |k: &str| -> Vec<String> {

@@ -20,7 +20,7 @@ use std::time::Duration;
 
 /// Applies the policy for a test that cannot run: panics with `reason` when `CI` is
 /// set, else prints `skipping: {reason}` and returns false.
-pub fn skip_or_fail(reason: &str) -> bool {
+pub(crate) fn skip_or_fail(reason: &str) -> bool {
     if std::env::var_os("CI").is_some() {
         panic!("{reason} (CI is set, so this test must run)");
     }
@@ -30,7 +30,7 @@ pub fn skip_or_fail(reason: &str) -> bool {
 
 /// True when the test may go on: running as root with `ip` and `tc` installed.
 /// Otherwise applies [`skip_or_fail`].
-pub fn require_root() -> bool {
+pub(crate) fn require_root() -> bool {
     if effective_uid() != Some(0) {
         return skip_or_fail("needs root");
     }
@@ -56,7 +56,7 @@ pub fn require_root() -> bool {
 /// leave it out. So a kernel that refuses the qdisc skips the test with the reason
 /// printed, under CI too; any other failure of the probe (no `tc`, no namespaces)
 /// follows [`skip_or_fail`].
-pub fn require_netem() -> bool {
+pub(crate) fn require_netem() -> bool {
     static NETEM: OnceLock<Result<(), String>> = OnceLock::new();
     let probe = NETEM.get_or_init(|| {
         let ns = Namespace::create(&format!("{}p", unique_prefix()))?;
@@ -137,7 +137,7 @@ impl Drop for Namespace {
 }
 
 /// True when a network namespace of this name exists.
-pub fn netns_exists(name: &str) -> bool {
+pub(crate) fn netns_exists(name: &str) -> bool {
     run("ip", &["netns", "list"]).is_ok_and(|list| {
         list.lines()
             .any(|l| l.split_whitespace().next() == Some(name))
@@ -146,7 +146,7 @@ pub fn netns_exists(name: &str) -> bool {
 
 /// One side of a [`NetnsPair`]: a namespace, its veth end and that end's address.
 #[derive(Debug, Clone)]
-pub struct Netns {
+pub(crate) struct Netns {
     /// Namespace name.
     pub name: String,
     /// The veth interface inside it.
@@ -157,14 +157,14 @@ pub struct Netns {
 
 impl Netns {
     /// A command that runs `program` inside this namespace (`ip netns exec`).
-    pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
+    pub(crate) fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name]).arg(program);
         c
     }
 
     /// Runs `ip`/`tc`-style `args` of `program` inside the namespace; its stdout.
-    pub fn run(&self, program: &str, args: &[&str]) -> Result<String, String> {
+    pub(crate) fn run(&self, program: &str, args: &[&str]) -> Result<String, String> {
         let mut all = vec!["netns", "exec", &self.name, program];
         all.extend_from_slice(args);
         run("ip", &all)
@@ -172,7 +172,7 @@ impl Netns {
 
     /// Delays every packet leaving this side's veth by `delay` (netem as the root
     /// qdisc, replacing any other; queue limit raised so the delay line never drops).
-    pub fn netem_delay(&self, delay: Duration) -> Result<(), String> {
+    pub(crate) fn netem_delay(&self, delay: Duration) -> Result<(), String> {
         let d = format!("{}us", delay.as_micros());
         self.run(
             "tc",
@@ -187,7 +187,12 @@ impl Netns {
     /// Shapes traffic leaving this side's veth to `rate_bps` bit/s with a token bucket
     /// (tbf as the root qdisc, replacing any other): `burst_bytes` of bucket (64 KiB
     /// suits 100 Mbit/s), and packets waiting longer than `latency` are dropped.
-    pub fn tbf(&self, rate_bps: u64, burst_bytes: u64, latency: Duration) -> Result<(), String> {
+    pub(crate) fn tbf(
+        &self,
+        rate_bps: u64,
+        burst_bytes: u64,
+        latency: Duration,
+    ) -> Result<(), String> {
         let (rate, burst) = (format!("{rate_bps}bit"), burst_bytes.to_string());
         let lat = format!("{}us", latency.as_micros());
         self.run(
@@ -201,7 +206,7 @@ impl Netns {
     }
 
     /// The qdiscs on this side's veth, as `tc qdisc show` prints them.
-    pub fn qdiscs(&self) -> Result<String, String> {
+    pub(crate) fn qdiscs(&self) -> Result<String, String> {
         self.run("tc", &["qdisc", "show", "dev", &self.dev])
     }
 }
@@ -209,7 +214,7 @@ impl Netns {
 /// Two fresh namespaces `a` and `b` joined by a veth pair, `a` at `10.x.y.1/24` and
 /// `b` at `10.x.y.2/24`, links and loopbacks up. Dropping it deletes both namespaces
 /// (and with them the veth pair), also while a failing test unwinds.
-pub struct NetnsPair {
+pub(crate) struct NetnsPair {
     /// The first side (`.1`).
     pub a: Netns,
     /// The second side (`.2`).
@@ -220,7 +225,7 @@ pub struct NetnsPair {
 
 impl NetnsPair {
     /// Creates the namespaces, the veth pair and the addresses.
-    pub fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         let prefix = unique_prefix();
         let ns_a = Namespace::create(&format!("{prefix}a"))?;
         let ns_b = Namespace::create(&format!("{prefix}b"))?;
@@ -270,7 +275,7 @@ impl NetnsPair {
 
 /// A child process killed and reaped on drop, so a failing test leaves no process
 /// behind (which would also keep its namespace alive).
-pub struct KillOnDrop(pub Child);
+pub(crate) struct KillOnDrop(pub Child);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {

@@ -205,7 +205,7 @@ impl Axis {
     /// A linear axis over data values `min..=max` (data units), starting at zero when
     /// `from_zero` and all data are positive, with `headroom` leaving a gap of at least
     /// 5% above the largest value (room for a legend).
-    pub fn linear(
+    pub(super) fn linear(
         name: &str,
         unit: Unit,
         min: f64,
@@ -217,7 +217,7 @@ impl Axis {
     }
 
     /// A linear axis of counts (neighbors, threads): ticks only at whole numbers.
-    pub fn counts(name: &str, min: f64, max: f64) -> Axis {
+    pub(super) fn counts(name: &str, min: f64, max: f64) -> Axis {
         Axis::linear_stepped(name, Unit::NONE, min, max, false, false, 1.0)
     }
 
@@ -271,7 +271,7 @@ impl Axis {
 
     /// A log10 axis over positive data values `min..=max`: whole decades, with 2 and 5
     /// in between when the data span at most two decades.
-    pub fn log10(name: &str, unit: Unit, min: f64, max: f64) -> Axis {
+    pub(super) fn log10(name: &str, unit: Unit, min: f64, max: f64) -> Axis {
         let lo = min.log10().floor();
         let mut hi = max.log10().ceil();
         if hi <= lo {
@@ -310,7 +310,7 @@ impl Axis {
 
     /// The "nines" percentile axis from 0% to `99.9…%` with at least four nines, or
     /// as many as needed to reach `max_percentile` (below 100).
-    pub fn nines(max_percentile: f64) -> Axis {
+    pub(super) fn nines(max_percentile: f64) -> Axis {
         let needed = (nines_position(max_percentile) - 1e-9).ceil();
         let hi = needed.max(4.0);
         let ticks: Vec<f64> = (0..=hi as usize).map(|i| i as f64).collect();
@@ -327,7 +327,7 @@ impl Axis {
 
     /// A categorical axis: one slot per name at positions 0, 1, …; when names would
     /// collide at `width_px`, only every k-th is labelled.
-    pub fn categories(name: &str, names: &[String], width_px: f64) -> Axis {
+    pub(super) fn categories(name: &str, names: &[String], width_px: f64) -> Axis {
         let n = names.len();
         let longest = names.iter().map(|s| s.chars().count()).max().unwrap_or(1) as f64;
         let per_label = longest * style_char_width() + 12.0;
@@ -346,7 +346,7 @@ impl Axis {
 
     /// Position of a data value on this axis (None: not representable, e.g. x <= 0 on
     /// a log axis).
-    pub fn pos(&self, value: f64) -> Option<f64> {
+    pub(super) fn pos(&self, value: f64) -> Option<f64> {
         match self.scale {
             Scale::Linear => Some(value),
             Scale::Log10 => (value > 0.0).then(|| value.log10()),
@@ -357,7 +357,7 @@ impl Axis {
     }
 
     /// Label of the tick nearest to position `pos` (plotters asks with tick positions).
-    pub fn label_at(&self, pos: f64) -> String {
+    pub(super) fn label_at(&self, pos: f64) -> String {
         self.ticks
             .iter()
             .zip(&self.labels)
@@ -367,7 +367,7 @@ impl Axis {
     }
 
     /// Characters of the longest tick label (sizes the label area).
-    pub fn longest_label(&self) -> usize {
+    pub(super) fn longest_label(&self) -> usize {
         self.labels
             .iter()
             .map(|l| l.chars().count())

@@ -16,7 +16,7 @@ use tokio::net::{TcpListener, TcpStream};
 const FAULT_CODE: &str = "InsufficientInstanceCapacity";
 
 /// A running proxy; stops with the test's runtime.
-pub struct FaultProxy {
+pub(crate) struct FaultProxy {
     /// Where the SDK should send its requests.
     pub endpoint: String,
     requests: Arc<Mutex<Vec<String>>>,
@@ -24,7 +24,7 @@ pub struct FaultProxy {
 
 /// How RunInstances calls fail, from the k-th (1-based) on: the SDK's retries fail too.
 #[derive(Debug, Clone, Copy)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// Answer with InsufficientInstanceCapacity without telling moto: nothing is launched.
     Refuse(usize),
     /// Forward to moto (the instance is launched) but answer with the error: the answer
@@ -42,7 +42,7 @@ struct Rules {
 impl FaultProxy {
     /// Starts a proxy to moto at `upstream` ("http://127.0.0.1:PORT"), failing RunInstances
     /// calls as `fault` says.
-    pub async fn start(upstream: &str, fault: Option<Fault>) -> FaultProxy {
+    pub(crate) async fn start(upstream: &str, fault: Option<Fault>) -> FaultProxy {
         let upstream: SocketAddr = upstream
             .trim_start_matches("http://")
             .parse()
@@ -70,12 +70,12 @@ impl FaultProxy {
     }
 
     /// The bodies (form-encoded EC2 query requests) of every request so far, in order.
-    pub fn requests(&self) -> Vec<String> {
+    pub(crate) fn requests(&self) -> Vec<String> {
         self.requests.lock().expect("request log").clone()
     }
 
     /// The recorded bodies of the requests for EC2 action `action`.
-    pub fn calls(&self, action: &str) -> Vec<String> {
+    pub(crate) fn calls(&self, action: &str) -> Vec<String> {
         let needle = format!("Action={action}&");
         self.requests()
             .into_iter()

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running moto server, private to one test.
-pub struct Moto {
+pub(crate) struct Moto {
     child: Child,
     /// `http://127.0.0.1:PORT`.
     pub endpoint: String,
@@ -22,7 +22,7 @@ pub struct Moto {
 impl Moto {
     /// Starts moto on a free local port and waits until it accepts connections.
     /// None (after printing why) when moto is not installed and `CI` is unset.
-    pub fn start() -> Option<Moto> {
+    pub(crate) fn start() -> Option<Moto> {
         let port = free_port();
         let spawned = Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -76,7 +76,7 @@ impl Drop for Moto {
 }
 
 /// A local TCP port free right now (the OS picks it; moto binds it next).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind a free port");
     listener.local_addr().expect("local address").port()
 }

@@ -263,7 +263,7 @@ pub(crate) struct IntervalClock {
 
 impl IntervalClock {
     /// Intervals of `length` starting at `origin_ns` (`None`: never due).
-    pub fn new(length: Option<Duration>, origin_ns: u64) -> Self {
+    pub(crate) fn new(length: Option<Duration>, origin_ns: u64) -> Self {
         IntervalClock {
             length_ns: length.map(crate::clock::duration_ns),
             origin_ns,
@@ -278,7 +278,7 @@ impl IntervalClock {
     /// Emits the current interval if it has ended by `now_ns`, or unconditionally with
     /// `force` (the final partial interval, when it saw any ping). Returns whether
     /// an interval was emitted (and the counters reset).
-    pub fn tick(
+    pub(crate) fn tick(
         &mut self,
         now_ns: u64,
         force: bool,

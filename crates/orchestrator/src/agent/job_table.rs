@@ -15,7 +15,7 @@ use crate::jobs::{JobId, JobState, JobStatus};
 /// What a running job shares with the agent: the stop flag it polls and a slot for
 /// what it wants to publish while it runs (e.g. a server's bound addresses).
 #[derive(Debug, Default)]
-pub struct JobShared {
+pub(super) struct JobShared {
     /// Set when the job must stop (on request or at its deadline).
     pub stop: AtomicBool,
     /// Latest interim result, returned as `result` while the job runs.
@@ -24,12 +24,12 @@ pub struct JobShared {
 
 impl JobShared {
     /// Whether the job was asked to stop.
-    pub fn should_stop(&self) -> bool {
+    pub(super) fn should_stop(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
 
     /// Publishes an interim result (replacing the previous one).
-    pub fn publish(&self, value: Value) {
+    pub(super) fn publish(&self, value: Value) {
         *lock(&self.interim) = Some(value);
     }
 }
@@ -47,7 +47,7 @@ struct Entry {
 
 /// All jobs of one agent.
 #[derive(Debug, Default)]
-pub struct JobTable {
+pub(super) struct JobTable {
     inner: Mutex<Table>,
 }
 
@@ -58,7 +58,7 @@ struct Table {
 }
 
 /// How a job's thread ended.
-pub type Outcome = Result<Value, String>;
+pub(super) type Outcome = Result<Value, String>;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding the lock leaves plain data behind: keep using it.
@@ -71,7 +71,7 @@ fn parse_id(id: &str) -> Option<u64> {
 
 impl JobTable {
     /// Registers a new running job and returns its id and shared state.
-    pub fn insert(&self, kind: &'static str) -> (JobId, Arc<JobShared>) {
+    pub(super) fn insert(&self, kind: &'static str) -> (JobId, Arc<JobShared>) {
         let mut t = lock(&self.inner);
         t.next_id += 1;
         let id = t.next_id;
@@ -93,20 +93,20 @@ impl JobTable {
     }
 
     /// A job's status; `None` for an unknown id.
-    pub fn status(&self, id: &str) -> Option<JobStatus> {
+    pub(super) fn status(&self, id: &str) -> Option<JobStatus> {
         let t = lock(&self.inner);
         let n = parse_id(id)?;
         t.jobs.get(&n).map(|e| status_of(n, e))
     }
 
     /// Every job's status, oldest first.
-    pub fn list(&self) -> Vec<JobStatus> {
+    pub(super) fn list(&self) -> Vec<JobStatus> {
         let t = lock(&self.inner);
         t.jobs.iter().map(|(n, e)| status_of(*n, e)).collect()
     }
 
     /// Jobs still running.
-    pub fn running(&self) -> usize {
+    pub(super) fn running(&self) -> usize {
         let t = lock(&self.inner);
         t.jobs
             .values()
@@ -116,7 +116,7 @@ impl JobTable {
 
     /// Raises a job's stop flag and returns a receiver that turns `true` when the job
     /// has ended. `None` for an unknown id.
-    pub fn request_stop(&self, id: &str) -> Option<watch::Receiver<bool>> {
+    pub(super) fn request_stop(&self, id: &str) -> Option<watch::Receiver<bool>> {
         let mut t = lock(&self.inner);
         let e = t.jobs.get_mut(&parse_id(id)?)?;
         if e.state == JobState::Running {
@@ -127,7 +127,7 @@ impl JobTable {
     }
 
     /// Raises every running job's stop flag (agent shutdown).
-    pub fn stop_all(&self) {
+    pub(super) fn stop_all(&self) {
         let mut t = lock(&self.inner);
         for e in t.jobs.values_mut().filter(|e| e.state == JobState::Running) {
             e.stop_requested = true;
@@ -137,7 +137,7 @@ impl JobTable {
 
     /// Records how a job's thread ended. A job already ended (timed out or
     /// abandoned) keeps its state but gains the late result.
-    pub fn finish(&self, id: &str, outcome: Outcome) {
+    pub(super) fn finish(&self, id: &str, outcome: Outcome) {
         let mut t = lock(&self.inner);
         let Some(e) = parse_id(id).and_then(|n| t.jobs.get_mut(&n)) else {
             return;
@@ -166,7 +166,7 @@ impl JobTable {
 
     /// Marks a job that outlived its deadline: raises its stop flag and sets
     /// `TimedOut` (its thread may still deliver a late result through `finish`).
-    pub fn time_out(&self, id: &str, deadline_ms: u64) {
+    pub(super) fn time_out(&self, id: &str, deadline_ms: u64) {
         let mut t = lock(&self.inner);
         let Some(e) = parse_id(id).and_then(|n| t.jobs.get_mut(&n)) else {
             return;
@@ -183,7 +183,7 @@ impl JobTable {
 
     /// Marks a stopped job whose thread did not end within the grace period as
     /// `Stopped` and abandoned (it cannot be interrupted; its thread runs to its end).
-    pub fn abandon(&self, id: &str, grace_ms: u64) {
+    pub(super) fn abandon(&self, id: &str, grace_ms: u64) {
         let mut t = lock(&self.inner);
         let Some(e) = parse_id(id).and_then(|n| t.jobs.get_mut(&n)) else {
             return;

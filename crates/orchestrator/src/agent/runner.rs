@@ -37,7 +37,7 @@ const UNTIL_STOPPED: Duration = Duration::from_secs(24 * 3600);
 
 /// What a job may know about the agent it runs in.
 #[derive(Debug, Clone)]
-pub struct JobEnv {
+pub(super) struct JobEnv {
     /// This machine's CPU topology.
     pub topology: Topology,
     /// CPUs the agent may run on.
@@ -48,7 +48,7 @@ pub struct JobEnv {
 
 /// A checked job, ready to run.
 #[derive(Debug)]
-pub enum Job {
+pub(super) enum Job {
     /// A measured burn.
     Burn {
         /// The workload.
@@ -86,7 +86,7 @@ pub enum Job {
 
 /// The result of a `burn` job: where the threads ran, the clock, and the burn.
 #[derive(Debug, Serialize)]
-pub struct BurnJobResult {
+pub(super) struct BurnJobResult {
     /// Planned thread → CPU → core placement.
     pub placement: Placement,
     /// The clock that timed the burn.
@@ -97,7 +97,7 @@ pub struct BurnJobResult {
 
 /// The result of a `busy` job: how much it burned until stopped.
 #[derive(Debug, Serialize)]
-pub struct BusyJobResult {
+pub(super) struct BusyJobResult {
     /// Planned thread → CPU → core placement.
     pub placement: Placement,
     /// Burn slices completed.
@@ -110,7 +110,7 @@ pub struct BusyJobResult {
 
 /// What a `serve` job publishes while it runs, so clients know where to send.
 #[derive(Debug, Serialize)]
-pub struct ServeAddrs {
+pub(super) struct ServeAddrs {
     /// Bound reflector address.
     pub reflector: Option<SocketAddr>,
     /// Bound sink address.
@@ -128,7 +128,7 @@ fn workload(name: &str) -> Result<Workload, String> {
 
 /// Checks `spec` against this agent and turns it into a runnable job; the error
 /// says what is wrong with the spec.
-pub fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
+pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
     match spec {
         JobSpec::Burn {
             workload: name,
@@ -298,7 +298,7 @@ fn to_json<T: Serialize>(v: &T) -> Outcome {
 impl Job {
     /// Runs the job on the calling (blocking) thread until it ends or `shared`'s stop
     /// flag is raised, and returns its result as JSON.
-    pub fn run(self, shared: &JobShared) -> Outcome {
+    pub(super) fn run(self, shared: &JobShared) -> Outcome {
         match self {
             Job::Burn {
                 workload,

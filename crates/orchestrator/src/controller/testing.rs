@@ -65,7 +65,7 @@ pub(super) struct World {
 
 impl World {
     /// A shared world with the default script (nothing fails).
-    pub fn shared() -> Arc<Mutex<World>> {
+    pub(super) fn shared() -> Arc<Mutex<World>> {
         Arc::new(Mutex::new(World::default()))
     }
 
@@ -254,7 +254,7 @@ pub(super) struct FakeProvider {
 
 impl FakeProvider {
     /// A provider of fakes living in `world`.
-    pub fn new(world: &Arc<Mutex<World>>) -> FakeProvider {
+    pub(super) fn new(world: &Arc<Mutex<World>>) -> FakeProvider {
         FakeProvider {
             world: Arc::clone(world),
             agents: HashMap::new(),

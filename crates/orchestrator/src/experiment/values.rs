@@ -11,23 +11,23 @@ use super::file::RangeOrList;
 use super::OnFailure;
 
 /// Serializes a duration as whole milliseconds.
-pub fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(super) fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// A duration with its unit ("10s", "500ms", "2m"; zero allowed), read by
 /// [`nnb_units::parse_duration`]: a bare number is an error naming the unit to add.
-pub fn duration(s: &str) -> Result<Duration, String> {
+pub(super) fn duration(s: &str) -> Result<Duration, String> {
     nnb_units::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// A bit rate above zero ("200M", "8MB/s" = 64 Mbit/s), in bit/s.
-pub fn positive_rate(s: &str) -> Result<f64, String> {
+pub(super) fn positive_rate(s: &str) -> Result<f64, String> {
     nnb_units::parse_positive_bit_rate(s).map_err(|e| e.to_string())
 }
 
 /// "retry", "retry N", "skip" or "abort".
-pub fn on_failure(s: &str) -> Result<OnFailure, String> {
+pub(super) fn on_failure(s: &str) -> Result<OnFailure, String> {
     let words: Vec<&str> = s.split_whitespace().collect();
     match words.as_slice() {
         ["skip"] => Ok(OnFailure::Skip),
@@ -47,7 +47,7 @@ pub fn on_failure(s: &str) -> Result<OnFailure, String> {
 }
 
 /// Tenant names appear in step ids and file names: letters, digits, `-`, `_`, `.`.
-pub fn tenant_name(s: &str) -> Result<(), String> {
+pub(super) fn tenant_name(s: &str) -> Result<(), String> {
     let ok = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -63,14 +63,14 @@ pub fn tenant_name(s: &str) -> Result<(), String> {
 }
 
 /// A workload nnb-burn knows.
-pub fn workload(s: &str) -> Result<String, String> {
+pub(super) fn workload(s: &str) -> Result<String, String> {
     nnb_burn::workload::Workload::from_str(s)
         .map(|w| w.name().to_string())
         .map_err(|e| e.to_string())
 }
 
 /// A pinning strategy nnb-burn knows.
-pub fn pin(s: &str) -> Result<String, String> {
+pub(super) fn pin(s: &str) -> Result<String, String> {
     nnb_burn::placement::PinStrategy::from_str(s)
         .map(|_| s.to_string())
         .map_err(|e| e.to_string())
@@ -78,7 +78,7 @@ pub fn pin(s: &str) -> Result<String, String> {
 
 /// Pinned threads need a CPU each: more threads than the tenant's vCPUs only with
 /// `pin = "none"` (then they share its CPUs, as an overcommitted tenant does).
-pub fn fits(threads: usize, vcpus: usize, pin: &str) -> Result<(), String> {
+pub(super) fn fits(threads: usize, vcpus: usize, pin: &str) -> Result<(), String> {
     if threads > vcpus && pin != "none" {
         Err(format!(
             "{threads} pinned threads do not fit the test tenant's {vcpus} vCPUs: \
@@ -90,7 +90,7 @@ pub fn fits(threads: usize, vcpus: usize, pin: &str) -> Result<(), String> {
 }
 
 /// A UDP payload that holds nnb's 32-byte header and fits a datagram.
-pub fn msg_size(n: usize) -> Result<usize, String> {
+pub(super) fn msg_size(n: usize) -> Result<usize, String> {
     if (nnb_netlat::wire::HEADER_LEN..=65_507).contains(&n) {
         Ok(n)
     } else {
@@ -102,7 +102,7 @@ pub fn msg_size(n: usize) -> Result<usize, String> {
 }
 
 /// Thread counts from a range or a list; each at least 1.
-pub fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
+pub(super) fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
     let list = match v {
         RangeOrList::List(l) => l.clone(),
         RangeOrList::Range(s) => nnb_units::parse_count_steps(s)
@@ -119,7 +119,7 @@ pub fn count_list(v: &RangeOrList<usize>) -> Result<Vec<usize>, String> {
 }
 
 /// Bit rates from a range ("0:200M:50M") or a list (["0", "100M"]).
-pub fn rate_list(v: &RangeOrList<String>) -> Result<Vec<f64>, String> {
+pub(super) fn rate_list(v: &RangeOrList<String>) -> Result<Vec<f64>, String> {
     let list = match v {
         RangeOrList::List(l) => l
             .iter()
