@@ -41,6 +41,24 @@ pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
 
+/// The error's message for people: each cause in its chain once, joined by `: `.
+/// Library errors often say their source in their own message too (`cannot read
+/// X: <why>`), so a cause the text already ends with is not repeated.
+pub(crate) fn message(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.ends_with(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
 /// The exit code for an error that ended a command.
 pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
     if crate::out::is_broken_pipe(err) {
@@ -95,4 +113,45 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         || matches!(e.downcast_ref::<ProbeError>(), Some(ProbeError::Invalid(_)))
         || matches!(e.downcast_ref::<LoadError>(), Some(LoadError::Invalid(_)))
         || matches!(e.downcast_ref::<ServeError>(), Some(ServeError::Pin { .. }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error that says its source in its message and also exposes it, as
+    /// `#[error("bad list {input:?}: {source}")]` does.
+    #[derive(Debug)]
+    struct Wrapping {
+        input: &'static str,
+        source: std::io::Error,
+    }
+
+    impl fmt::Display for Wrapping {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "bad list {:?}: {}", self.input, self.source)
+        }
+    }
+
+    impl Error for Wrapping {
+        fn source(&self) -> Option<&(dyn Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn each_cause_is_said_once() {
+        let inner = std::io::Error::other("CPU 9 does not exist");
+        let err = anyhow::Error::new(Wrapping {
+            input: "0-9",
+            source: inner,
+        })
+        .context("--cpus");
+        assert_eq!(
+            message(&err),
+            "--cpus: bad list \"0-9\": CPU 9 does not exist"
+        );
+        let plain = anyhow::anyhow!("disk full").context("cannot write samples.jsonl");
+        assert_eq!(message(&plain), "cannot write samples.jsonl: disk full");
+    }
 }

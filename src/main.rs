@@ -76,7 +76,7 @@ fn main() -> ExitCode {
             // What was written before the error still goes out (best effort: the
             // error below is the news).
             let _ = out.flush();
-            eprintln!("error: {err:#}");
+            eprintln!("error: {}", exit::message(&err));
             exit::code(&err)
         }
     }
