@@ -136,8 +136,9 @@ pub async fn launch_local(
     let topo = Topology::host()?;
     let allowed = nnb_burn::placement::allowed_cpus();
     let (sets, warnings) = carve_cpus(&topo, &allowed, specs)?;
+    // The fleet carries them to whoever reports the run (`nnb run` says each once).
     for w in &warnings {
-        tracing::warn!("{w}");
+        tracing::debug!("{w}");
     }
     let scratch = private_dir()?;
     let mut fleet = Fleet {
