@@ -249,18 +249,7 @@ struct IntervalPrinter<'a> {
 impl IntervalPrinter<'_> {
     fn interval(&mut self, iv: &Interval<'_>) {
         if let Some(log) = self.log.as_deref_mut() {
-            let tag = match self.level {
-                Some(level) => format!("rtt_level{level}"),
-                None => "rtt".to_string(),
-            };
-            let written =
-                log.write(iv.rtt, iv.start, iv.length, Some(&tag))
-                    .and_then(|()| match iv.rtt_intended {
-                        Some(h) => {
-                            log.write(h, iv.start, iv.length, Some(&format!("intended_{tag}")))
-                        }
-                        None => Ok(()),
-                    });
+            let written = iv.write_to(log, self.level);
             if let Err(e) = written {
                 tracing::debug!("{e}");
                 self.errors += 1;

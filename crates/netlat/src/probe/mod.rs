@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 use thiserror::Error;
 
-use crate::hist::{LatencyHist, LatencySummary};
+use crate::hist::{HistLog, HistLogError, LatencyHist, LatencySummary};
 use crate::wire::HEADER_LEN;
 
 /// When a probe stops measuring.
@@ -185,6 +185,31 @@ pub struct Interval<'a> {
     pub rtt_intended: Option<&'a LatencyHist>,
 }
 
+impl Interval<'_> {
+    /// Writes this interval's histograms to an HDR interval log, tagged `rtt` (and
+    /// `rtt_intended` in open-loop mode); under neighbor load each level's series
+    /// apart, `rtt_level{n}` and `rtt_intended_level{n}` (n counted from 0). The
+    /// one place these tags are made, for `nnb latency --hdr-log` and the agent.
+    pub fn write_to<W: io::Write>(
+        &self,
+        log: &mut HistLog<W>,
+        level: Option<usize>,
+    ) -> Result<(), HistLogError> {
+        let suffix = level.map_or_else(String::new, |n| format!("_level{n}"));
+        log.write(
+            self.rtt,
+            self.start,
+            self.length,
+            Some(&format!("rtt{suffix}")),
+        )?;
+        if let Some(intended) = self.rtt_intended {
+            let tag = format!("rtt_intended{suffix}");
+            log.write(intended, self.start, self.length, Some(&tag))?;
+        }
+        Ok(())
+    }
+}
+
 /// Why a probe could not run.
 #[derive(Debug, Error)]
 pub enum ProbeError {
@@ -307,5 +332,49 @@ impl IntervalClock {
         self.rtt.reset();
         self.rtt_intended.reset();
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tag of each interval line of an HDR interval log (`Tag=NAME,...`).
+    fn tags(log: &[u8]) -> Vec<String> {
+        String::from_utf8_lossy(log)
+            .lines()
+            .filter_map(|l| l.strip_prefix("Tag="))
+            .map(|l| l.split(',').next().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn interval_tags_name_the_series_and_the_level() {
+        let mut rtt = LatencyHist::new();
+        rtt.record(41_000);
+        let mut intended = LatencyHist::new();
+        intended.record(52_000);
+        let iv = |open_loop: bool| Interval {
+            start: Duration::ZERO,
+            length: Duration::from_secs(1),
+            sent: 1,
+            answered: 1,
+            rtt: &rtt,
+            rtt_intended: open_loop.then_some(&intended),
+        };
+        let mut log = HistLog::new(Vec::new(), "test").unwrap();
+        iv(false).write_to(&mut log, None).unwrap();
+        iv(true).write_to(&mut log, None).unwrap();
+        iv(true).write_to(&mut log, Some(2)).unwrap();
+        assert_eq!(
+            tags(&log.finish().unwrap()),
+            [
+                "rtt",
+                "rtt",
+                "rtt_intended",
+                "rtt_level2",
+                "rtt_intended_level2"
+            ]
+        );
     }
 }

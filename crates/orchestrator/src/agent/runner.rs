@@ -264,12 +264,8 @@ fn latency_with_hdr_log(cfg: &ProbeConfig, shared: &JobShared) -> Outcome {
     let mut log = HistLog::new(Vec::new(), &comment).map_err(|e| e.to_string())?;
     let mut log_error = None;
     let report = probe::run(&cfg, &shared.stop, &mut |iv| {
-        let tagged =
-            std::iter::once((iv.rtt, "rtt")).chain(iv.rtt_intended.map(|h| (h, "rtt_intended")));
-        for (hist, tag) in tagged {
-            if let Err(e) = log.write(hist, iv.start, iv.length, Some(tag)) {
-                log_error.get_or_insert(e.to_string());
-            }
+        if let Err(e) = iv.write_to(&mut log, None) {
+            log_error.get_or_insert(e.to_string());
         }
     })
     .map_err(|e| e.to_string())?;
