@@ -182,7 +182,12 @@ pub struct SenderTotals {
     pub datagrams: u64,
     /// Payload bytes sent.
     pub bytes: u64,
-    /// Seconds from the first send to the end of the last.
+    /// Seconds of sending, which the rates below divide by: for a paced stream, the
+    /// part of the schedule its datagrams (sent or skipped) occupy, one period each
+    /// (N datagrams at rate r: N / r, although the last leaves (N - 1) / r after the
+    /// first), or the time from the schedule's start to the end of the last send
+    /// when that is longer (a sender behind its schedule); unpaced, the latter.
+    /// Over all streams, the longest stream's.
     pub elapsed_s: f64,
     /// Payload rate, bit/s.
     pub payload_bps: f64,
@@ -422,7 +427,8 @@ struct StreamJob<'a> {
     live: &'a LiveCounters,
 }
 
-/// Totals of one stream from its counts.
+/// Totals of one stream from its counts and its sending time (see
+/// [`SenderTotals::elapsed_s`] and [`sending_ns`]).
 fn totals(cfg: &LoadConfig, datagrams: u64, bytes: u64, elapsed_ns: u64) -> SenderTotals {
     let secs = elapsed_ns as f64 / 1e9;
     let per_s = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
@@ -491,8 +497,7 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         }
         now = now_ns();
     }
-    // Up to the end of the last send: a stall between it and the stop is not load.
-    let elapsed = last_send_ns.unwrap_or(now).saturating_sub(start_ns);
+    let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
     let mut sent = totals(cfg, seq, seq * cfg.msg_size as u64, elapsed);
     sent.skipped = pacer.skipped();
     sent.send_errors = send_errors;
@@ -506,6 +511,15 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         sink,
         tcp_sink: None,
     })
+}
+
+/// A stream's sending time (see [`SenderTotals::elapsed_s`]): the schedule span
+/// of its used slots, or the time from `start_ns` to the end of its last send
+/// (`now_ns` when nothing was sent) when that is longer. Ending at the last send, not
+/// at the stop: a stall between the two is not load.
+fn sending_ns(pacer: &Pacer, start_ns: u64, last_send_ns: Option<u64>, now_ns: u64) -> u64 {
+    let sending = last_send_ns.unwrap_or(now_ns).saturating_sub(start_ns);
+    pacer.span_ns().map_or(sending, |span| span.max(sending))
 }
 
 /// Errors a connected UDP socket reports for an earlier datagram's ICMP error.
@@ -598,8 +612,7 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         live.bytes.fetch_add(len as u64, Ordering::Relaxed);
         now = now_ns();
     }
-    // Up to the end of the last send: a stall between it and the stop is not load.
-    let elapsed = last_send_ns.unwrap_or(now).saturating_sub(start_ns);
+    let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
     let mut sent = totals(cfg, writes, bytes, elapsed);
     sent.skipped = pacer.skipped();
     let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);

@@ -102,6 +102,15 @@ impl Pacer {
     pub fn skipped(&self) -> u64 {
         self.skipped
     }
+
+    /// How much of the schedule the slots used so far (sent or skipped) occupy, ns;
+    /// `None` when unlimited. Unit `k` owns the period from its deadline
+    /// `start + k / rate` to the next one, so `n` units span `n / rate`: ten units
+    /// at 10 per second span one second, although the tenth leaves at 900 ms.
+    pub fn span_ns(&self) -> Option<u64> {
+        self.per_ns
+            .map(|per_ns| (self.slots as f64 / per_ns).round() as u64)
+    }
 }
 
 #[cfg(test)]
@@ -158,6 +167,17 @@ mod tests {
         assert_eq!(p.due(15_000, 64), 0);
         // A batch smaller than the quantum still goes when full.
         assert_eq!(p.due(15_000, 4), 4);
+    }
+
+    #[test]
+    fn span_counts_one_period_per_unit() {
+        // 10 units/s: the tenth unit is due at 900 ms and the ten span 1 s.
+        let mut p = Pacer::new(0, Some(10.0), false);
+        assert_eq!(p.span_ns(), Some(0));
+        assert_eq!(p.due(900_000_000, 32), 10);
+        p.sent(10);
+        assert_eq!(p.span_ns(), Some(1_000_000_000));
+        assert_eq!(Pacer::new(0, None, false).span_ns(), None);
     }
 
     #[test]

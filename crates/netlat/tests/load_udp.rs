@@ -176,3 +176,35 @@ fn bad_settings_are_explained() {
     let e = load::run(&cfg, &stop).expect_err("too small");
     assert!(e.to_string().contains("32-byte nnb header"), "{e}");
 }
+
+#[test]
+fn sender_rate_counts_one_period_per_datagram() {
+    // 10 datagrams/s for 1 s: datagrams are due at 0, 100, ..., 900 ms, so exactly
+    // 10 go out, and the rate they make is 10/s (10 datagrams over 10 periods of
+    // 100 ms), not 10 over the 900 ms from the first send to the last (11.1/s).
+    // Payload: 10/s * 100 bytes * 8 = 8000 bit/s, as the sink measures it too.
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_secs(1),
+        msg_size: 100,
+        ..LoadConfig::new(
+            server.sink_addr().expect("sink address"),
+            Some(Rate::PacketsPerSec(10.0)),
+        )
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    assert_eq!(r.sent.datagrams, 10, "{:?}", r.sent);
+    assert!((r.sent.pps - 10.0).abs() < 0.1, "{:?}", r.sent);
+    assert!(within(r.sent.payload_bps, 8000.0, 0.01), "{:?}", r.sent);
+    let sink = r.sink.expect("the nnb sink answers");
+    assert!(within(sink.rate_bps, 8000.0, 0.01), "{sink:?}");
+    assert!(
+        within(r.sent.payload_bps, sink.rate_bps, 0.01),
+        "sender {:?} vs sink {sink:?}",
+        r.sent
+    );
+    let s = &r.streams[0].sent;
+    assert!((s.pps - 10.0).abs() < 0.1, "per stream: {s:?}");
+    assert!((s.elapsed_s - 1.0).abs() < 0.01, "per stream: {s:?}");
+}
