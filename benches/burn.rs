@@ -3,6 +3,10 @@
 //! steal loop costs. These are the numbers behind the claims that the timing overhead
 //! of a burn is below 0.1% and that the steal loop resolves gaps of a few
 //! microseconds.
+//!
+//! `fma_throughput/fma_48_per_op` counts single FMAs ([`FMA_CHAINS`] per op), so its
+//! elements/s divided by the core clock is FMAs per cycle: 8 is the peak of a core
+//! with two 256-bit FMA pipes (2 x 4 f64), 4 a latency-bound kernel.
 // criterion_group! below defines an undocumented public function.
 #![allow(missing_docs)]
 
@@ -11,7 +15,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nnb_burn::clock::{Clock, ClockChoice};
 use nnb_burn::steal::{scan, DEFAULT_THRESHOLD};
-use nnb_burn::workload::Workload;
+use nnb_burn::workload::{Workload, FMA_CHAINS};
 
 fn clocks(c: &mut Criterion) {
     let mut g = c.benchmark_group("clock_read");
@@ -37,6 +41,19 @@ fn workloads(c: &mut Criterion) {
     g.finish();
 }
 
+/// The `fma` workload with throughput in single f64 FMAs (FMA_CHAINS per op).
+fn fma_throughput(c: &mut Criterion) {
+    let w = Workload::Fma;
+    let batch = w.check_every();
+    let mut runner = w.runner();
+    let mut g = c.benchmark_group("fma_throughput");
+    g.throughput(Throughput::Elements(batch * FMA_CHAINS as u64));
+    g.bench_function(format!("fma_{FMA_CHAINS}_per_op"), |b| {
+        b.iter(|| black_box(runner.run_ops(batch)))
+    });
+    g.finish();
+}
+
 fn steal_loop(c: &mut Criterion) {
     let clock = Clock::calibrate();
     let threshold = clock.duration_to_ticks(DEFAULT_THRESHOLD);
@@ -49,5 +66,5 @@ fn steal_loop(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, clocks, workloads, steal_loop);
+criterion_group!(benches, clocks, workloads, fma_throughput, steal_loop);
 criterion_main!(benches);
