@@ -14,4 +14,5 @@ pub mod smt_probe;
 pub mod steal;
 pub mod sweep;
 pub mod topology;
+pub mod tsc_sync;
 pub mod workload;

@@ -78,6 +78,22 @@ pub fn read_counter() -> u64 {
     }
 }
 
+/// Reads the TSC to start a measured span: `lfence; rdtsc; lfence`. The leading
+/// fence orders the read after the preceding instructions, the trailing one keeps the
+/// following instructions (the measured work) from starting before the read. End
+/// stamps need only the leading fence ([`read_counter`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub fn read_counter_start() -> u64 {
+    // SAFETY: lfence and rdtsc are available on every x86_64 CPU and touch no memory.
+    unsafe {
+        core::arch::x86_64::_mm_lfence();
+        let t = core::arch::x86_64::_rdtsc();
+        core::arch::x86_64::_mm_lfence();
+        t
+    }
+}
+
 /// Reads the virtual counter, ordered after the preceding instructions (`isb`).
 #[cfg(target_arch = "aarch64")]
 #[inline(always)]
@@ -88,10 +104,30 @@ pub fn read_counter() -> u64 {
     v
 }
 
+/// Reads the virtual counter to start a measured span (`isb; mrs; isb`): ordered after
+/// the preceding instructions and before the following ones.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+pub fn read_counter_start() -> u64 {
+    let v: u64;
+    // SAFETY: cntvct_el0 is readable from EL0 on Linux; the asm touches no memory.
+    unsafe {
+        core::arch::asm!("isb", "mrs {v}, cntvct_el0", "isb", v = out(reg) v, options(nostack))
+    };
+    v
+}
+
 /// No counter on this architecture: `CLOCK_MONOTONIC_RAW` stands in.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[inline(always)]
 pub fn read_counter() -> u64 {
+    monotonic_raw_ns()
+}
+
+/// No counter on this architecture: `CLOCK_MONOTONIC_RAW` stands in.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+pub fn read_counter_start() -> u64 {
     monotonic_raw_ns()
 }
 
@@ -138,6 +174,8 @@ mod tests {
         let a = read_counter();
         std::thread::sleep(std::time::Duration::from_millis(1));
         assert!(read_counter() > a);
+        let b = read_counter_start();
+        assert!(b > a && read_counter() >= b);
     }
 
     #[cfg(target_arch = "x86_64")]
