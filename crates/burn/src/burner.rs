@@ -1,6 +1,7 @@
 //! The pinned burner: T threads, each pinned to its slot's CPU, verified, released
 //! together, running a fixed amount of work (the runtime is the result, like the
-//! thesis' `cpu_burn`) or running for a fixed time (ops/s is the result).
+//! thesis' `cpu_burn`), running for a fixed time (ops/s is the result), or running
+//! until told to stop ([`burn_until`]: a steady neighbor load).
 //!
 //! Truthfulness rules implemented here:
 //! - a thread pins itself, then reads back its affinity and the CPU it runs on; a
@@ -121,6 +122,19 @@ pub struct BurnResult {
     pub timing_overhead_share: f64,
 }
 
+/// When a burner thread stops.
+#[derive(Debug, Clone, Copy)]
+enum Limit<'a> {
+    /// After this many ops.
+    Ops(u64),
+    /// At the first check (every [`Workload::check_every`] ops) after `duration` has
+    /// passed (never without one) or after `stop` was raised.
+    Until {
+        duration: Option<Duration>,
+        stop: Option<&'a AtomicBool>,
+    },
+}
+
 /// Runs `workload` on one thread per slot and measures it.
 pub fn burn(
     clock: &Clock,
@@ -128,6 +142,48 @@ pub fn burn(
     work: Work,
     slots: &[Slot],
 ) -> Result<BurnResult, BurnError> {
+    let limit = match work {
+        Work::Ops(n) => Limit::Ops(n),
+        Work::Duration(d) => Limit::Until {
+            duration: Some(d),
+            stop: None,
+        },
+    };
+    let threads = run_threads(clock, workload, limit, slots, "burn")?;
+    Ok(summarize(clock, workload, work, threads))
+}
+
+/// Runs `workload` on one thread per slot until `stop` is raised: a steady load. The
+/// threads are started and pinned once and prepare their workload once (the `mem`
+/// buffer is allocated and faulted in once), then run without pause, checking the
+/// flag every [`Workload::check_every`] ops (tens to hundreds of microseconds). Each
+/// thread's `clock_reads - 1` is the number of such chunks it ran. The result is that
+/// of a fixed-time burn whose duration is the time it ran. Threads are named
+/// `steady-N`.
+pub fn burn_until(
+    clock: &Clock,
+    workload: &Workload,
+    slots: &[Slot],
+    stop: &AtomicBool,
+) -> Result<BurnResult, BurnError> {
+    let limit = Limit::Until {
+        duration: None,
+        stop: Some(stop),
+    };
+    let threads = run_threads(clock, workload, limit, slots, "steady")?;
+    let mut r = summarize(clock, workload, Work::Duration(Duration::ZERO), threads);
+    r.work = Work::Duration(Duration::from_nanos(r.wall_ns as u64));
+    Ok(r)
+}
+
+/// Starts one thread per slot, named `{name}-{thread}`, and collects their records.
+fn run_threads(
+    clock: &Clock,
+    workload: &Workload,
+    limit: Limit<'_>,
+    slots: &[Slot],
+    name: &str,
+) -> Result<Vec<ThreadRecord>, BurnError> {
     if slots.is_empty() {
         return Err(BurnError::NoThreads);
     }
@@ -138,8 +194,10 @@ pub fn burn(
             .map(|slot| {
                 let gate = &gate;
                 std::thread::Builder::new()
-                    .name(format!("burn-{}", slot.thread))
-                    .spawn_scoped(scope, move || run_thread(clock, workload, work, slot, gate))
+                    .name(format!("{name}-{}", slot.thread))
+                    .spawn_scoped(scope, move || {
+                        run_thread(clock, workload, limit, slot, gate)
+                    })
             })
             .collect();
         if handles.iter().any(Result::is_err) {
@@ -155,8 +213,7 @@ pub fn burn(
             })
             .collect()
     });
-    let threads = outcomes.into_iter().collect::<Result<Vec<_>, _>>()?;
-    Ok(summarize(clock, workload, work, threads))
+    outcomes.into_iter().collect()
 }
 
 fn summarize(
@@ -202,7 +259,7 @@ fn per_sec(ops: u64, ns: f64) -> f64 {
 fn run_thread(
     clock: &Clock,
     workload: &Workload,
-    work: Work,
+    limit: Limit<'_>,
     slot: &Slot,
     gate: &Gate,
 ) -> Result<ThreadRecord, BurnError> {
@@ -227,14 +284,16 @@ fn run_thread(
     }
 
     let cpu_start = current_cpu();
-    let start = clock.now();
-    let (end, ops, checksum, clock_reads) = match work {
-        Work::Ops(n) => {
+    let start = clock.start_now();
+    let (end, ops, checksum, clock_reads) = match limit {
+        Limit::Ops(n) => {
             let checksum = runner.run_ops(n);
             (clock.now(), n, checksum, 2)
         }
-        Work::Duration(d) => {
-            let deadline = start + clock.duration_to_ticks(d);
+        Limit::Until { duration, stop } => {
+            let deadline = duration.map_or(u64::MAX, |d| {
+                start.saturating_add(clock.duration_to_ticks(d))
+            });
             let chunk = workload.check_every();
             let (mut ops, mut checksum, mut reads) = (0u64, 0u64, 1u64);
             loop {
@@ -242,7 +301,7 @@ fn run_thread(
                 ops += chunk;
                 let now = clock.now();
                 reads += 1;
-                if now >= deadline {
+                if now >= deadline || stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
                     break (now, ops, checksum, reads);
                 }
             }
@@ -399,6 +458,36 @@ mod tests {
         assert!(t.elapsed_ns < 300e6, "{}", t.elapsed_ns);
         assert_eq!(t.ops % Workload::Int.check_every(), 0);
         assert!(t.clock_reads >= 2 && r.ops_per_sec > 0.0);
+    }
+
+    /// A steady burn runs until its flag is raised (here about 100 ms in), pinned, and
+    /// reports the time it ran as its duration.
+    #[test]
+    fn a_steady_burn_runs_until_stopped() {
+        let clock = Clock::calibrate();
+        let cpu = allowed_cpus()[0];
+        let stop = AtomicBool::new(false);
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+            });
+            burn_until(&clock, &Workload::Int, &[slot(0, Some(cpu))], &stop)
+        })
+        .unwrap();
+        let t = &r.threads[0];
+        assert_eq!((t.cpu_start, t.cpu_end), (Some(cpu), Some(cpu)));
+        // The stop comes 100 ms after the stopper starts, less the burner's start-up.
+        assert!(
+            t.elapsed_ns >= 50e6 && t.elapsed_ns < 2e9,
+            "{}",
+            t.elapsed_ns
+        );
+        assert_eq!(t.ops, (t.clock_reads - 1) * Workload::Int.check_every());
+        let Work::Duration(ran) = r.work else {
+            panic!("{:?}", r.work);
+        };
+        assert!((ran.as_nanos() as f64 - r.wall_ns).abs() < 1.0);
     }
 
     #[test]

@@ -27,8 +27,6 @@ use serde_json::Value;
 use super::job_table::{JobShared, Outcome};
 use crate::jobs::JobSpec;
 
-/// Length of one burn slice of a busy job: the stop flag is checked between slices.
-const BUSY_SLICE: Duration = Duration::from_millis(200);
 /// How often an idle or serving job checks its stop flag.
 const POLL: Duration = Duration::from_millis(20);
 /// Send time of a load job without a duration: it runs until stopped (or until its
@@ -58,7 +56,7 @@ pub(super) enum Job {
         /// Where the threads go.
         placement: Placement,
     },
-    /// Burn slices until stopped.
+    /// A steady burn until stopped: threads pinned and workload prepared once.
     Busy {
         /// The workload.
         workload: Workload,
@@ -100,11 +98,15 @@ pub(super) struct BurnJobResult {
 pub(super) struct BusyJobResult {
     /// Planned thread → CPU → core placement.
     pub placement: Placement,
-    /// Burn slices completed.
+    /// Chunks of work between two checks of the stop flag, summed over the threads
+    /// (each [`Workload::check_every`] ops, tens to hundreds of microseconds). The
+    /// threads run without pause from one chunk to the next: they are started,
+    /// pinned and given their workload's memory once.
     pub slices: u64,
-    /// Ops of all threads over all slices.
+    /// Ops of all threads.
     pub total_ops: u64,
-    /// Mean throughput over the slices, ops per second.
+    /// Throughput of all threads from the first start to the last end: the load's
+    /// intensity, ops per second.
     pub ops_per_sec: f64,
 }
 
@@ -314,29 +316,17 @@ impl Job {
                 workload,
                 placement,
             } => {
-                let clock = clock();
-                let (mut slices, mut total_ops, mut secs) = (0u64, 0u64, 0f64);
-                while !shared.should_stop() {
-                    let r = burner::burn(
-                        clock,
-                        &workload,
-                        Work::Duration(BUSY_SLICE),
-                        &placement.slots,
-                    )
+                let r = burner::burn_until(clock(), &workload, &placement.slots, &shared.stop)
                     .map_err(|e| e.to_string())?;
-                    slices += 1;
-                    total_ops += r.total_ops;
-                    secs += r.wall_ns / 1e9;
-                }
                 to_json(&BusyJobResult {
                     placement,
-                    slices,
-                    total_ops,
-                    ops_per_sec: if secs > 0.0 {
-                        total_ops as f64 / secs
-                    } else {
-                        0.0
-                    },
+                    slices: r
+                        .threads
+                        .iter()
+                        .map(|t| t.clock_reads.saturating_sub(1))
+                        .sum(),
+                    total_ops: r.total_ops,
+                    ops_per_sec: r.ops_per_sec,
                 })
             }
             Job::Steal {
@@ -371,5 +361,89 @@ impl Job {
                 Ok(Value::Null)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+    use std::net::Ipv4Addr;
+    use std::sync::atomic::Ordering;
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Thread ids of this process's threads named `name`, with each one's minor page
+    /// faults (`/proc/self/task/TID/stat` field 10).
+    fn tasks_named(name: &str) -> Vec<(u64, u64)> {
+        let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+            return Vec::new();
+        };
+        dir.filter_map(|e| {
+            let path = e.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            if comm.trim() != name {
+                return None;
+            }
+            let tid = path.file_name()?.to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            // Fields after the ")" that ends the command: state is field 3, minflt 10.
+            let minflt = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(7)?
+                .parse()
+                .ok()?;
+            Some((tid, minflt))
+        })
+        .collect()
+    }
+
+    /// A busy `mem` neighbor is one steady load: over a second its one thread keeps
+    /// its thread id (200 ms slices started a new thread five times a second) and,
+    /// once its buffer is faulted in, takes no more page faults (each slice allocated
+    /// and faulted in 4x the LLC again); its result counts ops and stop checks.
+    #[test]
+    fn a_busy_job_keeps_its_threads_and_memory_until_stopped() {
+        let env = JobEnv {
+            topology: Topology::host().expect("topology"),
+            cpus: placement::allowed_cpus(),
+            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        let spec = JobSpec::Busy {
+            workload: "mem".into(),
+            threads: 1,
+        };
+        let job = prepare(&spec, &env).expect("a valid busy job");
+        let shared = Arc::new(JobShared::default());
+        let runner = std::thread::spawn({
+            let shared = Arc::clone(&shared);
+            move || job.run(&shared)
+        });
+        // Watch the thread for at least a second after it appears, and until its
+        // buffer is faulted in (a while in a debug build on a busy machine): its page
+        // faults stay flat over the last half second.
+        let mut seen = BTreeSet::new();
+        let mut faults = Vec::new();
+        let settled = |f: &[u64]| f.len() >= 50 && f[f.len() - 1].abs_diff(f[f.len() - 25]) < 100;
+        for _ in 0..500 {
+            std::thread::sleep(Duration::from_millis(20));
+            let tasks = tasks_named("steady-0");
+            seen.extend(tasks.iter().map(|t| t.0));
+            faults.extend(tasks.iter().map(|t| t.1));
+            if settled(&faults) {
+                break;
+            }
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        let result = runner.join().expect("job thread").expect("busy result");
+        assert_eq!(seen.len(), 1, "thread ids seen: {seen:?}");
+        assert!(settled(&faults), "page faults kept growing: {faults:?}");
+        let slices = result["slices"].as_u64().expect("slices");
+        let ops = result["total_ops"].as_u64().expect("total_ops");
+        assert!(slices > 10, "{result}");
+        assert_eq!(ops, slices * Workload::Mem { bytes: 0 }.check_every());
+        assert!(result["ops_per_sec"].as_f64().expect("ops_per_sec") > 0.0);
     }
 }
