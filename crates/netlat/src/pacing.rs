@@ -2,11 +2,16 @@
 //! TCP) is due at `start + k / rate`. The sender asks how many units are due now,
 //! sends at most one batch of them, and waits for the next deadline when none is.
 //!
-//! After a stall (the thread was descheduled, a send blocked) more than a batch may
-//! be due. Without catch-up the pacer drops the excess slots from the schedule and
-//! counts them as skipped, so a stall shows up as a lower achieved rate instead of a
-//! burst at line rate that the measured neighbor would feel; with catch-up it sends
-//! them, one batch at a time, as fast as it can.
+//! A late wake-up or a slow send leaves the sender a little behind: up to one
+//! quantum's group plus [`STALL_SLACK_NS`] of the schedule, whatever is due goes
+//! out (in as many batches as it takes; at least [`STALL_SLACK_UNITS`] units), so
+//! ordinary jitter costs no units. Being
+//! further behind is a *stall* (the thread was descheduled, a send blocked). Without
+//! catch-up the pacer then releases one quantum's group (`min_units`, see
+//! [`Pacer::with_quantum`]) and drops every other overdue slot from the schedule,
+//! counting it as skipped: a stall shows up as a lower achieved rate and a `skipped`
+//! count, never as a burst at line rate that the measured neighbor would feel. With
+//! catch-up it sends them all, one batch at a time, as fast as it can.
 
 use crate::clock::wait_until;
 
@@ -18,6 +23,14 @@ pub const LOAD_SPIN_NS: u64 = 20_000;
 /// batches a system call (and a GSO message) can carry instead of one datagram per
 /// call. At 10 Gbit/s and 1400-byte datagrams, 50 us is 45 datagrams: one GSO message.
 pub const LOAD_QUANTUM_NS: u64 = 50_000;
+/// How far behind its schedule, beyond one quantum's group, the sender may fall
+/// before it counts as a stall (see the module documentation), but never less than
+/// [`STALL_SLACK_UNITS`]. 1 ms: wake-up latency and a slow `sendmmsg` stay below
+/// it, and what it lets through at once is at most 1 ms of the rate's traffic.
+pub const STALL_SLACK_NS: u64 = 1_000_000;
+/// The fewest units of slack before a stall: at a low rate, where 1 ms is less than
+/// a unit, a wake-up a few periods late still sends its few units.
+pub const STALL_SLACK_UNITS: u64 = 4;
 
 /// A schedule of units at a fixed rate, or unlimited.
 #[derive(Debug, Clone)]
@@ -31,19 +44,25 @@ pub struct Pacer {
     skipped: u64,
     /// Fewest units released at once (see [`LOAD_QUANTUM_NS`]).
     min_units: u64,
+    /// Units of the schedule in [`STALL_SLACK_NS`], at least [`STALL_SLACK_UNITS`].
+    slack_units: u64,
 }
 
 impl Pacer {
     /// A schedule starting at `start_ns` at `rate_per_s` units per second (`None`:
     /// unlimited).
     pub fn new(start_ns: u64, rate_per_s: Option<f64>, catch_up: bool) -> Self {
+        let per_ns = rate_per_s.map(|r| r / 1e9);
         Pacer {
             start_ns,
-            per_ns: rate_per_s.map(|r| r / 1e9),
+            per_ns,
             catch_up,
             slots: 0,
             skipped: 0,
             min_units: 1,
+            slack_units: per_ns.map_or(0, |p| {
+                ((p * STALL_SLACK_NS as f64) as u64).max(STALL_SLACK_UNITS)
+            }),
         }
     }
 
@@ -56,18 +75,21 @@ impl Pacer {
     }
 
     /// How many units to send at `now_ns`, at most `max_batch`; 0 when the next one
-    /// is not due yet. Drops the slots beyond one batch when behind without catch-up.
+    /// is not due yet. Without catch-up, after a stall (more than `min_units` plus
+    /// [`STALL_SLACK_NS`] of units, or [`STALL_SLACK_UNITS`], overdue) it releases only `min_units` and counts
+    /// the other overdue slots as skipped.
     pub fn due(&mut self, now_ns: u64, max_batch: u64) -> u64 {
         let Some(per_ns) = self.per_ns else {
             return max_batch;
         };
         let elapsed = now_ns.saturating_sub(self.start_ns) as f64;
         let due_total = (elapsed * per_ns) as u64 + 1;
-        let behind = due_total.saturating_sub(self.slots);
-        if behind > max_batch && !self.catch_up {
-            let drop = behind - max_batch;
+        let mut behind = due_total.saturating_sub(self.slots);
+        if !self.catch_up && behind > self.min_units + self.slack_units {
+            let drop = behind - self.min_units;
             self.skipped += drop;
             self.slots += drop;
+            behind = self.min_units;
         }
         let n = behind.min(max_batch);
         if n < self.min_units.min(max_batch) {
@@ -135,11 +157,13 @@ mod tests {
         let mut p = Pacer::new(0, Some(1000.0), false);
         let first = p.due(0, 8);
         p.sent(first);
-        // A 100 ms stall: 100 units due, one batch of 8 goes, 92 are dropped.
-        assert_eq!(p.due(100_000_000, 8), 8);
-        p.sent(8);
-        assert_eq!(p.skipped(), 92);
+        // A 100 ms stall: 100 units due (1 to 100), far beyond one unit plus 4 units
+        // of slack (1 ms is only one unit). One unit goes, the other 99 are dropped.
+        assert_eq!(p.due(100_000_000, 8), 1);
+        p.sent(1);
+        assert_eq!(p.skipped(), 99);
         assert_eq!(p.due(100_000_000, 8), 0);
+        assert_eq!(p.next_due_ns(), Some(101_000_000));
 
         let mut c = Pacer::new(0, Some(1000.0), true);
         let first = c.due(0, 8);
@@ -157,6 +181,52 @@ mod tests {
     }
 
     #[test]
+    fn a_stall_is_no_line_rate_burst() {
+        // The audit's case (M2): 8929 datagrams/s (100 Mbit/s of 1400-byte
+        // datagrams) with the load's quantum, batches of up to 1472 datagrams, and a
+        // 100 ms stall after the first datagram: 892 are overdue (1 to 892), beyond
+        // the 1 + 8 (1 ms) that a late wake-up may leave. One
+        // quantum's group (50 us at 8929/s is under one datagram: 1) goes out, the
+        // other 891 are skipped, instead of 892 datagrams at once.
+        let mut p = Pacer::new(0, Some(8929.0), false).with_quantum(LOAD_QUANTUM_NS);
+        let n = p.due(0, 1472);
+        assert_eq!(n, 1);
+        p.sent(n);
+        let b = p.due(100_000_000, 1472);
+        assert_eq!(b, 1);
+        p.sent(b);
+        assert_eq!(p.skipped(), 892 - b);
+        // Back on schedule: the next datagram (893) is due at 893/8929 s
+        // (100 011 199.46 ns, rounded up).
+        assert_eq!(p.due(100_000_000, 1472), 0);
+        assert_eq!(p.next_due_ns(), Some(100_011_200));
+    }
+
+    #[test]
+    fn lateness_within_the_slack_is_sent_not_skipped() {
+        // 1 unit per us, groups of 10, 1 ms of slack (1000 units).
+        let mut p = Pacer::new(0, Some(1e6), false).with_quantum(10_000);
+        // 500 us late: units 0..=508 are due (509), within 10 + 1000: all go, a
+        // batch at a time, and none is skipped.
+        let mut total = 0;
+        loop {
+            let n = p.due(508_000, 64);
+            if n == 0 {
+                break;
+            }
+            p.sent(n);
+            total += n;
+        }
+        assert_eq!((total, p.skipped()), (509, 0));
+        // 1.2 ms later: 1200 more are due (509 to 1708), past 10 + 1000: a stall. One
+        // group goes, 1190 are skipped.
+        assert_eq!(p.due(1_708_000, 64), 10);
+        p.sent(10);
+        assert_eq!(p.skipped(), 1190);
+        assert_eq!(p.due(1_708_000, 64), 0);
+    }
+
+    #[test]
     fn quantum_groups_units() {
         // 1 unit per us with a 10 us quantum: groups of 10.
         let mut p = Pacer::new(0, Some(1e6), false).with_quantum(10_000);
@@ -171,11 +241,14 @@ mod tests {
 
     #[test]
     fn span_counts_one_period_per_unit() {
-        // 10 units/s: the tenth unit is due at 900 ms and the ten span 1 s.
+        // 10 units/s: unit k is due at k * 100 ms; the tenth leaves at 900 ms and
+        // the ten span 1 s.
         let mut p = Pacer::new(0, Some(10.0), false);
         assert_eq!(p.span_ns(), Some(0));
-        assert_eq!(p.due(900_000_000, 32), 10);
-        p.sent(10);
+        for k in 0..10 {
+            assert_eq!(p.due(k * 100_000_000 + 1_000, 32), 1);
+            p.sent(1);
+        }
         assert_eq!(p.span_ns(), Some(1_000_000_000));
         assert_eq!(Pacer::new(0, None, false).span_ns(), None);
     }
