@@ -27,7 +27,7 @@ use thiserror::Error;
 
 use crate::clock::{duration_ns, now_ns};
 use crate::pacing::Pacer;
-use crate::probe::{connect_udp, ProbeError, MAX_UDP_PAYLOAD};
+use crate::probe::{connected_socket, MAX_UDP_PAYLOAD};
 use crate::report::{decode_report, encode_request, StreamReport};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse};
 use crate::serve::TcpReport;
@@ -159,15 +159,6 @@ pub enum LoadError {
     /// A stream thread panicked.
     #[error("load stream {0} panicked")]
     Panicked(usize),
-}
-
-impl From<ProbeError> for LoadError {
-    fn from(e: ProbeError) -> Self {
-        match e {
-            ProbeError::Invalid(m) => LoadError::Invalid(m),
-            ProbeError::Io { what, source } => LoadError::Io { what, source },
-        }
-    }
 }
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LoadError {
@@ -456,7 +447,8 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         stop,
         live,
     } = job;
-    let sock = connect_udp(cfg.target)?;
+    let sock =
+        connected_socket(cfg.target).map_err(|(what, source)| LoadError::Io { what, source })?;
     set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
     let local = sock
         .local_addr()

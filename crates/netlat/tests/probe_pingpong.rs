@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nnb_netlat::probe::{self, ProbeConfig, ProbeLength, ProbeReport};
+use nnb_netlat::probe::{self, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
 use nnb_netlat::serve::{ServeConfig, Server};
 use nnb_netlat::wire::Header;
 
@@ -97,9 +97,40 @@ fn busy_poll_duration_mode_with_intervals() {
     assert_ordered(&r);
 }
 
+/// Runs a probe that must fail because nothing answered; checks the error and
+/// returns how long it took.
+fn no_answer(cfg: &ProbeConfig, sent: u64) -> Duration {
+    let stop = AtomicBool::new(false);
+    let t = Instant::now();
+    let err = probe::run(cfg, &stop, &mut |_| {}).expect_err("nothing answers");
+    let took = t.elapsed();
+    match &err {
+        ProbeError::NoAnswer {
+            target,
+            sent: s,
+            late,
+            timeout,
+        } => {
+            assert_eq!(
+                (*target, *s, *late, *timeout),
+                (cfg.target, sent, 0, cfg.timeout)
+            );
+        }
+        other => panic!("expected NoAnswer, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.starts_with("no answer from 127.0.0.1:"), "{text}");
+    assert!(
+        text.contains(&format!("none of the {sent} pings")),
+        "{text}"
+    );
+    took
+}
+
 #[test]
-fn absent_server_counts_loss_and_finishes_on_time() {
-    // A bound socket that never answers: every ping times out.
+fn absent_server_fails_with_no_answer_and_finishes_on_time() {
+    // A bound socket that never answers: every ping times out, and a probe that
+    // heard nothing is an error, not a report of zero latency.
     let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let target = silent.local_addr().expect("addr");
     for busy_poll in [false, true] {
@@ -110,11 +141,7 @@ fn absent_server_counts_loss_and_finishes_on_time() {
             busy_poll,
             ..ProbeConfig::new(target)
         };
-        let t = Instant::now();
-        let r = run(&cfg);
-        let took = t.elapsed();
-        assert_eq!((r.counts.sent, r.counts.lost, r.counts.answered), (5, 5, 0));
-        assert_eq!(r.rtt.count, 0);
+        let took = no_answer(&cfg, 5);
         assert!(
             took >= Duration::from_millis(500),
             "waits each timeout: {took:?}"
@@ -124,6 +151,16 @@ fn absent_server_counts_loss_and_finishes_on_time() {
             "bounded by count*timeout: {took:?}"
         );
     }
+    // Open loop: 20 pings at 100/s, then one timeout for the last.
+    let cfg = ProbeConfig {
+        rate_pps: Some(100.0),
+        length: ProbeLength::Count(20),
+        timeout: Duration::from_millis(100),
+        warmup: Duration::ZERO,
+        ..ProbeConfig::new(target)
+    };
+    let took = no_answer(&cfg, 20);
+    assert!(took < Duration::from_millis(1000), "{took:?}");
     // Nothing bound at all: the kernel refuses, the probe still counts and ends.
     drop(silent);
     let cfg = ProbeConfig {
@@ -132,10 +169,8 @@ fn absent_server_counts_loss_and_finishes_on_time() {
         warmup: Duration::ZERO,
         ..ProbeConfig::new(target)
     };
-    let t = Instant::now();
-    let r = run(&cfg);
-    assert_eq!((r.counts.sent, r.counts.lost), (3, 3));
-    assert!(t.elapsed() < Duration::from_secs(1));
+    let took = no_answer(&cfg, 3);
+    assert!(took < Duration::from_secs(1), "{took:?}");
 }
 
 /// A reflector thread that treats ping `seq` by `behave(seq)`; stops on `stop`.

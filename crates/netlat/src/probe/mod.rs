@@ -224,6 +224,32 @@ pub enum ProbeError {
         /// The system's error.
         source: io::Error,
     },
+    /// Pings were sent and not one was answered within the timeout: nothing that
+    /// answers listens at the target (or the path drops everything), so there is
+    /// no latency to report.
+    #[error(
+        "no answer from {target}: none of the {sent} pings sent was answered within {timeout:?}{}",
+        late_note(*late)
+    )]
+    NoAnswer {
+        /// The reflector that did not answer.
+        target: SocketAddr,
+        /// Pings sent while measuring.
+        sent: u64,
+        /// Pongs that came, but after their timeout.
+        late: u64,
+        /// The per-ping timeout.
+        timeout: Duration,
+    },
+}
+
+/// The end of [`ProbeError::NoAnswer`]'s message: whether pongs came too late.
+fn late_note(late: u64) -> String {
+    if late == 0 {
+        String::new()
+    } else {
+        format!(" ({late} pongs came after the timeout)")
+    }
 }
 
 impl ProbeError {
@@ -236,28 +262,48 @@ impl ProbeError {
 
 /// Runs a probe: ping-pong, or open-loop when `cfg.rate_pps` is set. `stop` ends it
 /// early (between pings); `on_interval` is called once per `cfg.interval`.
+///
+/// A probe that sent pings and got not one answer in time fails with
+/// [`ProbeError::NoAnswer`] (its report would hold no latency at all); one with
+/// some answers reports the rest as `counts.lost`.
 pub fn run(
     cfg: &ProbeConfig,
     stop: &AtomicBool,
     on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
 ) -> Result<ProbeReport, ProbeError> {
     cfg.validate()?;
-    match cfg.rate_pps {
+    let report = match cfg.rate_pps {
         None => pingpong::run(cfg, stop, on_interval),
         Some(rate) => openloop::run(cfg, rate, stop, on_interval),
+    }?;
+    let c = report.counts;
+    if c.sent > 0 && c.answered == 0 {
+        return Err(ProbeError::NoAnswer {
+            target: cfg.target,
+            sent: c.sent,
+            late: c.late,
+            timeout: cfg.timeout,
+        });
     }
+    Ok(report)
 }
 
 /// A UDP socket bound to an ephemeral port of the target's address family and
 /// connected to `target`, so it only receives the target's datagrams.
 pub fn connect_udp(target: SocketAddr) -> Result<UdpSocket, ProbeError> {
+    connected_socket(target).map_err(|(what, source)| ProbeError::Io { what, source })
+}
+
+/// [`connect_udp`] for callers with their own error type: a failure is what was
+/// being done and the system's error.
+pub(crate) fn connected_socket(target: SocketAddr) -> Result<UdpSocket, (String, io::Error)> {
     let local: SocketAddr = match target {
         SocketAddr::V4(_) => (Ipv4Addr::UNSPECIFIED, 0).into(),
         SocketAddr::V6(_) => (Ipv6Addr::UNSPECIFIED, 0).into(),
     };
-    let sock = UdpSocket::bind(local).map_err(ProbeError::io("binding a UDP socket"))?;
+    let sock = UdpSocket::bind(local).map_err(|e| ("binding a UDP socket".to_string(), e))?;
     sock.connect(target)
-        .map_err(ProbeError::io(format!("connecting to {target}")))?;
+        .map_err(|e| (format!("connecting to {target}"), e))?;
     Ok(sock)
 }
 
