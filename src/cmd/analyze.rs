@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use nnb_analysis::read::{read_run, Run, MANIFEST};
 use nnb_analysis::report::{write_report, ReportOptions};
 use nnb_analysis::table::Table;
-use nnb_analysis::tables::{compare_tables, run_tables};
+use nnb_analysis::tables::{compare_tables, run_tables, tidy};
 
 use crate::exit::usage;
 use crate::out::Out;
@@ -29,6 +29,9 @@ pub(crate) enum Format {
     Csv,
     /// One JSON document: `{"runs": [...], "tables": [...]}`.
     Json,
+    /// CSV in long form instead of the tables: one row per run × role × group ×
+    /// level × metric with n, mean, sd, 95% CI and the degradation with its interval.
+    Tidy,
 }
 
 /// Arguments of `nnb analyze`.
@@ -117,6 +120,17 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
 /// The tables in `format`.
 fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<String> {
     Ok(match format {
+        Format::Tidy => {
+            let mut all: Option<Table> = None;
+            for run in runs {
+                let t = tidy(run).with_context(|| format!("the long form of {}", run.run_id))?;
+                match all.as_mut() {
+                    Some(a) => a.rows.extend(t.rows),
+                    None => all = Some(t),
+                }
+            }
+            all.map_or_else(String::new, |t| t.csv())
+        }
         Format::Terminal => tables.iter().map(terminal).collect::<Vec<_>>().join("\n"),
         Format::Markdown => tables
             .iter()

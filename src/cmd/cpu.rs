@@ -16,16 +16,17 @@ use comfy_table::Cell;
 
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
-use nnb_burn::burner::Work;
+use nnb_burn::burner::{BurnResult, Work};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{
     allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
 };
 use nnb_burn::session::{Session, Step};
-use nnb_burn::sweep::{analyze, expected_smt_knee, SweepAnalysis, SweepSpec};
+use nnb_burn::sweep::{analyze, SweepAnalysis, SweepSpec};
 use nnb_burn::topology::{Topology, TopologySummary};
 use nnb_burn::workload::Workload;
+use nnb_format::knee::expected_smt_knee;
 use nnb_format::stats::Summary;
 use nnb_format::Metric;
 use nnb_units::{format_per_sec, format_secs};
@@ -58,7 +59,7 @@ pub(crate) struct CpuArgs {
     #[arg(short, long, default_value = "fpadd")]
     pub workload: String,
     /// Fixed work: ops per thread (the runtime is the result) [default: about 1 s per
-    /// thread on a 3 GHz Zen 3: fpadd 1G, primes 4000 events, fma 800M, int 200M, mem 250M].
+    /// thread on a 3 GHz Zen 3: fpadd 1G, primes 4000 events, fma 500M, int 200M, mem 250M].
     #[arg(long, conflicts_with = "duration")]
     pub ops: Option<u64>,
     /// Fixed time, e.g. 10s, 500ms or 1h (ops/s is the result).
@@ -174,7 +175,7 @@ pub(crate) fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
     let steps = measure(&args, &cfg, &clock, placements)?;
     env.record_steal_after();
 
-    let sweep = cfg.sweep.then(|| sweep_report(&cfg, &steps, &topo));
+    let sweep = cfg.sweep.then(|| sweep_report(&cfg, &steps));
     let report = Report {
         environment: env,
         clock: clock.info(),
@@ -305,29 +306,38 @@ fn measure(
 }
 
 /// The sweep analysis: runtime for fixed work; seconds per op per thread for fixed time
-/// (the inverse of per-thread throughput, so larger is slower in both).
-fn sweep_report(cfg: &Config, steps: &[Step], topo: &Topology) -> SweepReport {
-    let (metric, points): (&'static str, Vec<(usize, f64)>) = match cfg.work {
-        Work::Ops(_) => (
-            Metric::RuntimeS.name(),
-            steps
-                .iter()
-                .map(|s| (s.threads, s.runtime_s.mean))
-                .collect(),
-        ),
-        Work::Duration(_) => (
-            "s_per_op_per_thread",
-            steps
-                .iter()
-                .map(|s| (s.threads, s.threads as f64 / s.ops_per_sec.mean))
-                .collect(),
-        ),
+/// (the inverse of per-thread throughput, so larger is slower in both), per repetition.
+/// The SMT knee is expected where the placement of the largest step first puts a thread
+/// on a core that already has one ([`nnb_format::knee::expected_smt_knee`]): the CPUs
+/// this process may use, their cores and the pin strategy decide it, not the host's
+/// totals.
+fn sweep_report(cfg: &Config, steps: &[Step]) -> SweepReport {
+    let (metric, value): (&'static str, fn(usize, &BurnResult) -> f64) = match cfg.work {
+        Work::Ops(_) => (Metric::RuntimeS.name(), |_, r| r.wall_ns / 1e9),
+        Work::Duration(_) => ("s_per_op_per_thread", |threads, r| {
+            threads as f64 / r.ops_per_sec
+        }),
     };
-    let summary = topo.summary();
+    let points: Vec<(usize, Summary)> = steps
+        .iter()
+        .filter_map(|s| {
+            let values: Vec<f64> = s.runs.iter().map(|r| value(s.threads, r)).collect();
+            Some((s.threads, Summary::of(&values)?))
+        })
+        .collect();
+    let expected = steps.iter().max_by_key(|s| s.threads).and_then(|s| {
+        let slots: Vec<(Option<usize>, Option<usize>)> = s
+            .placement
+            .slots
+            .iter()
+            .map(|slot| (slot.cpu, slot.core))
+            .collect();
+        expected_smt_knee(&slots)
+    });
     SweepReport {
         metric,
         analysis: analyze(&points),
-        expected_smt_knee: expected_smt_knee(summary.online, summary.smt_ways),
+        expected_smt_knee: expected,
     }
 }
 
@@ -386,10 +396,12 @@ fn print_human(out: &mut Out, report: &Report) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "clock {} at {:.3} MHz (calibration error {:.3} ppm, read {:.1} ns){}",
+        "clock {} at {:.3} MHz (calibration repeatability {}, read {:.1} ns){}",
         clock.source,
         clock.freq_hz / 1e6,
-        clock.calibration_error_ppm,
+        clock
+            .calibration_repeatability_ppm
+            .map_or_else(|| "none".to_string(), |p| format!("{p:.3} ppm")),
         clock.read_cost_ns,
         clock
             .warning
@@ -535,11 +547,17 @@ fn print_sweep(out: &mut Out, report: &Report, sweep: &SweepReport) -> io::Resul
         "sweep ({value_label}; degradation vs {} threads)\n{t}",
         report.steps[0].threads
     )?;
-    if let Some(k) = sweep.expected_smt_knee {
-        writeln!(
+    writeln!(out, "{}", sweep.analysis.noise.note())?;
+    match sweep.expected_smt_knee {
+        Some(k) => writeln!(
             out,
-            "expected SMT knee on this 2-way SMT host: {k} threads (n/2 + 1)"
-        )?;
+            "expected SMT knee: {k} threads (the first thread placed on a core that already \
+             has one)"
+        )?,
+        None => writeln!(
+            out,
+            "no SMT knee expected: no two threads of this placement share a core"
+        )?,
     }
     Ok(())
 }

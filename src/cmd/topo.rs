@@ -276,8 +276,11 @@ fn render_human(r: &Report, topo: &Topology) -> Result<String, fmt::Error> {
         ("nnb clock", c.source.clone()),
         ("frequency", format!("{:.3} MHz", c.freq_hz / 1e6)),
         (
-            "calibration error",
-            format!("{:.1} ppm", c.calibration_error_ppm),
+            "calibration repeatability",
+            c.calibration_repeatability_ppm.map_or_else(
+                || "none (not calibrated)".to_string(),
+                |p| format!("{p:.1} ppm"),
+            ),
         ),
         ("invariant", yes_no(c.invariant)),
         ("constant_tsc", yes_no(c.constant_tsc)),

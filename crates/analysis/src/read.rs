@@ -1,11 +1,12 @@
-//! Reading one run directory (`docs/results-format.md`, version 1) into a typed polars
+//! Reading one run directory (`docs/results-format.md`, versions 1 and 2) into a typed polars
 //! data frame: `manifest.json` into [`RunInfo`] (what analysis needs of
 //! [`nnb_format::Manifest`]), `samples.jsonl` into flat columns
 //! (the nested `result` object is skipped), HDR interval logs on demand.
 //!
 //! A torn last line and a last step with fewer than `parts` records (a crashed or
 //! running run) are tolerated and noted; any other unreadable line, or a
-//! `format_version` other than 1, is an error naming the file and line.
+//! `format_version` this nnb does not read ([`nnb_format::READABLE_VERSIONS`]), is an
+//! error naming the file and line.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -16,15 +17,16 @@ use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use nnb_format::{parse_sample, LineError, Metric, Sample};
+use nnb_format::quality::{Quality, ResultQuality};
+use nnb_format::{parse_sample, JobKind, LineError, Metric, Sample, SampleStatus};
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 pub use nnb_format::{columns, Scenario, FORMAT_VERSION, MANIFEST, SAMPLES};
 
-/// One record of `samples.jsonl` as analysis reads it: the nested `result` skipped.
-type Record = Sample<IgnoredAny>;
+/// One record of `samples.jsonl` as analysis reads it: of the nested `result`, only
+/// its qualifiers ([`Quality`]).
+type Record = Sample<ResultQuality>;
 
 /// Why a run could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -49,7 +51,7 @@ pub enum ReadError {
         message: String,
     },
     /// A record or the manifest carries a format version this crate does not read.
-    #[error("{path}:{line}: format_version {found} is not supported (this nnb reads version {FORMAT_VERSION})")]
+    #[error("{path}:{line}: format_version {found} is not supported (this nnb reads versions 1 to {FORMAT_VERSION})")]
     Version {
         /// The file.
         path: PathBuf,
@@ -80,7 +82,7 @@ pub enum ReadError {
 /// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// Format version (1).
+    /// Format version the run was written in (1 or 2).
     pub format_version: u32,
     /// The run id (the directory name).
     pub run_id: String,
@@ -97,6 +99,53 @@ pub struct RunInfo {
     /// What the controller warned about in any session (e.g. tenants sharing CPUs),
     /// each once, in order: they qualify every number of the run.
     pub warnings: Vec<String>,
+    /// The test tenant's machine, from its agent's health in the sessions.
+    pub test_topology: Option<TenantTopology>,
+}
+
+/// The test tenant's machine as its agent reported it (`sessions[].tenants[]` with
+/// role `test`, `health.topology` and `health.cpus`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantTopology {
+    /// Online logical CPUs.
+    pub online: Option<usize>,
+    /// Physical cores.
+    pub cores: Option<usize>,
+    /// Hardware threads per core.
+    pub smt_ways: Option<usize>,
+    /// The CPUs the tenant's agent was allowed to use (empty: not recorded).
+    pub cpus: Vec<usize>,
+}
+
+/// The test tenant's topology from the last session that recorded one.
+fn test_topology(manifest: &Value) -> Option<TenantTopology> {
+    let sessions = manifest.get("sessions")?.as_array()?;
+    let health = sessions.iter().rev().find_map(|s| {
+        s.get("tenants")?
+            .as_array()?
+            .iter()
+            .find(|t| t.get("role").and_then(Value::as_str) == Some("test"))?
+            .get("health")
+            .filter(|h| h.get("topology").is_some())
+    })?;
+    let count = |name: &str| {
+        health
+            .pointer(&format!("/topology/{name}"))
+            .and_then(Value::as_u64)
+            .and_then(|n| usize::try_from(n).ok())
+    };
+    Some(TenantTopology {
+        online: count("online"),
+        cores: count("cores"),
+        smt_ways: count("smt_ways"),
+        cpus: health
+            .get("cpus")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| usize::try_from(c.as_u64()?).ok())
+            .collect(),
+    })
 }
 
 /// One run, read.
@@ -109,8 +158,11 @@ pub struct Run {
     /// The manifest.
     pub manifest: RunInfo,
     /// One row per record of every complete step, flat columns named as in the format
-    /// (see [`columns`]); `result` is dropped.
+    /// (see [`columns`]) and a last column `record`, the row's index in `qualities`;
+    /// `result` is dropped.
     pub samples: DataFrame,
+    /// The qualifiers of each record's result, in record order.
+    pub qualities: Vec<Quality>,
     /// What was tolerated while reading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
 }
@@ -122,6 +174,7 @@ pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
     let samples_path = dir.join(SAMPLES);
     let (records, mut notes) = read_samples(&samples_path)?;
     let records = complete_steps(records, &mut notes);
+    let (records, qualities) = qualify(records, &mut notes);
     let samples = frame(&records).map_err(|source| ReadError::Frame {
         path: samples_path.clone(),
         source,
@@ -141,6 +194,7 @@ pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
         run_id: manifest.run_id.clone(),
         manifest,
         samples,
+        qualities,
         notes,
     })
 }
@@ -174,7 +228,7 @@ fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
         .get("format_version")
         .and_then(Value::as_u64)
         .ok_or_else(|| corrupt(path, 1, "no `format_version`: not an nnb manifest"))?;
-    if version != u64::from(FORMAT_VERSION) {
+    if !nnb_format::readable(version) {
         return Err(ReadError::Version {
             path: path.to_path_buf(),
             line: field_line("format_version"),
@@ -205,7 +259,7 @@ fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
         )
     })?;
     Ok(RunInfo {
-        format_version: FORMAT_VERSION,
+        format_version: u32::try_from(version).unwrap_or(FORMAT_VERSION),
         run_id,
         experiment_name: experiment
             .get("name")
@@ -218,6 +272,7 @@ fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
             .and_then(Value::as_u64)
             .and_then(|n| usize::try_from(n).ok()),
         warnings: session_warnings(&v),
+        test_topology: test_topology(&v),
         experiment,
     })
 }
@@ -322,7 +377,55 @@ fn complete_steps(records: Vec<(usize, Record)>, notes: &mut Vec<String>) -> Vec
         .collect()
 }
 
-/// Flat columns of the records, named as in [`columns`].
+/// Separates each record's qualifiers and applies what they say about its number,
+/// noting it: a probe that heard no answer measured nothing (the record counts as
+/// failed), and a load without a sink report from every stream has no received rate
+/// (never the sender's). Runs written before nnb checked these read the same way.
+fn qualify(records: Vec<Record>, notes: &mut Vec<String>) -> (Vec<Record>, Vec<Quality>) {
+    let (mut dead, mut partial) = (0usize, 0usize);
+    let mut qualities = Vec::with_capacity(records.len());
+    let records = records
+        .into_iter()
+        .map(|mut r| {
+            let q = r.result.take().map(|q| q.0).unwrap_or_default();
+            let ok = r.status == SampleStatus::Ok;
+            match JobKind::from_name(&r.job) {
+                Some(JobKind::Latency) if ok && q.probe_dead() => {
+                    dead += 1;
+                    r.status = SampleStatus::Failed;
+                    r.error = Some("the probe heard no answer".to_string());
+                    r.value = None;
+                    r.metrics = Default::default();
+                }
+                // A load result has its sender's totals; without them it is not one.
+                Some(JobKind::Load) if ok && q.sent.is_some() && !q.sink_complete() => {
+                    partial += 1;
+                    r.metrics.set(Metric::RateBps, None);
+                    if r.metric == Some(Metric::RateBps) {
+                        r.value = None;
+                    }
+                }
+                _ => {}
+            }
+            qualities.push(q);
+            r
+        })
+        .collect();
+    if dead > 0 {
+        notes.push(format!(
+            "{dead} latency record(s) heard no answer at all: counted as failed, not as RTT 0"
+        ));
+    }
+    if partial > 0 {
+        notes.push(format!(
+            "{partial} load record(s) lack a sink report from every stream: their received \
+             rate is missing (the sender's rate is not a received rate)"
+        ));
+    }
+    (records, qualities)
+}
+
+/// Flat columns of the records, named as in [`columns`], then `record`.
 fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     fn col<T, P>(name: &str, values: T) -> Column
     where
@@ -387,6 +490,10 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     });
     columns.extend(metrics);
     columns.push(col("hdr_log", os(|r| r.hdr_log.as_deref())));
+    columns.push(col(
+        "record",
+        (0..records.len() as u64).collect::<Vec<u64>>(),
+    ));
     DataFrame::new(records.len(), columns)
 }
 
@@ -427,13 +534,10 @@ impl Run {
         sum.ok_or_else(|| hdr_err("no `rtt` histogram in the log".to_string()))
     }
 
-    /// Logical CPUs of the host the tenants ran on: the controller's topology.
-    pub fn logical_cpus(&self) -> Option<usize> {
-        self.manifest
-            .controller
-            .pointer("/topology/logical")
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
+    /// The test tenant's machine as its agent reported it in the last session that
+    /// has it (never the controller's, which is the operator's machine on a cloud run).
+    pub fn test_topology(&self) -> Option<&TenantTopology> {
+        self.manifest.test_topology.as_ref()
     }
 
     /// The tenants' instance type on a cloud run: the aws provider's `instance_type`,

@@ -44,10 +44,16 @@ fn write_run(
 ) -> PathBuf {
     let dir = root.join(run_id);
     std::fs::create_dir_all(dir.join("hdr")).unwrap();
+    // The test tenant's agent reports `logical` CPUs on logical / 2 cores (2-way SMT);
+    // the controller is another machine.
+    let cpus: Vec<u64> = (0..logical).collect();
     let manifest = json!({
         "format_version": 1, "run_id": run_id, "nnb_version": "0.1.0",
         "experiment": experiment, "planned_steps": lines.len(),
-        "controller": {"topology": {"logical": logical}},
+        "controller": {"topology": {"logical": 2}},
+        "sessions": [{"tenants": [{"name": "test", "role": "test", "cpus": cpus,
+            "health": {"cpus": cpus, "topology": {"logical": logical, "online": logical,
+                "cores": logical / 2, "smt_ways": 2}}}]}],
     });
     std::fs::write(
         dir.join("manifest.json"),
@@ -308,10 +314,12 @@ fn one_load_steps_run_gets_its_tables_plots_and_an_index_with_its_notes() {
     }
     assert!(md.contains("![") && md.contains("(latency_percentiles.svg)"));
     assert!(html.contains("<table>") && html.contains("<td class=\"num\">"));
-    // the prediction of the emulated host (1 Gbit/s over 2 nodes) is the reference line
+    // the prediction of the emulated host (1 Gbit/s over 2 nodes) is the reference
+    // line, as payload: 1400-byte datagrams take 1442 bytes on a shaped link, so
+    // 500 * 1400 / 1442 = 485.4 Mbit/s
     let boxes = std::fs::read_to_string(out.join("throughput_per_node.svg")).unwrap();
     assert!(
-        boxes.contains("500 Mbit/s"),
+        boxes.contains("485 Mbit/s"),
         "predicted per-node rate in the legend"
     );
 }
@@ -356,7 +364,8 @@ fn a_staircase_and_a_sweep_get_a_directory_each_and_a_test_node_vs_metal_plot() 
     assert!(metal.contains("busy threads on the host"));
     assert!(metal.contains("m5-staircase: test node beside busy neighbors"));
     assert!(metal.contains("metal-sweep: threads on metal"));
-    assert!(metal.contains("expected knee: n/2 + 1 = 5 (8 CPUs)"));
+    // the sweep's test tenant: 4 cores, 2-way SMT, pin cores: the 5th thread shares
+    assert!(metal.contains("expected SMT knee: 5 threads"));
     let sweep_svg =
         std::fs::read_to_string(out.join("20261122T110000Z-222222/thread_sweep.svg")).unwrap();
     assert!(
@@ -507,10 +516,12 @@ fn every_fixture_run_gets_the_plots_its_scenario_supports() {
     );
     assert!(files.contains("staircase_vs_metal.svg"));
 
-    // m5.large: 25 Gbit/s host bandwidth over 48 instances = 521 Mbit/s per node
+    // m5.large: 25 Gbit/s host bandwidth over 48 instances = 521 Mbit/s of line rate
+    // per node; 1400-byte datagrams take 1466 bytes of Ethernet line, so
+    // 520.83 * 1400 / 1466 = 497.4 Mbit/s of payload
     let m5 = std::fs::read_to_string(out.join("20261122T100400Z-eeeeee/throughput_per_node.svg"))
         .unwrap();
-    assert!(m5.contains("predicted: host bw / 48 nodes: 521 Mbit/s"));
+    assert!(m5.contains("predicted payload: host bw / 48 nodes: 497 Mbit/s"));
     let html = check_index(&out);
     assert!(html.contains("20261122T100500Z-ffffff: samples.jsonl:13: torn last line ignored"));
 }

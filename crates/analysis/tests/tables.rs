@@ -52,7 +52,12 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
     assert_eq!(run.manifest.scenario, Scenario::NeighborStaircase);
     assert_eq!(run.run_id, "20261122T100000Z-aaaaaa");
     assert_eq!(run.samples.height(), 24);
-    assert_eq!(run.samples.width(), nnb_analysis::read::columns().count());
+    // The format's columns, then `record` (the row's index into `qualities`).
+    assert_eq!(
+        run.samples.width(),
+        nnb_analysis::read::columns().count() + 1
+    );
+    assert_eq!(run.qualities.len(), run.samples.height());
     assert!(
         run.notes
             .iter()
@@ -60,7 +65,8 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
         "{:?}",
         run.notes
     );
-    assert_eq!(run.logical_cpus(), Some(2));
+    // The fixture's sessions list no tenants: the test tenant's machine is unknown.
+    assert_eq!(run.test_topology(), None);
     assert_eq!(run.label(), "fixture-staircase");
 }
 
@@ -85,7 +91,7 @@ fn staircase_degradation_mean_stddev_ci_by_hand() {
     let half = 4.303 * 0.2 / 3f64.sqrt(); // t(0.975, df 2) = 4.303
     close(l.ci95.0, 10.0 - half);
     close(l.ci95.1, 10.0 + half);
-    close(l.degradation_pct, 0.0);
+    close(l.degradation_pct.unwrap(), 0.0);
     assert_eq!(l.values, vec![10.0, 10.2, 9.8]);
 
     // busy, neighbors=1: 11.0, 11.4, 10.6: mean 11.0, sd 0.4, (11 - 10) / 10 = 10%.
@@ -93,14 +99,14 @@ fn staircase_degradation_mean_stddev_ci_by_hand() {
     close(l.mean, 11.0);
     close(l.stddev, sd3([11.0, 11.4, 10.6], 11.0));
     close(l.stddev, 0.4);
-    close(l.degradation_pct, (11.0 - 10.0) / 10.0 * 100.0);
+    close(l.degradation_pct.unwrap(), (11.0 - 10.0) / 10.0 * 100.0);
 
     // busy, neighbors=2: 12.0, 12.6, 12.3: mean 12.3, sd 0.3, 23%.
     let l = level(busy, "neighbors=2");
     close(l.mean, 12.3);
     close(l.stddev, 0.3);
     close(l.ci95.1 - l.ci95.0, 2.0 * 4.303 * 0.3 / 3f64.sqrt());
-    close(l.degradation_pct, (12.3 - 10.0) / 10.0 * 100.0);
+    close(l.degradation_pct.unwrap(), (12.3 - 10.0) / 10.0 * 100.0);
     let (at, pct) = busy.max.unwrap();
     assert_eq!(at, 2.0);
     close(pct, 23.0);
@@ -108,13 +114,13 @@ fn staircase_degradation_mean_stddev_ci_by_hand() {
     // idle: 10.0/10.1/9.9 -> 10.0; 10.2/10.3/10.1 -> 10.2 (2%); neighbors=2 lost its
     // third repetition (failed): 10.4, 10.5 -> 10.45 (4.5%), sd sqrt(0.005), t(1) = 12.706.
     close(level(idle, "neighbors=0").mean, 10.0);
-    close(level(idle, "neighbors=1").degradation_pct, 2.0);
+    close(level(idle, "neighbors=1").degradation_pct.unwrap(), 2.0);
     let l = level(idle, "neighbors=2");
     assert_eq!(l.n, 2);
     close(l.mean, 10.45);
     close(l.stddev, 0.005f64.sqrt());
     close(l.ci95.1 - 10.45, 12.706 * 0.005f64.sqrt() / 2f64.sqrt());
-    close(l.degradation_pct, 4.5);
+    close(l.degradation_pct.unwrap(), 4.5);
     let (at, pct) = idle.max.unwrap();
     assert_eq!(at, 2.0);
     close(pct, 4.5);
@@ -126,7 +132,7 @@ fn staircase_table_and_summary_like_thesis_table_5_3() {
     let d = degradation(&run).unwrap().unwrap();
     let t = d.table();
     assert_eq!(t.columns[0], "level");
-    assert_eq!(t.columns.len(), 1 + 2 * 5);
+    assert_eq!(t.columns.len(), 1 + 2 * 6);
     assert_eq!(t.rows.len(), 3);
     assert_eq!(t.rows[1][0], Cell::text("neighbors=1"));
     // busy degradation % and idle degradation % of neighbors=2, side by side
@@ -135,8 +141,8 @@ fn staircase_table_and_summary_like_thesis_table_5_3() {
     };
     close(value, 23.0);
     assert_eq!(decimals, 2);
-    let Cell::Num { value, .. } = t.rows[2][10] else {
-        panic!("{:?}", t.rows[2][10]);
+    let Cell::Num { value, .. } = t.rows[2][11] else {
+        panic!("{:?}", t.rows[2][11]);
     };
     close(value, 4.5);
 
@@ -163,7 +169,9 @@ fn staircase_table_and_summary_like_thesis_table_5_3() {
 fn run_tables_notes_failed_steps_and_compare_needs_degradation() {
     let run = load("staircase");
     let tables = run_tables(&run).unwrap();
-    assert_eq!(tables.len(), 1);
+    // the degradation table, then the run's verdict
+    assert_eq!(tables.len(), 2);
+    assert_eq!(tables[1].name, "verdict");
     assert!(
         tables[0]
             .notes
@@ -179,18 +187,25 @@ fn run_tables_notes_failed_steps_and_compare_needs_degradation() {
 }
 
 #[test]
-fn thread_sweep_knee_at_n_over_2_plus_1() {
+fn thread_sweep_knee_at_the_tenants_cores_plus_1() {
     let run = load("thread-sweep");
     let k = knees(&run).unwrap().unwrap();
-    assert_eq!(k.logical_cpus, Some(8));
-    close(k.expected_knee.unwrap(), 8.0 / 2.0 + 1.0);
+    // The test tenant's agent: 8 online, 4 cores, 2-way SMT, all 8 CPUs allowed; pin
+    // `cores`: the 5th thread is the first on a busy core. The controller (2 CPUs,
+    // no SMT) does not count.
+    let t = run.test_topology().unwrap();
+    assert_eq!((t.online, t.cores, t.smt_ways), (Some(8), Some(4), Some(2)));
+    close(k.expected_knee.unwrap(), 4.0 + 1.0);
     // means: 1:10.0 2:10.1 3:10.1 4:10.2 5:13.0 6:13.1 7:13.2 8:14.5
     let means = [10.0, 10.1, 10.1, 10.2, 13.0, 13.1, 13.2, 14.5];
     assert_eq!(k.levels.len(), 8);
     for (l, m) in k.levels.iter().zip(means) {
         close(l.mean, m);
     }
-    close(k.levels[7].degradation_pct, (14.5 - 10.0) / 10.0 * 100.0);
+    close(
+        k.levels[7].degradation_pct.unwrap(),
+        (14.5 - 10.0) / 10.0 * 100.0,
+    );
     let want = [
         (1.0, 2.0, (10.1 - 10.0) / 10.0 * 100.0, false),
         (2.0, 3.0, 0.0, false),
@@ -210,8 +225,8 @@ fn thread_sweep_knee_at_n_over_2_plus_1() {
     assert_eq!((largest.from, largest.to), (4.0, 5.0));
     let t = k.table();
     assert_eq!(t.rows.len(), 7);
-    assert_eq!(t.rows[3][6], Cell::text("knee"));
-    assert_eq!(t.rows[3][7], Cell::text("n/2+1"));
+    assert_eq!(t.rows[3][7], Cell::text("knee"));
+    assert_eq!(t.rows[3][8], Cell::text("SMT"));
     assert!(
         t.notes.iter().any(|n| n.contains("(as expected)")),
         "{:?}",
@@ -329,7 +344,7 @@ fn latency_from_hdr_logs_by_hand() {
             .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     }
     let t = lat.table();
-    let Cell::Num { value, .. } = t.rows[1][9] else {
+    let Cell::Num { value, .. } = t.rows[1][11] else {
         panic!("{:?}", t.rows[1]);
     };
     close(value, 79.5 / 1000.0); // p90 - mean in µs
@@ -367,14 +382,15 @@ fn throughput_per_node_and_emulated_prediction() {
     let p = t.prediction.as_ref().unwrap();
     close(p.host_bw_bps, 200e6);
     assert_eq!(p.max_nodes, 2);
-    close(p.expected_per_node_bps, 200e6 / 2.0);
+    // as payload: a shaped link carries 1400 + 8 + 20 + 14 = 1442 bytes per datagram
+    close(p.expected_per_node_bps, 200e6 * 1400.0 / 1442.0 / 2.0);
     assert_eq!(p.baseline_bps, None);
     assert_eq!(p.shortfall_pct, None);
     let table = t.table();
     let Cell::Num { value, .. } = table.rows[1][7] else {
         panic!("{:?}", table.rows[1]);
     };
-    close(value, 48.75e6 / 100e6 * 100.0);
+    close(value, 48.75e6 / (100e6 * 1400.0 / 1442.0) * 100.0);
 }
 
 #[test]
@@ -389,11 +405,13 @@ fn throughput_prediction_from_the_catalog_for_m5_large() {
     close(l.max, 35e6);
     close(l.sum, 99e6);
     // thesis 6.3: a 25 Gbit/s m5 host shared by 48 m5.large = 520.83 Mbit/s each,
-    // against a 750 Mbit/s baseline: (750 - 520.83) / 750 = 30.56% short.
+    // against a 750 Mbit/s baseline: (750 - 520.83) / 750 = 30.56% short (the same
+    // share of both is payload, so the shortfall is framing-free).
     let p = t.prediction.unwrap();
     close(p.host_bw_bps, 25e9);
     assert_eq!(p.max_nodes, 48);
-    close(p.expected_per_node_bps, 25e9 / 48.0);
+    // as payload: 1400-byte datagrams take 1466 bytes of Ethernet line
+    close(p.expected_per_node_bps, 25e9 * 1400.0 / 1466.0 / 48.0);
     close(p.baseline_bps.unwrap(), 0.75e9);
     close(
         p.shortfall_pct.unwrap(),
@@ -464,7 +482,7 @@ fn unknown_version_names_file_and_line() {
     assert_eq!((*line, *found), (3, 2));
     assert!(
         err.to_string()
-            .contains("samples.jsonl:3: format_version 2"),
+            .contains("samples.jsonl:3: format_version 3"),
         "{err}"
     );
 }

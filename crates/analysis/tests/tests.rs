@@ -4,3 +4,4 @@
 mod plots;
 mod report;
 mod tables;
+mod truth;

@@ -88,11 +88,6 @@ pub struct ClockInfo {
     /// `None` (null) for `clock_gettime`, which is not calibrated. Files written before
     /// the rename call it `calibration_error_ppm` (0.0 for `clock_gettime`).
     pub calibration_repeatability_ppm: Option<f64>,
-    /// Transitional: `calibration_repeatability_ppm` under its old name, 0.0 where there
-    /// is none, for code not yet moved to the new field (`nnb cpu` and `nnb topo`
-    /// print it). Not serialized.
-    #[serde(skip)]
-    pub calibration_error_ppm: f64,
     /// Counter offsets between CPUs, measured by ping-pong from the first allowed CPU
     /// to every other ([`crate::tsc_sync`]); `None` for `clock_gettime` (one clock for
     /// all CPUs), with a single CPU, or when the check could not run.
@@ -220,7 +215,6 @@ impl Clock {
                 nonstop_tsc: facts.nonstop_tsc,
                 freq_hz: 1e9,
                 calibration_repeatability_ppm: None,
-                calibration_error_ppm: 0.0,
                 cross_cpu: None,
                 read_cost_ns: 0.0,
                 warning,
@@ -254,7 +248,6 @@ impl Clock {
                 nonstop_tsc: facts.nonstop_tsc,
                 freq_hz: mean,
                 calibration_repeatability_ppm: Some(spread_ppm),
-                calibration_error_ppm: spread_ppm,
                 cross_cpu: None,
                 read_cost_ns: 0.0,
                 warning,

@@ -1,11 +1,13 @@
 //! Thread sweeps (thesis figures 5.5, 5.7, 5.11): run 1..N threads, report each
 //! step's runtime and its degradation against the first step, and mark the knees,
-//! the largest jumps between consecutive steps. On a 2-way SMT host with n logical
-//! CPUs and `--pin cores`, the big knee is expected at n/2 + 1 threads, where the
-//! first thread has to share a core.
+//! the steps larger than the noise ([`nnb_format::knee`], shared with `nnb analyze`).
+//! With `--pin cores` on a 2-way SMT host the big knee is expected where the first
+//! thread has to share a core ([`nnb_format::knee::expected_smt_knee`]).
 
 use std::str::FromStr;
 
+use nnb_format::knee::{find_knees, KneeNoise};
+use nnb_format::stats::Summary;
 use serde::Serialize;
 
 /// A sweep of thread counts `start..=end` in steps of `step`, from `1..N[:step]`.
@@ -80,14 +82,16 @@ impl SweepSpec {
 pub struct SweepStep {
     /// Thread count.
     pub threads: usize,
-    /// The step's runtime (or time per op in a fixed-time run): larger is slower.
+    /// The mean of the step's repetitions: runtime, or time per op per thread in a
+    /// fixed-time run; larger is slower.
     pub value: f64,
     /// `(t_k - t_0) / t_0 * 100`, t_0 being the first step.
     pub degradation_pct: f64,
     /// Degradation added by this step over the previous one, in percentage points of t_0
     /// (0 for the first step).
     pub increment_pct: f64,
-    /// One of the largest jumps of the sweep.
+    /// A knee ([`nnb_format::knee`]): a step larger than the noise, and the largest or
+    /// at least half as large.
     pub knee: bool,
 }
 
@@ -98,58 +102,37 @@ pub struct SweepAnalysis {
     pub steps: Vec<SweepStep>,
     /// Thread counts marked as knees, largest jump first.
     pub knees: Vec<usize>,
+    /// How steps were told from noise.
+    pub noise: KneeNoise,
 }
 
-/// Analyses `(threads, value)` points in sweep order (value: larger is slower).
-///
-/// Knees: the largest positive increment is a knee; the second largest is one too
-/// when it is at least half the largest (a second, smaller plateau change). A sweep
-/// with a first value of 0 or fewer than two points has no knees.
-pub fn analyze(points: &[(usize, f64)]) -> SweepAnalysis {
-    let t0 = points.first().map_or(0.0, |p| p.1);
+/// Analyses `(threads, summary of the repetitions)` in sweep order (larger is slower).
+/// Knees follow [`nnb_format::knee::find_knees`], the definition `nnb analyze` uses.
+pub fn analyze(points: &[(usize, Summary)]) -> SweepAnalysis {
+    let t0 = points.first().map_or(0.0, |p| p.1.mean);
     let pct = |v: f64| if t0 > 0.0 { (v - t0) / t0 * 100.0 } else { 0.0 };
-    let mut steps: Vec<SweepStep> = points
+    let levels: Vec<(f64, Summary)> = points.iter().map(|(t, s)| (*t as f64, s.clone())).collect();
+    let found = find_knees(&levels, false);
+    let steps = points
         .iter()
         .enumerate()
-        .map(|(i, &(threads, value))| SweepStep {
-            threads,
-            value,
-            degradation_pct: pct(value),
+        .map(|(i, (threads, s))| SweepStep {
+            threads: *threads,
+            value: s.mean,
+            degradation_pct: pct(s.mean),
             increment_pct: if i == 0 {
                 0.0
             } else {
-                pct(value) - pct(points[i - 1].1)
+                pct(s.mean) - pct(points[i - 1].1.mean)
             },
-            knee: false,
+            knee: i > 0 && found.steps[i - 1].is_knee,
         })
         .collect();
-    let mut order: Vec<usize> = (1..steps.len())
-        .filter(|&i| steps[i].increment_pct > 0.0)
-        .collect();
-    order.sort_by(|&a, &b| steps[b].increment_pct.total_cmp(&steps[a].increment_pct));
-    let mut knees = Vec::new();
-    if let Some(&top) = order.first() {
-        knees.push(top);
-        if let Some(&second) = order.get(1) {
-            if steps[second].increment_pct >= steps[top].increment_pct / 2.0 {
-                knees.push(second);
-            }
-        }
-    }
-    for &k in &knees {
-        steps[k].knee = true;
-    }
     SweepAnalysis {
-        knees: knees.iter().map(|&k| steps[k].threads).collect(),
         steps,
+        knees: found.knees().into_iter().map(|t| t as usize).collect(),
+        noise: found.noise,
     }
-}
-
-/// The thread count where the SMT knee is expected: `n/2 + 1` on a 2-way SMT host of
-/// `logical` CPUs (the first thread that must share a core under `--pin cores`);
-/// `None` without SMT.
-pub fn expected_smt_knee(logical: usize, smt_ways: usize) -> Option<usize> {
-    (smt_ways == 2 && logical >= 2).then_some(logical / 2 + 1)
 }
 
 #[cfg(test)]
@@ -192,14 +175,20 @@ mod tests {
         }
     }
 
+    /// Repetitions 0.1% apart around `mean`.
+    fn reps(threads: usize, mean: f64) -> (usize, Summary) {
+        let d = mean * 0.001;
+        (threads, Summary::of(&[mean - d, mean, mean + d]).unwrap())
+    }
+
     /// An m5.metal-like sweep: flat to 48 threads, +25% at 49 (the SMT knee), then
     /// creeping up. Degradation at 49 is (125 - 100) / 100 * 100 = 25.
     #[test]
     fn finds_the_smt_knee() {
-        let mut pts: Vec<(usize, f64)> = (1..=48)
-            .map(|t| (t, 100.0 + (t - 1) as f64 * 0.01))
+        let mut pts: Vec<(usize, Summary)> = (1..=48)
+            .map(|t| reps(t, 100.0 + (t - 1) as f64 * 0.01))
             .collect();
-        pts.extend((49..=96).map(|t| (t, 125.0 + (t - 49) as f64 * 0.2)));
+        pts.extend((49..=96).map(|t| reps(t, 125.0 + (t - 49) as f64 * 0.2)));
         let a = analyze(&pts);
         assert_eq!(a.knees, vec![49]);
         let s49 = &a.steps[48];
@@ -207,25 +196,40 @@ mod tests {
         assert!((s49.degradation_pct - 25.0).abs() < 1e-9);
         assert!((s49.increment_pct - (25.0 - 0.47)).abs() < 1e-9);
         assert_eq!(a.steps[0].degradation_pct, 0.0);
-        assert_eq!(expected_smt_knee(96, 2), Some(49));
-        assert_eq!(expected_smt_knee(64, 1), None);
     }
 
     /// Two jumps of 10 and 6 points: both are knees (6 >= 10 / 2); a 3-point jump is not.
     #[test]
     fn marks_two_knees_when_comparable() {
-        let a = analyze(&[(1, 100.0), (2, 110.0), (3, 111.0), (4, 117.0), (5, 120.0)]);
+        let pts = [(1, 100.0), (2, 110.0), (3, 111.0), (4, 117.0), (5, 120.0)];
+        let a = analyze(&pts.map(|(t, m)| reps(t, m)));
         assert_eq!(a.knees, vec![2, 4]);
         let flags: Vec<bool> = a.steps.iter().map(|s| s.knee).collect();
         assert_eq!(flags, vec![false, true, false, true, false]);
-        let b = analyze(&[(1, 100.0), (2, 110.0), (3, 113.0)]);
+        let b = analyze(&[(1, 100.0), (2, 110.0), (3, 113.0)].map(|(t, m)| reps(t, m)));
         assert_eq!(b.knees, vec![2]);
     }
 
     #[test]
     fn flat_or_improving_sweeps_have_no_knee() {
-        assert!(analyze(&[(1, 10.0), (2, 9.0), (3, 8.0)]).knees.is_empty());
-        assert!(analyze(&[(1, 10.0)]).knees.is_empty());
+        let improving = [(1, 10.0), (2, 9.0), (3, 8.0)].map(|(t, m)| reps(t, m));
+        assert!(analyze(&improving).knees.is_empty());
+        assert!(analyze(&[reps(1, 10.0)]).knees.is_empty());
         assert!(analyze(&[]).steps.is_empty());
+    }
+
+    /// The audit's flat sweep (M3): steps of +0.1%, -0.15%, +0.13% with 0.2% noise
+    /// between repetitions are no knees; measured once each, nothing can be a knee.
+    #[test]
+    fn noise_is_not_a_knee() {
+        let noisy = |t: usize, m: f64| (t, Summary::of(&[m - 0.2, m, m + 0.2]).unwrap());
+        let pts = [(1, 100.0), (2, 100.1), (3, 99.95), (4, 100.08)];
+        let a = analyze(&pts.map(|(t, m)| noisy(t, m)));
+        assert!(a.knees.is_empty());
+        assert_eq!(a.noise, KneeNoise::Intervals);
+        let once = pts.map(|(t, m)| (t, Summary::of(&[m]).unwrap()));
+        let b = analyze(&once);
+        assert!(b.knees.is_empty());
+        assert_eq!(b.noise, KneeNoise::TooFewRepetitions);
     }
 }

@@ -41,16 +41,19 @@ impl JobKind {
 }
 
 /// The burner's totals in a `burn` job's result (`burn` object).
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BurnTotals {
     /// Wall time, last thread end - first thread start, ns.
     pub wall_ns: f64,
     /// Operations of all threads per second.
     pub ops_per_sec: f64,
+    /// One entry per thread (only counted here).
+    #[serde(default)]
+    pub threads: Vec<serde::de::IgnoredAny>,
 }
 
 /// What the format reads of a `burn` job's result.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BurnJobResult {
     /// The burn's totals.
     pub burn: BurnTotals,
@@ -92,29 +95,39 @@ pub struct SentTotals {
 /// What the sink reported of a load job (`sink` object).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct SinkTotals {
-    /// Payload rate received, bit/s.
+    /// Payload rate received, bit/s (of the streams that reported).
     pub rate_bps: f64,
+    /// Streams whose report arrived.
+    #[serde(default)]
+    pub streams_reported: Option<usize>,
 }
 
 /// What the format reads of a `load` job's result.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LoadJobResult {
     /// The sender's totals.
     pub sent: SentTotals,
     /// The sink's report, when it answered.
     #[serde(default)]
     pub sink: Option<SinkTotals>,
+    /// One entry per stream (only counted here).
+    #[serde(default)]
+    pub streams: Vec<serde::de::IgnoredAny>,
 }
 
 impl LoadJobResult {
-    /// Payload rate received by the sink, or sent when the sink did not report.
-    pub fn rate_bps(&self) -> f64 {
-        self.sink.map_or(self.sent.payload_bps, |s| s.rate_bps)
+    /// Payload rate received by the sink, only when every stream's report arrived:
+    /// a partial report undercounts, and the sender's rate is not a received rate
+    /// (on a saturated link it can be many times what arrived).
+    pub fn rate_bps(&self) -> Option<f64> {
+        let sink = self.sink?;
+        crate::quality::sink_complete(Some(sink.streams_reported), self.streams.len())
+            .then_some(sink.rate_bps)
     }
 }
 
 /// A measured job's result, read by kind.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum JobResult {
     /// A burn's.
     Burn(BurnJobResult),
@@ -186,6 +199,12 @@ impl Metrics {
             Ok(JobResult::Burn(b)) => {
                 m.values.set(Metric::RuntimeS, Some(b.burn.wall_ns / 1e9));
                 m.values.set(Metric::OpsPerSec, Some(b.burn.ops_per_sec));
+                let threads = b.burn.threads.len() as f64;
+                let per_thread = threads * 1e9 / b.burn.ops_per_sec;
+                m.values.set(
+                    Metric::NsPerOpPerThread,
+                    (threads > 0.0 && per_thread.is_finite()).then_some(per_thread),
+                );
             }
             Ok(JobResult::Latency(l)) => {
                 let r = l.rtt;
@@ -194,7 +213,7 @@ impl Metrics {
                     m.values.set(metric, Some(ns));
                 }
             }
-            Ok(JobResult::Load(l)) => m.values.set(Metric::RateBps, Some(l.rate_bps())),
+            Ok(JobResult::Load(l)) => m.values.set(Metric::RateBps, l.rate_bps()),
             Err(_) => {}
         }
         m.value = m.get(primary);
@@ -214,7 +233,7 @@ mod tests {
 
     #[test]
     fn burn_metrics_follow_the_work_mode() {
-        let r = json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0, "threads": []}});
+        let r = json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0, "threads": [{}, {}]}});
         let fixed = Metrics::of(JobKind::Burn, true, &r);
         assert_eq!(
             (fixed.metric, fixed.value),
@@ -225,6 +244,8 @@ mod tests {
             (timed.metric, timed.value, timed.get(Metric::RuntimeS)),
             (Some(Metric::OpsPerSec), Some(400.0), Some(2.5))
         );
+        // 2 threads at 400 ops/s together: 2 / 400 s = 5 ms per op per thread.
+        assert_eq!(timed.get(Metric::NsPerOpPerThread), Some(5e6));
     }
 
     #[test]
@@ -237,10 +258,17 @@ mod tests {
         let parsed = JobResult::parse(JobKind::Latency, &r).unwrap();
         assert_eq!(parsed.measured_secs(0.5), 2.5);
 
-        let sent = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6}, "sink": null});
-        assert_eq!(Metrics::of(JobKind::Load, false, &sent).value, Some(9e6));
+        // No sink report: no received rate, never the sender's 9 Mbit/s.
+        let sent = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e9}, "sink": null,
+            "streams": [{}]});
+        let m = Metrics::of(JobKind::Load, false, &sent);
+        assert_eq!((m.metric, m.value), (Some(Metric::RateBps), None));
+        // One of two streams reported 1 Gbit/s: half a view is not the received rate.
+        let half = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 2e9},
+            "sink": {"rate_bps": 1e9, "streams_reported": 1}, "streams": [{}, {}]});
+        assert_eq!(Metrics::of(JobKind::Load, false, &half).value, None);
         let sunk = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
-            "sink": {"rate_bps": 8e6}});
+            "sink": {"rate_bps": 8e6, "streams_reported": 1}, "streams": [{}]});
         let m = Metrics::of(JobKind::Load, false, &sunk);
         assert_eq!(
             (m.metric, m.get(Metric::RateBps)),

@@ -8,13 +8,18 @@
 //! - [`Metric`]: every metric column with its unit, direction and label, so no code
 //!   compares metric names as strings; [`Scenario`], [`Role`], [`JobKind`];
 //! - [`job`]: the typed fields of the agents' job results the format is made from;
-//! - [`stats`]: summary, median, Student-t and Welch intervals, degradation.
+//! - [`stats`]: summary, median, Student-t and Welch intervals, degradation;
+//! - [`knee`]: knees of a thread sweep and where the SMT knee is expected;
+//! - [`quality`]: the qualifiers of a number (loss, clock fallback, partial sink
+//!   reports, ...) read from a job's raw result.
 //!
 //! Plain data and arithmetic: no I/O beyond what callers pass in, no async.
 
 pub mod job;
 mod kind;
+pub mod knee;
 mod metric;
+pub mod quality;
 mod record;
 pub mod stats;
 mod time;
@@ -28,9 +33,17 @@ pub use record::{
 };
 pub use time::{run_id_stamp, timestamp};
 
-/// Version of the manifest and sample record format (their `format_version` field).
-/// Fields may be added within a version; renaming or removing one bumps it.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the manifest and sample record format this nnb writes (their
+/// `format_version` field). A change of fields or of a field's meaning bumps it;
+/// `docs/results-format.md` lists what each version changed.
+pub const FORMAT_VERSION: u32 = 2;
+/// Every version this nnb reads: runs of older versions stay readable.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+
+/// Whether this nnb reads records and manifests of `version`.
+pub fn readable(version: u64) -> bool {
+    READABLE_VERSIONS.iter().any(|&v| u64::from(v) == version)
+}
 /// Name of the manifest file in a run directory.
 pub const MANIFEST: &str = "manifest.json";
 /// Name of the samples journal in a run directory.

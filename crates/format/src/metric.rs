@@ -56,14 +56,18 @@ pub enum Metric {
     RttP99Ns,
     /// Latency probe: 99.9th percentile round-trip time, ns.
     RttP999Ns,
-    /// Load generator: payload rate received by the sink (sent rate when the sink did
-    /// not report), bit/s.
+    /// Load generator: payload rate received by the sink, bit/s; none unless every
+    /// stream's sink report arrived (never the sender's rate).
     RateBps,
+    /// Fixed-time burn: threads / ops per second, ns: the time one thread takes per
+    /// operation, which a thread sweep compares across levels (total throughput rises
+    /// with the thread count and says nothing about interference).
+    NsPerOpPerThread,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 9] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -72,6 +76,7 @@ impl Metric {
         Metric::RttP99Ns,
         Metric::RttP999Ns,
         Metric::RateBps,
+        Metric::NsPerOpPerThread,
     ];
 
     /// The round-trip-time metrics of a latency job: mean, p50, p90, p99, p99.9.
@@ -95,6 +100,7 @@ impl Metric {
             Metric::RttP99Ns => "rtt_p99_ns",
             Metric::RttP999Ns => "rtt_p999_ns",
             Metric::RateBps => "rate_bps",
+            Metric::NsPerOpPerThread => "ns_per_op_per_thread",
         }
     }
 
@@ -117,7 +123,8 @@ impl Metric {
             | Metric::RttP50Ns
             | Metric::RttP90Ns
             | Metric::RttP99Ns
-            | Metric::RttP999Ns => Quantity::Nanoseconds,
+            | Metric::RttP999Ns
+            | Metric::NsPerOpPerThread => Quantity::Nanoseconds,
             Metric::RateBps => Quantity::BitsPerSecond,
         }
     }
@@ -164,13 +171,16 @@ impl Metric {
             Metric::RttP99Ns => "p99 round-trip time",
             Metric::RttP999Ns => "p99.9 round-trip time",
             Metric::RateBps => "rate",
+            Metric::NsPerOpPerThread => "time per op per thread",
         }
     }
 
-    /// Digits shown after the point in tables: 4 for seconds, none for the rest.
+    /// Digits shown after the point in tables: 4 for seconds, 3 for the time per op
+    /// (about a nanosecond), none for the rest.
     pub fn decimals(self) -> usize {
-        match self.quantity() {
-            Quantity::Seconds => 4,
+        match (self, self.quantity()) {
+            (_, Quantity::Seconds) => 4,
+            (Metric::NsPerOpPerThread, _) => 3,
             _ => 0,
         }
     }
@@ -289,7 +299,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =

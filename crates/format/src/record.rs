@@ -299,7 +299,7 @@ pub struct Manifest<H = Value, C = Value> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LineError {
     /// The line carries another format version.
-    #[error("format_version {0} is not supported (this nnb reads version {FORMAT_VERSION})")]
+    #[error("format_version {0} is not supported (this nnb reads versions 1 to {FORMAT_VERSION})")]
     Version(u64),
     /// The line is not a record (not JSON, a field missing or of the wrong type).
     #[error("{0}")]
@@ -312,14 +312,15 @@ struct VersionOnly {
     format_version: u64,
 }
 
-/// Parses one line of `samples.jsonl` of format version [`FORMAT_VERSION`]; a line
-/// of another version is [`LineError::Version`] even when its fields differ.
+/// Parses one line of `samples.jsonl` of a readable format version
+/// ([`crate::READABLE_VERSIONS`]); a line of another version is [`LineError::Version`]
+/// even when its fields differ.
 pub fn parse_sample<R: serde::de::DeserializeOwned>(line: &str) -> Result<Sample<R>, LineError> {
     match serde_json::from_str::<Sample<R>>(line) {
-        Ok(s) if s.format_version == FORMAT_VERSION => Ok(s),
+        Ok(s) if crate::readable(u64::from(s.format_version)) => Ok(s),
         Ok(s) => Err(LineError::Version(u64::from(s.format_version))),
         Err(e) => match serde_json::from_str::<VersionOnly>(line) {
-            Ok(v) if v.format_version != u64::from(FORMAT_VERSION) => {
+            Ok(v) if !crate::readable(v.format_version) => {
                 Err(LineError::Version(v.format_version))
             }
             _ => Err(LineError::Invalid(e.to_string())),

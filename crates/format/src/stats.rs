@@ -115,22 +115,50 @@ pub fn degradation_pct(reference: f64, value: f64, higher_is_better: bool) -> f6
 /// degrees of freedom (rounded down, so the interval errs wide). `None` when either
 /// sample has fewer than two values or holds a NaN, or both have zero variance.
 pub fn welch_ci95(a: &[f64], b: &[f64]) -> Option<(f64, f64)> {
-    let (sa, sb) = (Summary::of(a)?, Summary::of(b)?);
-    if sa.n < 2 || sb.n < 2 {
+    Summary::of(a)?.welch_ci95(&Summary::of(b)?)
+}
+
+impl Summary {
+    /// [`welch_ci95`] of `mean(other) - mean(self)` from the two summaries.
+    pub fn welch_ci95(&self, other: &Summary) -> Option<(f64, f64)> {
+        let (sa, sb) = (self, other);
+        if sa.n < 2 || sb.n < 2 {
+            return None;
+        }
+        let (va, vb) = (
+            sa.stddev.powi(2) / sa.n as f64,
+            sb.stddev.powi(2) / sb.n as f64,
+        );
+        let se2 = va + vb;
+        if se2 == 0.0 {
+            return None;
+        }
+        let df = se2.powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
+        let half = t_critical_95(df.floor() as usize) * se2.sqrt();
+        let diff = sb.mean - sa.mean;
+        Some((diff - half, diff + half))
+    }
+}
+
+/// Welch's 95% interval of [`degradation_pct`] of `value` against `reference`: the
+/// interval of the difference of means over the reference mean, in percent, in the
+/// metric's direction (positive = worse). The reference mean's own uncertainty is not
+/// propagated. `None` where [`Summary::welch_ci95`] has none or the reference mean is 0.
+pub fn degradation_ci95(
+    reference: &Summary,
+    value: &Summary,
+    higher_is_better: bool,
+) -> Option<(f64, f64)> {
+    if reference.mean == 0.0 {
         return None;
     }
-    let (va, vb) = (
-        sa.stddev.powi(2) / sa.n as f64,
-        sb.stddev.powi(2) / sb.n as f64,
+    let sign = if higher_is_better { -1.0 } else { 1.0 };
+    let (lo, hi) = reference.welch_ci95(value)?;
+    let (lo, hi) = (
+        sign * lo / reference.mean * 100.0,
+        sign * hi / reference.mean * 100.0,
     );
-    let se2 = va + vb;
-    if se2 == 0.0 {
-        return None;
-    }
-    let df = se2.powi(2) / (va.powi(2) / (sa.n - 1) as f64 + vb.powi(2) / (sb.n - 1) as f64);
-    let half = t_critical_95(df.floor() as usize) * se2.sqrt();
-    let diff = sb.mean - sa.mean;
-    Some((diff - half, diff + half))
+    Some((lo.min(hi), lo.max(hi)))
 }
 
 /// Two-sided 95% critical value of Student's t for `df` degrees of freedom (df >= 1;

@@ -159,7 +159,8 @@ pub struct JobStatus {
     pub state: JobState,
     /// The result as JSON, by kind: `burn` `{placement, clock, burn}` (placement,
     /// `ClockInfo` and `BurnResult` of nnb_burn); `busy` `{placement, slices,
-    /// total_ops, ops_per_sec}`; `steal` a `StealReport`; `latency` a netlat
+    /// total_ops, ops_per_sec}` of one steady burn (`slices`: stop checks over all
+    /// threads); `steal` a `StealReport`; `latency` a netlat
     /// `ProbeReport`; `load` a netlat `LoadReport`; `serve` `{reflector, sink}`
     /// (bound addresses) while running, its final `ServeSnapshot` once stopped;
     /// `idle` `null`.

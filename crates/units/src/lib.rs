@@ -19,6 +19,8 @@
 //!   a bound on CPU numbers before anything is expanded.
 //! - **Ranges** ([`parse_steps`]): `FROM:TO:STEP` or `FROM..TO[:STEP]` (`..=` too)
 //!   over counts or rates, at most [`MAX_LEVELS`] levels.
+//!
+//! [`wire`] holds the header bytes that turn a UDP payload rate into a link's rate.
 
 mod cpulist;
 mod duration;
@@ -27,6 +29,7 @@ mod number;
 mod range;
 mod rate;
 mod size;
+pub mod wire;
 
 pub use cpulist::{cpu_list_arg, format_cpu_list, parse_cpu_list, CpuList, CpuListError, MAX_CPUS};
 pub use duration::{parse_duration, parse_positive_duration};

@@ -99,7 +99,8 @@ pub(crate) fn staircase(runs: &[(String, &Degradation)]) -> LineChart {
     }
 }
 
-/// Markers of a sweep: each knee, and the expected knee at `n/2 + 1`.
+/// Markers of a sweep: each knee, and where the test tenant's placement expects the
+/// SMT knee.
 fn knee_markers(k: &Knees, prefix: &str) -> Vec<(f64, String)> {
     let knees = k.steps.iter().filter(|s| s.is_knee).map(|s| {
         let label = format!(
@@ -108,12 +109,9 @@ fn knee_markers(k: &Knees, prefix: &str) -> Vec<(f64, String)> {
         );
         (s.to, label)
     });
-    let expected = k.expected_knee.map(|e| {
-        let n = k
-            .logical_cpus
-            .map_or(String::new(), |n| format!(" ({n} CPUs)"));
-        (e, format!("{prefix}expected knee: n/2 + 1 = {e}{n}"))
-    });
+    let expected = k
+        .expected_knee
+        .map(|e| (e, format!("{prefix}expected SMT knee: {e} threads")));
     knees.chain(expected).collect()
 }
 
@@ -339,7 +337,7 @@ pub(crate) fn throughput(label: &str, t: &Throughput) -> BoxChart {
             .collect(),
         reference: t.prediction.as_ref().map(|p| {
             (
-                format!("predicted: host bw / {} nodes", p.max_nodes),
+                format!("predicted payload: host bw / {} nodes", p.max_nodes),
                 p.expected_per_node_bps,
             )
         }),

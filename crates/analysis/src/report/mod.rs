@@ -280,6 +280,7 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
     for table in a.analyses.tables(a.run) {
         w.table(table)?;
     }
+    w.table(crate::tables::tidy(a.run)?)?;
     let label = a.label().to_string();
     if let Some(d) = &a.analyses.degradation {
         if a.run.manifest.scenario == Scenario::NeighborStaircase {

@@ -1,13 +1,13 @@
 //! Degradation per step against the group's first level (thesis 5.2): mean, stddev and
 //! 95% CI of the repetitions, busy and idle side by side, and the maximum per run.
 
-use nnb_format::stats::{degradation_pct, Summary};
+use nnb_format::stats::{degradation_ci95, degradation_pct, Summary};
 use nnb_format::{Metric, Role};
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, is, measured, AnalysisError, Level};
+use super::{by_group, is, measured, planned_levels, AnalysisError, Level, Row};
 
 /// Degradation of the test tenant's primary metric per level, per group.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,8 +27,14 @@ pub struct Degradation {
 pub struct GroupLevels {
     /// Group name, e.g. `busy`.
     pub group: String,
-    /// Levels in plan order; the first is the reference.
+    /// Measured levels, lowest first.
     pub levels: Vec<LevelStats>,
+    /// The reference: the group's lowest planned level (`neighbors=0`, 1 thread, no
+    /// load), whether or not it was measured.
+    pub reference: String,
+    /// Whether the reference has no successful repetition: then no level of the group
+    /// has a degradation (it never moves to the next level).
+    pub reference_missing: bool,
     /// The level with the largest degradation and that degradation in percent.
     pub max: Option<(f64, f64)>,
 }
@@ -48,8 +54,12 @@ pub struct LevelStats {
     pub stddev: f64,
     /// 95% confidence interval of the mean (Student t).
     pub ci95: (f64, f64),
-    /// Degradation of the mean against the group's first level, percent (positive = worse).
-    pub degradation_pct: f64,
+    /// Degradation of the mean against the group's reference level, percent (positive =
+    /// worse); `None` when the reference has no successful repetition.
+    pub degradation_pct: Option<f64>,
+    /// Welch's 95% interval of the degradation (the difference of the two means over
+    /// the reference mean); `None` with fewer than two repetitions on either side.
+    pub degradation_ci95: Option<(f64, f64)>,
     /// The repetitions' values, in plan order.
     pub values: Vec<f64>,
 }
@@ -69,18 +79,38 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         run: run.run_id.clone(),
         message: "a measured test record names no known metric".to_string(),
     })?;
-    let higher_is_better = first.higher_is_better.unwrap_or(false);
+    let (metric, higher_is_better) = match per_thread(run, metric) {
+        Some(m) => (m, false),
+        None => (metric, first.higher_is_better.unwrap_or(false)),
+    };
+    let planned = planned_levels(run, Role::Test)?;
     let mut groups = Vec::new();
-    for (group, levels) in by_group(&rows) {
-        let levels = group_stats(run, &levels, higher_is_better)?;
+    for (group, mut levels) in by_group(&rows) {
+        levels.sort_by(|a, b| a.level.total_cmp(&b.level));
+        let (reference, reference_label) = planned
+            .iter()
+            .filter(|(g, _, _)| *g == group)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map_or_else(
+                || (levels[0].level, levels[0].label.clone()),
+                |(_, level, label)| (*level, label.clone()),
+            );
+        let levels = group_stats(run, &levels, metric, higher_is_better, reference)?;
+        let reference_missing = levels.first().map_or(true, |l| l.level != reference);
         let max = levels
             .iter()
-            .fold(None::<&LevelStats>, |best, l| match best {
-                Some(b) if b.degradation_pct >= l.degradation_pct => Some(b),
+            .filter_map(|l| Some((l.level, l.degradation_pct?)))
+            .fold(None::<(f64, f64)>, |best, l| match best {
+                Some(b) if b.1 >= l.1 => Some(b),
                 _ => Some(l),
-            })
-            .map(|l| (l.level, l.degradation_pct));
-        groups.push(GroupLevels { group, levels, max });
+            });
+        groups.push(GroupLevels {
+            group,
+            levels,
+            reference: reference_label,
+            reference_missing,
+            max,
+        });
     }
     Ok(Some(Degradation {
         unit: metric.unit().to_string(),
@@ -90,37 +120,90 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
     }))
 }
 
-/// Statistics of each level of one group, degradation against its first level.
+/// The metric a thread sweep is analysed on: a fixed-time sweep's total throughput
+/// rises with the thread count, so it is compared per thread
+/// ([`Metric::NsPerOpPerThread`]); `None` for other runs and metrics.
+fn per_thread(run: &Run, metric: Metric) -> Option<Metric> {
+    (is(run, Scenario::ThreadSweep) && metric == Metric::OpsPerSec)
+        .then_some(Metric::NsPerOpPerThread)
+}
+
+/// A record's value of `metric`: its primary value, or the metric's column. The time
+/// per op per thread is the level (threads) over the total throughput when the record
+/// predates that column.
+fn value_of(row: &Row, metric: Metric) -> Option<f64> {
+    if row.metric == Some(metric) {
+        return row.value;
+    }
+    match (metric, row.metrics.get(metric)) {
+        (_, Some(v)) => Some(v),
+        (Metric::NsPerOpPerThread, None) => {
+            let ops = row.metrics.get(Metric::OpsPerSec)?;
+            (ops > 0.0).then(|| row.level * 1e9 / ops)
+        }
+        _ => None,
+    }
+}
+
+/// Statistics of each level of one group (in the order given), degradation against the
+/// level `reference`: none at all when `reference` has no measured repetition.
 pub(crate) fn group_stats(
     run: &Run,
     levels: &[Level<'_>],
+    metric: Metric,
     higher_is_better: bool,
+    reference: f64,
 ) -> Result<Vec<LevelStats>, AnalysisError> {
-    let mut out: Vec<LevelStats> = Vec::new();
-    for l in levels {
-        let values: Vec<f64> = l.rows.iter().filter_map(|r| r.value).collect();
-        let Some(s) = Summary::of(&values) else {
-            continue;
-        };
-        let reference = out.first().map_or(s.mean, |f| f.mean);
-        if reference == 0.0 {
+    let measured: Vec<(&Level<'_>, Vec<f64>, Summary)> = levels
+        .iter()
+        .filter_map(|l| {
+            let values: Vec<f64> = l.rows.iter().filter_map(|r| value_of(r, metric)).collect();
+            let s = Summary::of(&values)?;
+            Some((l, values, s))
+        })
+        .collect();
+    let base = measured.iter().find(|(l, _, _)| l.level == reference);
+    if let Some((l, _, s)) = base {
+        if s.mean == 0.0 {
             return Err(AnalysisError::Data {
                 run: run.run_id.clone(),
                 message: format!("the reference level `{}` has a mean of 0", l.label),
             });
         }
-        out.push(LevelStats {
-            level: l.level,
-            label: l.label.clone(),
-            n: s.n,
-            mean: s.mean,
-            stddev: s.stddev,
-            ci95: (s.ci95_low, s.ci95_high),
-            degradation_pct: degradation_pct(reference, s.mean, higher_is_better),
-            values,
-        });
     }
-    Ok(out)
+    Ok(measured
+        .iter()
+        .map(|(l, values, s)| {
+            let against = base.map(|(_, _, b)| {
+                (
+                    degradation_pct(b.mean, s.mean, higher_is_better),
+                    degradation_ci95(b, s, higher_is_better),
+                )
+            });
+            LevelStats {
+                level: l.level,
+                label: l.label.clone(),
+                n: s.n,
+                mean: s.mean,
+                stddev: s.stddev,
+                ci95: (s.ci95_low, s.ci95_high),
+                degradation_pct: against.map(|a| a.0),
+                degradation_ci95: against.and_then(|a| a.1),
+                values: values.clone(),
+            }
+        })
+        .collect())
+}
+
+/// A level's degradation interval, `lo..hi`, marked `n.s.` when it includes 0.
+fn degradation_ci_cell(l: &LevelStats) -> Cell {
+    match l.degradation_ci95 {
+        Some((lo, hi)) => {
+            let ns = if lo <= 0.0 && hi >= 0.0 { " n.s." } else { "" };
+            Cell::Text(format!("{lo:.2}..{hi:.2}{ns}"))
+        }
+        None => Cell::Empty,
+    }
 }
 
 impl Degradation {
@@ -136,6 +219,7 @@ impl Degradation {
                 format!("{} sd", g.group),
                 format!("{} ±ci95", g.group),
                 format!("{} degr %", g.group),
+                format!("{} degr 95% CI", g.group),
             ]);
         }
         let mut labels: Vec<&str> = Vec::new();
@@ -158,15 +242,10 @@ impl Degradation {
                             Cell::num(l.mean, d),
                             Cell::num(l.stddev, d),
                             Cell::num((l.ci95.1 - l.ci95.0) / 2.0, d),
-                            Cell::num(l.degradation_pct, 2),
+                            l.degradation_pct.map_or(Cell::Empty, |p| Cell::num(p, 2)),
+                            degradation_ci_cell(l),
                         ]),
-                        None => row.extend([
-                            Cell::Empty,
-                            Cell::Empty,
-                            Cell::Empty,
-                            Cell::Empty,
-                            Cell::Empty,
-                        ]),
+                        None => row.extend(std::iter::repeat(Cell::Empty).take(6)),
                     }
                 }
                 row
@@ -178,10 +257,26 @@ impl Degradation {
             "(t_k - t_0) / t_0 * 100"
         };
         let mut notes = vec![format!(
-            "{}: degradation = {direction} against each group's first level; positive = worse; \
-             95% CI of the mean with Student's t",
+            "{}: degradation = {direction} against each group's lowest level; positive = worse; \
+             95% CI of the mean with Student's t; the degradation's 95% CI is Welch's \
+             interval of the difference of means over the reference mean, `n.s.` where it \
+             includes 0 (not significant)",
             self.metric
         )];
+        if self.metric == Metric::NsPerOpPerThread {
+            notes.push(
+                "fixed-time thread sweep: compared per thread (threads / total ops/s), since \
+                 total throughput grows with the thread count"
+                    .to_string(),
+            );
+        }
+        for g in self.groups.iter().filter(|g| g.reference_missing) {
+            notes.push(format!(
+                "{}: the reference level {} has no successful repetition: no degradation \
+                 for this group",
+                g.group, g.reference
+            ));
+        }
         for g in &self.groups {
             if let Some((level, pct)) = g.max {
                 let label = g

@@ -1,44 +1,38 @@
-//! Thread-sweep knees (thesis 5.1): the steps where the runtime jumps, against the
-//! expected knee at `n/2 + 1` threads on a host with `n` logical CPUs (SMT siblings
-//! start sharing a core).
+//! Thread-sweep knees (thesis 5.1): the steps where the runtime jumps beyond the
+//! noise ([`nnb_format::knee`], the definition `nnb cpu --sweep` uses too), against
+//! the thread count where the measured tenant's own placement first shares a core.
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use nnb_format::stats::degradation_pct;
+use nnb_format::knee::{expected_smt_knee, expected_smt_knee_from_counts, find_knees};
+pub use nnb_format::knee::{KneeNoise, KneeStep};
+use nnb_format::stats::Summary;
 use nnb_format::Metric;
 
-use super::{degradation, is, AnalysisError, LevelStats};
+use super::{degradation, is, measured, AnalysisError, LevelStats};
+use nnb_format::Role;
 
 /// The sweep's levels and the steps between them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Knees {
+    /// The metric compared (runtime, or time per op per thread for fixed time).
+    pub metric: Metric,
     /// Statistics per thread count (degradation against the first level).
     pub levels: Vec<LevelStats>,
-    /// Logical CPUs of the host (manifest topology).
-    pub logical_cpus: Option<usize>,
-    /// `n/2 + 1` threads.
+    /// The thread count where the SMT knee is expected, if the tenant has SMT.
     pub expected_knee: Option<f64>,
+    /// Where [`Knees::expected_knee`] comes from, for the notes.
+    pub expected_from: String,
     /// The step between each pair of consecutive levels.
     pub steps: Vec<KneeStep>,
-}
-
-/// The change from one thread count to the next.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KneeStep {
-    /// Threads before.
-    pub from: f64,
-    /// Threads after.
-    pub to: f64,
-    /// Degradation of `to` against `from`, percent (positive = worse).
-    pub step_pct: f64,
-    /// A knee: the largest step, or one at least half as large.
-    pub is_knee: bool,
+    /// How steps were told from noise.
+    pub noise: KneeNoise,
 }
 
 /// Knees of a thread-sweep run; `None` for other scenarios. A step is a knee when it
-/// is the largest degradation step of the sweep or at least half as large (and the
-/// largest step is positive).
+/// is larger than the levels' noise and the largest such step or at least half as
+/// large ([`find_knees`]).
 pub fn knees(run: &Run) -> Result<Option<Knees>, AnalysisError> {
     if !is(run, Scenario::ThreadSweep) {
         return Ok(None);
@@ -50,40 +44,96 @@ pub fn knees(run: &Run) -> Result<Option<Knees>, AnalysisError> {
         return Ok(None);
     };
     let levels = sweep.levels;
-    let mut steps: Vec<KneeStep> = levels
-        .windows(2)
-        .map(|w| KneeStep {
-            from: w[0].level,
-            to: w[1].level,
-            step_pct: degradation_pct(w[0].mean, w[1].mean, d.higher_is_better),
-            is_knee: false,
-        })
+    let summaries: Vec<(f64, Summary)> = levels
+        .iter()
+        .filter_map(|l| Some((l.level, Summary::of(&l.values)?)))
         .collect();
-    let largest = steps.iter().map(|s| s.step_pct).fold(f64::NAN, f64::max);
-    if largest > 0.0 {
-        for s in &mut steps {
-            s.is_knee = s.step_pct >= largest / 2.0;
-        }
-    }
-    let logical_cpus = run.logical_cpus();
+    let found = find_knees(&summaries, d.higher_is_better);
+    let (expected_knee, expected_from) = expected(run)?;
     Ok(Some(Knees {
+        metric: d.metric,
         levels,
-        logical_cpus,
-        expected_knee: logical_cpus.map(|n| (n / 2 + 1) as f64),
-        steps,
+        expected_knee: expected_knee.map(|k| k as f64),
+        expected_from,
+        steps: found.steps,
+        noise: found.noise,
     }))
 }
 
+/// The expected SMT knee of the test tenant and where it comes from: the placement its
+/// burner recorded at the largest level, else its agent's topology (SMT ways, cores,
+/// the CPUs it was allowed) and the pin strategy. Never the controller's machine.
+fn expected(run: &Run) -> Result<(Option<usize>, String), AnalysisError> {
+    let rows = measured(run, Role::Test)?;
+    let placed = rows
+        .iter()
+        .filter(|r| !r.quality.slots().is_empty())
+        .max_by(|a, b| a.level.total_cmp(&b.level));
+    if let Some(r) = placed {
+        let slots = r.quality.slots();
+        let knee = expected_smt_knee(&slots);
+        let why = match knee {
+            Some(k) => format!(
+                "expected SMT knee at {k} threads: the first thread the test tenant's \
+                 placement puts on a core that already has one"
+            ),
+            None => "no SMT knee expected: no two threads of the test tenant's placement \
+                     share a core"
+                .to_string(),
+        };
+        return Ok((knee, why));
+    }
+    let Some(t) = run.test_topology() else {
+        return Ok((
+            None,
+            "the test tenant's topology is unknown: no expected knee".to_string(),
+        ));
+    };
+    let pin = run
+        .manifest
+        .experiment
+        .pointer("/scenario/test/pin")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("cores");
+    let whole = t.cpus.is_empty() || Some(t.cpus.len()) == t.online;
+    let knee = match (t.cores, t.smt_ways, pin) {
+        (_, Some(w), _) if w < 2 => None,
+        (Some(cores), Some(w), "cores") if whole => expected_smt_knee_from_counts(cores, w, true),
+        (Some(cores), Some(w), "smt-sibling" | "compact") => {
+            expected_smt_knee_from_counts(cores, w, false)
+        }
+        _ => {
+            return Ok((
+                None,
+                format!(
+                    "the test tenant ran on {} of its CPUs with pin `{pin}` and recorded no \
+                     placement: no expected knee",
+                    t.cpus.len()
+                ),
+            ))
+        }
+    };
+    let why = match knee {
+        Some(k) => format!(
+            "expected SMT knee at {k} threads: the test tenant's {} cores, {}-way SMT, pin `{pin}`",
+            t.cores.unwrap_or(0),
+            t.smt_ways.unwrap_or(1)
+        ),
+        None => "no SMT knee expected: the test tenant's host has no SMT".to_string(),
+    };
+    Ok((knee, why))
+}
+
 impl Knees {
-    /// The step with the largest degradation, if any step is positive.
+    /// The knee with the largest degradation, if the sweep has a knee.
     pub fn largest(&self) -> Option<&KneeStep> {
-        self.steps
-            .iter()
-            .filter(|s| s.step_pct > 0.0)
-            .fold(None, |best: Option<&KneeStep>, s| match best {
+        self.steps.iter().filter(|s| s.is_knee).fold(
+            None,
+            |best: Option<&KneeStep>, s| match best {
                 Some(b) if b.step_pct >= s.step_pct => Some(b),
                 _ => Some(s),
-            })
+            },
+        )
     }
 
     /// One row per step: threads before and after, both means, the step in percent,
@@ -95,29 +145,26 @@ impl Knees {
                 .find(|l| l.level == level)
                 .map(|l| (l.mean, l.degradation_pct))
         };
-        // Thread sweeps measure the burner's runtime or throughput; the unit decides
-        // only the digits shown.
-        let d = if self.levels.iter().all(|l| l.mean.abs() >= 1000.0) {
-            Metric::OpsPerSec.decimals()
-        } else {
-            Metric::RuntimeS.decimals()
-        };
+        let d = self.metric.decimals();
         let rows = self
             .steps
             .iter()
             .map(|s| {
-                let (from, _) = mean(s.from).unwrap_or((f64::NAN, f64::NAN));
-                let (to, total) = mean(s.to).unwrap_or((f64::NAN, f64::NAN));
+                let (from, _) = mean(s.from).unwrap_or((f64::NAN, None));
+                let (to, total) = mean(s.to).unwrap_or((f64::NAN, None));
                 vec![
                     Cell::Int(s.from as i64),
                     Cell::Int(s.to as i64),
                     Cell::num(from, d),
                     Cell::num(to, d),
                     Cell::num(s.step_pct, 2),
-                    Cell::num(total, 2),
+                    s.ci95_pct.map_or(Cell::Empty, |(lo, hi)| {
+                        Cell::Text(format!("{lo:.2}..{hi:.2}"))
+                    }),
+                    total.map_or(Cell::Empty, |t| Cell::num(t, 2)),
                     Cell::text(if s.is_knee { "knee" } else { "" }),
                     Cell::text(if Some(s.to) == self.expected_knee {
-                        "n/2+1"
+                        "SMT"
                     } else {
                         ""
                     }),
@@ -125,16 +172,13 @@ impl Knees {
             })
             .collect();
         let mut notes = vec![
-            "step % = degradation of `to` against `from`; a knee is the largest step or one \
-             at least half as large"
-                .to_string(),
+            format!(
+                "{}: step % = degradation of `to` against `from`, with its 95% Welch interval",
+                self.metric
+            ),
+            self.noise.note().to_string(),
+            self.expected_from.clone(),
         ];
-        match (self.logical_cpus, self.expected_knee) {
-            (Some(n), Some(k)) => notes.push(format!(
-                "{n} logical CPUs: expected knee at n/2 + 1 = {k} threads (SMT siblings share a core)"
-            )),
-            _ => notes.push("logical CPUs unknown: no expected knee".to_string()),
-        }
         if let Some(big) = self.largest() {
             let verdict = match self.expected_knee {
                 Some(k) if k == big.to => " (as expected)".to_string(),
@@ -142,7 +186,7 @@ impl Knees {
                 None => String::new(),
             };
             notes.push(format!(
-                "largest step: {} -> {} threads, {:.2}%{verdict}",
+                "largest knee: {} -> {} threads, {:.2}%{verdict}",
                 big.from, big.to, big.step_pct
             ));
         }
@@ -155,6 +199,7 @@ impl Knees {
                 "mean from",
                 "mean to",
                 "step %",
+                "step 95% CI",
                 "vs first %",
                 "knee",
                 "expected",

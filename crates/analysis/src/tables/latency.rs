@@ -8,7 +8,7 @@ use nnb_format::{Metric, Role};
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, is, measured, AnalysisError, Level};
+use super::{by_group, is, measured, AnalysisError, Level, Row};
 
 /// The probe's latency per load level.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +20,22 @@ pub struct LatencyVsLoad {
 /// Latency at one aggregate load.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LatencyLevel {
-    /// Aggregate neighbor load, bit/s.
+    /// Target aggregate neighbor load, bit/s (the level).
     pub load_bps: f64,
+    /// Achieved aggregate neighbor load: the neighbors' received rates summed per
+    /// repetition, mean over the repetitions where every neighbor's sink reported;
+    /// `None` when no repetition did (or the level has no load).
+    pub achieved_bps: Option<f64>,
+    /// Repetitions behind `achieved_bps`.
+    pub achieved_n: usize,
+    /// Pings sent over the level's repetitions (0 when not recorded).
+    pub pings_sent: u64,
+    /// Pings not answered in time.
+    pub pings_lost: u64,
+    /// Pongs that came after their timeout.
+    pub pongs_late: u64,
+    /// RTT samples above the histogram's ceiling.
+    pub clamped: u64,
     /// Level label, e.g. `load=50M`.
     pub label: String,
     /// Repetitions used.
@@ -59,10 +73,20 @@ pub fn latency_vs_load(run: &Run) -> Result<Option<LatencyVsLoad>, AnalysisError
         return Ok(None);
     }
     let rows = measured(run, Role::Test)?;
+    let neighbors = measured(run, Role::Neighbor)?;
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {
-            if let Some(level) = level_latency(run, &l)? {
+            if let Some(mut level) = level_latency(run, &l)? {
+                (level.achieved_bps, level.achieved_n) = achieved(&l, &neighbors);
+                for q in l.rows.iter().map(|r| &r.quality) {
+                    if let Some(c) = q.counts {
+                        level.pings_sent += c.sent;
+                        level.pings_lost += c.lost;
+                        level.pongs_late += c.late;
+                    }
+                    level.clamped += q.clamped.unwrap_or(0);
+                }
                 levels.push(level);
             }
         }
@@ -70,11 +94,39 @@ pub fn latency_vs_load(run: &Run) -> Result<Option<LatencyVsLoad>, AnalysisError
     Ok((!levels.is_empty()).then_some(LatencyVsLoad { levels }))
 }
 
+/// The achieved aggregate load of a level: per repetition (step) of the probe, the
+/// sum of the neighbors' received rates in that step, when each neighbor's is known;
+/// the mean over those repetitions and their count.
+fn achieved(l: &Level<'_>, neighbors: &[Row]) -> (Option<f64>, usize) {
+    let per_step: Vec<f64> = l
+        .rows
+        .iter()
+        .filter_map(|probe| {
+            let loads: Vec<&Row> = neighbors.iter().filter(|n| n.step == probe.step).collect();
+            if loads.is_empty() {
+                return None;
+            }
+            loads
+                .iter()
+                .map(|n| n.metrics.get(Metric::RateBps))
+                .sum::<Option<f64>>()
+        })
+        .collect();
+    let n = per_step.len();
+    ((n > 0).then(|| per_step.iter().sum::<f64>() / n as f64), n)
+}
+
 /// One level's latency: from the sum of its HDR logs, else the mean of its records'
 /// percentiles; `None` when it has neither.
 fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, AnalysisError> {
     let base = |n: usize, samples: u64, v: [f64; 5], percentiles: Vec<(f64, f64)>| LatencyLevel {
         load_bps: l.level,
+        achieved_bps: None,
+        achieved_n: 0,
+        pings_sent: 0,
+        pings_lost: 0,
+        pongs_late: 0,
+        clamped: 0,
         label: l.label.clone(),
         n,
         samples,
@@ -121,7 +173,7 @@ fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, Analy
 }
 
 impl LatencyVsLoad {
-    /// One row per level: load (Mbit/s), n, RTT samples, mean, p50, p90, p99, p99.9 and
+    /// One row per level: target and achieved load (Mbit/s), n, loss %, RTT samples, mean, p50, p90, p99, p99.9 and
     /// p90 - mean (µs).
     pub fn table(&self) -> Table {
         let us = |ns: f64| Cell::num(ns / 1000.0, 2);
@@ -132,7 +184,14 @@ impl LatencyVsLoad {
                 vec![
                     Cell::text(&l.label),
                     Cell::num(l.load_bps / 1e6, 1),
+                    l.achieved_bps
+                        .map_or(Cell::Empty, |a| Cell::num(a / 1e6, 1)),
                     Cell::Int(l.n as i64),
+                    if l.pings_sent > 0 {
+                        Cell::num(l.pings_lost as f64 / l.pings_sent as f64 * 100.0, 2)
+                    } else {
+                        Cell::Empty
+                    },
                     if l.samples > 0 {
                         Cell::Int(i64::try_from(l.samples).unwrap_or(i64::MAX))
                     } else {
@@ -152,6 +211,33 @@ impl LatencyVsLoad {
              sits above the mean (thesis 6.6)"
                 .to_string(),
         ];
+        notes.push(
+            "load = the target aggregate; achieved = the neighbors' received rates summed, \
+             mean over the repetitions where every neighbor's sink reported"
+                .to_string(),
+        );
+        for l in &self.levels {
+            if l.load_bps > 0.0 && l.achieved_n < l.n {
+                notes.push(format!(
+                    "{}: achieved load known in {} of {} repetitions (sink reports missing)",
+                    l.label, l.achieved_n, l.n
+                ));
+            }
+            if l.pongs_late > 0 || l.clamped > 0 {
+                notes.push(format!(
+                    "{}: {} pongs came after their timeout (counted lost), {} RTTs above \
+                     the histogram's ceiling (clamped)",
+                    l.label, l.pongs_late, l.clamped
+                ));
+            }
+        }
+        if self.levels.iter().any(|l| l.pings_lost > 0) {
+            notes.push(
+                "loss % = pings unanswered within the timeout: the RTT columns describe only \
+                 the answered ones"
+                    .to_string(),
+            );
+        }
         if self.levels.iter().any(|l| l.samples == 0) {
             notes.push(
                 "levels without samples: no HDR logs, means of the repetitions' percentiles"
@@ -166,7 +252,9 @@ impl LatencyVsLoad {
             columns: [
                 "level",
                 "load (Mbit/s)",
+                "achieved (Mbit/s)",
                 "n",
+                "loss %",
                 "samples",
                 "mean (µs)",
                 "p50 (µs)",

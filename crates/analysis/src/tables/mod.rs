@@ -8,13 +8,18 @@ mod isolation;
 mod knees;
 mod latency;
 mod throughput;
+mod tidy;
+mod verdict;
 
 pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
 pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair};
-pub use knees::{knees, KneeStep, Knees};
+pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
+pub use tidy::tidy;
+pub use verdict::{findings, verdict_table, BASELINE_DRIFT_PCT, NOISY_CV};
 
+use nnb_format::quality::Quality;
 use nnb_format::{Metric, MetricValues, Role, SampleStatus};
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
@@ -47,8 +52,8 @@ pub enum AnalysisError {
 }
 
 /// Every table the run's scenario supports, in a fixed order (degradation, knees,
-/// isolation, latency, throughput). The first table's notes also carry what loading
-/// tolerated and how many failed steps were left out.
+/// isolation, latency, throughput), then the run's verdict. The first table's notes
+/// also carry what loading tolerated and how many failed steps were left out.
 pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
     Ok(Analyses::of(run)?.tables(run))
 }
@@ -69,23 +74,28 @@ pub struct Analyses {
     pub throughput: Option<Throughput>,
     /// Steps that failed after their retries (left out of every statistic).
     failed: usize,
+    /// The run's verdict ([`findings`]): what qualifies its numbers.
+    pub verdict: Vec<String>,
 }
 
 impl Analyses {
     /// Runs every analysis `run`'s scenario supports.
     pub fn of(run: &Run) -> Result<Analyses, AnalysisError> {
-        Ok(Analyses {
+        let mut a = Analyses {
             degradation: degradation(run)?,
             knees: knees(run)?,
             isolation: isolation(run)?,
             latency: latency_vs_load(run)?,
             throughput: throughput(run)?,
             failed: failed_steps(run)?,
-        })
+            verdict: Vec::new(),
+        };
+        a.verdict = findings(run, &a)?;
+        Ok(a)
     }
 
-    /// The tables of these analyses of `run`, titled with the run, its notes (and the
-    /// failed steps) under the first.
+    /// The tables of these analyses of `run`, then the verdict, titled with the run,
+    /// its notes (and the failed steps) under the first.
     pub fn tables(&self, run: &Run) -> Vec<Table> {
         let mut tables = Vec::new();
         tables.extend(self.degradation.as_ref().map(Degradation::table));
@@ -93,6 +103,7 @@ impl Analyses {
         tables.extend(self.isolation.as_ref().map(Isolation::table));
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
         tables.extend(self.throughput.as_ref().map(Throughput::table));
+        tables.push(verdict_table(&self.verdict));
         let mut notes = run.notes.clone();
         if self.failed > 0 {
             notes.push(format!(
@@ -131,6 +142,7 @@ pub fn compare_tables(runs: &[Run]) -> Result<Vec<Table>, AnalysisError> {
 /// One measured record, as the analyses read it.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
+    pub step: String,
     pub group: String,
     pub level: f64,
     pub label: String,
@@ -141,6 +153,8 @@ pub(crate) struct Row {
     /// Every metric column.
     pub metrics: MetricValues,
     pub hdr_log: Option<String>,
+    /// The qualifiers of the record's result.
+    pub quality: Quality,
 }
 
 fn polars_err(run: &Run) -> impl FnOnce(polars::error::PolarsError) -> AnalysisError + '_ {
@@ -165,6 +179,38 @@ fn failed_steps(run: &Run) -> Result<usize, AnalysisError> {
         .and_then(|c| Ok(c.u64()?.iter().collect()))
         .map_err(polars_err(run))?;
     Ok(steps.len())
+}
+
+/// Every (group, level, label) that `role` has a measuring (not warm-up) record of,
+/// whatever its status: the levels the plan had, including the ones that failed.
+pub(crate) fn planned_levels(
+    run: &Run,
+    role: Role,
+) -> Result<Vec<(String, f64, String)>, AnalysisError> {
+    let df = run
+        .samples
+        .clone()
+        .lazy()
+        .filter(col("role").eq(lit(role.name())).and(col("warmup").not()))
+        .select([col("group"), col("level"), col("level_label")])
+        .unique(None, Default::default())
+        .collect()
+        .map_err(polars_err(run))?;
+    let read = || -> Result<Vec<(String, f64, String)>, polars::error::PolarsError> {
+        let group = df.column("group")?.str()?;
+        let level = df.column("level")?.f64()?;
+        let label = df.column("level_label")?.str()?;
+        Ok((0..df.height())
+            .filter_map(|i| {
+                Some((
+                    group.get(i)?.to_string(),
+                    level.get(i)?,
+                    label.get(i)?.to_string(),
+                ))
+            })
+            .collect())
+    };
+    read().map_err(polars_err(run))
 }
 
 /// The measured records (ok, not warm-up) of `role`, in plan order.
@@ -201,6 +247,7 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
         Ok(df.column(name)?.f64()?.iter().collect())
     };
     let read = || -> Result<Vec<Row>, polars::error::PolarsError> {
+        let step = text("step")?;
         let group = text("group")?;
         let level = num("level")?;
         let label = text("level_label")?;
@@ -216,8 +263,10 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
             .map(|m| Ok((m, num(m.name())?)))
             .collect::<Result<_, polars::error::PolarsError>>()?;
         let hdr = text("hdr_log")?;
+        let record: Vec<Option<u64>> = df.column("record")?.u64()?.iter().collect();
         Ok((0..df.height())
             .map(|i| Row {
+                step: step[i].clone().unwrap_or_default(),
                 group: group[i].clone().unwrap_or_default(),
                 level: level[i].unwrap_or(f64::NAN),
                 label: label[i].clone().unwrap_or_default(),
@@ -232,6 +281,10 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
                         v
                     }),
                 hdr_log: hdr[i].clone(),
+                quality: record[i]
+                    .and_then(|r| run.qualities.get(usize::try_from(r).ok()?))
+                    .cloned()
+                    .unwrap_or_default(),
             })
             .collect())
     };

@@ -4,6 +4,7 @@
 
 use nnb_catalog::Catalog;
 use nnb_format::{Metric, Role};
+use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
 use serde_json::Value;
 
 use crate::read::{Run, Scenario};
@@ -39,14 +40,18 @@ pub struct ThroughputLevel {
     pub sum: f64,
 }
 
-/// What a node should get when every node on the host pushes at once.
+/// What a node should get when every node on the host pushes at once, as UDP payload
+/// (the measured rates are the sinks' payload rates).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Prediction {
-    /// The host's bandwidth, bit/s.
+    /// The host's bandwidth, bit/s, as its link counts it (shaped or line rate).
     pub host_bw_bps: f64,
+    /// The share of `host_bw_bps` that is UDP payload at the run's datagram size.
+    pub payload_share: f64,
     /// Nodes sharing it (the most at any level).
     pub max_nodes: usize,
-    /// `host_bw / max_nodes`, bit/s.
+    /// `host_bw * payload_share / max_nodes`: the payload rate per node, bit/s, so a
+    /// fairly shared, saturated link reads 100%.
     pub expected_per_node_bps: f64,
     /// The instance size's advertised baseline bandwidth, when known.
     pub baseline_bps: Option<f64>,
@@ -68,7 +73,7 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
         for l in group {
             let mut per_node: Vec<(String, Vec<f64>)> = Vec::new();
             for r in &l.rows {
-                let Some(rate) = r.metrics.get(Metric::RateBps).or(r.value) else {
+                let Some(rate) = r.metrics.get(Metric::RateBps) else {
                     continue;
                 };
                 match per_node.iter_mut().find(|(t, _)| *t == r.tenant) {
@@ -116,18 +121,26 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
 /// The thesis 6.3 prediction: from the emulated network's `host_bw` shared by the
 /// `nodes` load generators; for a cloud run from the catalog's host bandwidth shared by
 /// as many instances of the test node's size as a host holds, against that size's
-/// baseline bandwidth.
+/// baseline bandwidth. Both in payload terms: a shaped link (tc counts the IP packet
+/// and the Ethernet header) or an Ethernet line rate (the whole frame) carries
+/// `msg_size / (msg_size + headers)` of its rate as UDP payload over IPv4.
 fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
     let exp = &run.manifest.experiment;
+    let msg_size = exp
+        .pointer("/scenario/msg_size")
+        .and_then(Value::as_u64)
+        .and_then(|m| usize::try_from(m).ok())
+        .unwrap_or(DEFAULT_MSG_SIZE);
     let emulated = exp
         .pointer("/network/mode")
         .and_then(Value::as_str)
         .filter(|m| *m == "emulated")
         .and_then(|_| exp.pointer("/network/host_bw_bps"))
         .and_then(Value::as_f64);
-    let (host_bw_bps, max_nodes, baseline_bps, source) = match emulated {
+    let (host_bw_bps, framing, max_nodes, baseline_bps, source) = match emulated {
         Some(bw) if nodes > 0 => (
             bw,
+            Framing::Shaped,
             nodes,
             None,
             format!("emulated network host_bw shared by the {nodes} load-generating nodes"),
@@ -137,6 +150,7 @@ fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
             let (family, size) = Catalog::builtin().size(&instance)?;
             (
                 family.host_bandwidth_bps,
+                Framing::Line,
                 usize::try_from(size.instances_per_host).ok()?,
                 Some(size.baseline_bandwidth_bps),
                 format!(
@@ -149,13 +163,16 @@ fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
     if max_nodes == 0 {
         return None;
     }
-    let expected = host_bw_bps / max_nodes as f64;
+    let payload_share = framing.payload_share(msg_size, false);
+    let expected = host_bw_bps * payload_share / max_nodes as f64;
     Some(Prediction {
         host_bw_bps,
+        payload_share,
         max_nodes,
         expected_per_node_bps: expected,
         baseline_bps,
-        shortfall_pct: baseline_bps.map(|b| (b - expected) / b * 100.0),
+        shortfall_pct: baseline_bps
+            .map(|b| (b * payload_share - expected) / (b * payload_share) * 100.0),
         source,
     })
 }
@@ -186,8 +203,10 @@ impl Throughput {
         match &self.prediction {
             Some(p) => {
                 notes.push(format!(
-                    "prediction (thesis 6.3): host_bw {:.2} Mbit/s / {} nodes = {:.2} Mbit/s per node ({})",
+                    "prediction (thesis 6.3): host_bw {:.2} Mbit/s x {:.2}% payload / {} nodes \
+                     = {:.2} Mbit/s of payload per node ({})",
                     p.host_bw_bps / 1e6,
+                    p.payload_share * 100.0,
                     p.max_nodes,
                     p.expected_per_node_bps / 1e6,
                     p.source

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use futures_util::future::join_all;
+use nnb_format::quality::Quality;
 use tokio::time::Instant;
 
 use super::endpoint::Endpoint;
@@ -368,6 +369,15 @@ impl Driver<'_> {
                     a.job.kind(),
                     status.state,
                     status.error.clone().unwrap_or_default()
+                )));
+            }
+            // A probe that heard nothing measured nothing: a failed attempt, not RTT 0.
+            let quality = status.result.as_ref().map(Quality::of).unwrap_or_default();
+            if quality.probe_dead() {
+                let sent = quality.counts.map_or(0, |c| c.sent);
+                return Err(StepFailure(format!(
+                    "tenant {}: the latency probe heard no answer ({sent} pings, none answered)",
+                    a.tenant
                 )));
             }
             Ok(Measured {

@@ -53,6 +53,8 @@ pub(super) struct World {
     pub starts: Vec<Start>,
     /// Measured starts (1-based, counted over the world's life) that fail.
     pub fail: BTreeSet<usize>,
+    /// Measured starts (1-based) that end done with this result instead of a burn's.
+    pub results: BTreeMap<usize, serde_json::Value>,
     /// The measured start (1-based) at which the run is cancelled.
     pub cancel_at: Option<(usize, Arc<Canceller>)>,
     /// How long a measured job runs (tokio time; zero ends it at once).
@@ -160,8 +162,10 @@ impl FakeAgent {
                 job.error = Some(format!("injected failure of measured start {n}"));
             } else {
                 job.ends = Some(Instant::now() + w.job_time);
-                job.result = Some(json!({
-                    "burn": { "wall_ns": (1 + busy) as f64 * 1e9, "ops_per_sec": 1e6 }
+                job.result = Some(w.results.get(&n).cloned().unwrap_or_else(|| {
+                    json!({
+                        "burn": { "wall_ns": (1 + busy) as f64 * 1e9, "ops_per_sec": 1e6 }
+                    })
                 }));
             }
         } else if let JobSpec::Serve { .. } = req.spec {

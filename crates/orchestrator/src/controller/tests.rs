@@ -164,6 +164,30 @@ async fn a_failed_attempt_is_retried_and_the_retry_recorded() {
     );
 }
 
+/// A job that ends "done" but whose probe heard no answer measured nothing: the
+/// attempt fails and is retried, instead of recording an RTT of 0.
+#[tokio::test]
+async fn a_probe_that_heard_nothing_is_a_failed_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().results.insert(
+        2,
+        serde_json::json!({"counts": {"sent": 50, "answered": 0, "lost": 50}}),
+    );
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 2, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
 #[tokio::test]
 async fn a_step_failing_every_retry_is_recorded_failed_and_the_run_goes_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,154 @@
+//! The run's verdict, like hyperfine's warnings: one line per thing that qualifies the
+//! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
+//! reports, GSO fallbacks, pacer skips, failed steps), or one line saying the run was
+//! quiet.
+
+use nnb_format::Role;
+
+use crate::read::{Run, Scenario};
+use crate::table::{Cell, Table};
+
+use super::{measured, Analyses, AnalysisError, Row};
+
+/// A coefficient of variation above this (a fraction) marks a level as noisy.
+pub const NOISY_CV: f64 = 0.05;
+/// Busy and idle baselines (the same setup: the test node alone) further apart than
+/// this (percent) mean the machine changed between the passes.
+pub const BASELINE_DRIFT_PCT: f64 = 5.0;
+
+/// The findings about `run`, given its analyses.
+pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
+    let mut out = Vec::new();
+    if let Some(d) = &a.degradation {
+        if run.manifest.scenario == Scenario::NeighborStaircase {
+            let base = |name: &str| {
+                d.groups
+                    .iter()
+                    .find(|g| g.group == name && !g.reference_missing)
+                    .and_then(|g| g.levels.first())
+                    .map(|l| l.mean)
+            };
+            if let (Some(busy), Some(idle)) = (base("busy"), base("idle")) {
+                let pct = (busy - idle).abs() / busy.min(idle) * 100.0;
+                if pct > BASELINE_DRIFT_PCT {
+                    out.push(format!(
+                        "the busy and idle baselines differ by {pct:.0}%: the test node alone \
+                         measured differently in the two passes"
+                    ));
+                }
+            }
+        }
+        for g in &d.groups {
+            for l in &g.levels {
+                let cv = if l.mean != 0.0 {
+                    l.stddev / l.mean.abs()
+                } else {
+                    0.0
+                };
+                if cv > NOISY_CV {
+                    out.push(format!(
+                        "CV {:.1}% at {}/{}: the machine was noisy",
+                        cv * 100.0,
+                        g.group,
+                        l.label
+                    ));
+                }
+            }
+            if let Some((level, pct)) = g.max {
+                let l = g.levels.iter().find(|l| l.level == level);
+                if let Some((lo, hi)) = l.and_then(|l| l.degradation_ci95) {
+                    if lo <= 0.0 && hi >= 0.0 && pct != 0.0 {
+                        out.push(format!(
+                            "{}: the largest degradation ({pct:.2}%) is not significant \
+                             (95% interval {lo:.2}..{hi:.2}%)",
+                            g.group
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let mut rows = measured(run, Role::Test)?;
+    rows.extend(measured(run, Role::Neighbor)?);
+    out.extend(qualifier_findings(&rows));
+    if a.failed > 0 {
+        out.push(format!(
+            "{} step(s) failed after their retries and are left out",
+            a.failed
+        ));
+    }
+    Ok(out)
+}
+
+/// What the records' qualifiers say, counted over the run.
+fn qualifier_findings(rows: &[Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    let count = |f: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
+    let clock = count(&|r| r.quality.clock_warning().is_some());
+    if clock > 0 {
+        let example = rows
+            .iter()
+            .find_map(|r| r.quality.clock_warning())
+            .unwrap_or_default();
+        out.push(format!(
+            "clock fallback in {clock} record(s) ({example}): their times are less precise"
+        ));
+    }
+    let (sent, lost) = rows
+        .iter()
+        .filter_map(|r| r.quality.counts)
+        .fold((0u64, 0u64), |(s, l), c| (s + c.sent, l + c.lost));
+    if lost > 0 {
+        out.push(format!(
+            "probe loss: {lost} of {sent} pings ({:.2}%) unanswered; RTTs describe the \
+             answered ones",
+            lost as f64 / sent.max(1) as f64 * 100.0
+        ));
+    }
+    // A load's result has its sender's totals.
+    let loads: Vec<&Row> = rows.iter().filter(|r| r.quality.sent.is_some()).collect();
+    let partial = loads.iter().filter(|r| !r.quality.sink_complete()).count();
+    if partial > 0 {
+        out.push(format!(
+            "sink reports missing for {partial} load record(s): no received rate there"
+        ));
+    }
+    let gso = loads.iter().filter(|r| r.quality.gso_fallback()).count();
+    if gso > 0 {
+        out.push(format!(
+            "GSO fallback in {gso} load record(s): plain sends, higher CPU cost per datagram"
+        ));
+    }
+    let (skipped, errors) = loads
+        .iter()
+        .filter_map(|r| r.quality.sent)
+        .fold((0u64, 0u64), |(s, e), x| (s + x.skipped, e + x.send_errors));
+    if skipped > 0 {
+        out.push(format!(
+            "the load pacer dropped {skipped} datagram slot(s) after stalls: the neighbor load \
+             was below its target there"
+        ));
+    }
+    if errors > 0 {
+        out.push(format!("{errors} send error(s) in the neighbor load"));
+    }
+    out
+}
+
+/// The verdict as a table: one finding per row, or one row saying the run was quiet.
+pub fn verdict_table(findings: &[String]) -> Table {
+    let rows = if findings.is_empty() {
+        vec![vec![Cell::text(
+            "quiet: no noise above 5% CV, no loss, no clock fallback, no missing reports",
+        )]]
+    } else {
+        findings.iter().map(|f| vec![Cell::text(f)]).collect()
+    };
+    Table {
+        name: "verdict".to_string(),
+        title: "Run verdict".to_string(),
+        columns: vec!["finding".to_string()],
+        rows,
+        notes: Vec::new(),
+    }
+}

@@ -1,0 +1,384 @@
+//! One hand-made run per wrong or misleading number of the measurement audit
+//! (`reviews/measurement-audit.md` W1-W4, W6, M3, M5, M6): each copies a fixture, edits
+//! its manifest or records with plain JSON, and checks the figure against arithmetic
+//! written out here.
+
+use std::path::Path;
+
+use nnb_analysis::read::{read_run, Run};
+use nnb_analysis::table::Cell;
+use nnb_analysis::tables::{
+    degradation, findings, knees, latency_vs_load, run_tables, throughput, tidy, Analyses,
+};
+use nnb_format::Metric;
+use serde_json::{json, Value};
+
+/// A copy of fixture `name` with `manifest` applied to its manifest and `record` to
+/// each record of `samples.jsonl`.
+fn edited(
+    name: &str,
+    manifest: impl Fn(&mut Value),
+    record: impl Fn(&mut Value),
+) -> (tempfile::TempDir, Run) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
+    let dir = tempfile::tempdir().unwrap();
+    let mut m: Value =
+        serde_json::from_str(&std::fs::read_to_string(from.join("manifest.json")).unwrap())
+            .unwrap();
+    manifest(&mut m);
+    std::fs::write(dir.path().join("manifest.json"), m.to_string()).unwrap();
+    let samples: String = std::fs::read_to_string(from.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut r: Value = serde_json::from_str(l).unwrap();
+            record(&mut r);
+            r.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("samples.jsonl"), samples).unwrap();
+    if from.join("hdr").is_dir() {
+        std::fs::create_dir(dir.path().join("hdr")).unwrap();
+        for e in std::fs::read_dir(from.join("hdr")).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), dir.path().join("hdr").join(e.file_name())).unwrap();
+        }
+    }
+    let run = read_run(dir.path()).unwrap();
+    (dir, run)
+}
+
+fn tenant_topology(online: u64, cores: u64, smt: u64) -> impl Fn(&mut Value) {
+    move |m: &mut Value| {
+        // The controller is the operator's 8-CPU laptop: it must not count.
+        m["controller"]["topology"] = json!({"logical": 8, "online": 8, "cores": 4,
+            "packages": 1, "numa_nodes": 1, "smt_ways": 2});
+        let cpus: Vec<u64> = (0..online).collect();
+        m["sessions"][0]["tenants"] = json!([{"name": "test", "role": "test",
+            "addr": "10.0.0.2:7000", "cpus": cpus, "netns": null, "ip": null,
+            "health": {"version": "0.1.0", "cpus": cpus, "running_jobs": 0,
+                "topology": {"logical": online, "online": online, "cores": cores,
+                    "packages": 2, "numa_nodes": 2, "smt_ways": smt}}}]);
+    }
+}
+
+fn close(got: f64, want: f64) {
+    assert!(
+        (got - want).abs() <= 1e-9 * want.abs().max(1.0),
+        "got {got}, want {want}"
+    );
+}
+
+/// W1: an m5.metal test tenant (96 online, 48 cores, 2-way SMT) analysed from an
+/// 8-CPU controller expects the knee at 48 + 1 = 49, not 8 / 2 + 1 = 5; without SMT
+/// there is no expected knee.
+#[test]
+fn w1_the_expected_knee_is_the_test_tenants() {
+    let (_d, run) = edited("thread-sweep", tenant_topology(96, 48, 2), |_| {});
+    let k = knees(&run).unwrap().unwrap();
+    assert_eq!(k.expected_knee, Some(49.0));
+    let (_d, run) = edited("thread-sweep", tenant_topology(64, 64, 1), |_| {});
+    let k = knees(&run).unwrap().unwrap();
+    assert_eq!(k.expected_knee, None);
+    assert!(k.table().notes.iter().any(|n| n.contains("no SMT")));
+}
+
+/// W1/M4: a recorded placement wins over counts: threads placed sibling first
+/// (cpu 0 and 4 on core 0) share a core from the 2nd thread on.
+#[test]
+fn w1_the_expected_knee_follows_the_recorded_placement() {
+    let (_d, run) = edited("thread-sweep", tenant_topology(8, 4, 2), |r| {
+        let threads = r["level"].as_f64().unwrap() as usize;
+        let order = [
+            (0, 0),
+            (4, 0),
+            (1, 1),
+            (5, 1),
+            (2, 2),
+            (6, 2),
+            (3, 3),
+            (7, 3),
+        ];
+        let slots: Vec<Value> = order[..threads]
+            .iter()
+            .map(|(cpu, core)| json!({"cpu": cpu, "core": core, "package": 0}))
+            .collect();
+        r["result"] = json!({"placement": {"strategy": "smt-sibling", "slots": slots}});
+    });
+    assert_eq!(knees(&run).unwrap().unwrap().expected_knee, Some(2.0));
+}
+
+/// W2: a fixed-time sweep records total ops/s. Per thread, an op takes 1.0 ns up to 4
+/// threads (one per core) and 1.6 ns from 5 on (two threads share a core): total ops/s
+/// = threads / time per op. Analysed per thread, 8 threads are (1.6 - 1.0) / 1.0 =
+/// 60% worse than 1, and the knee is at 5; on totals it would read -...% "better".
+#[test]
+fn w2_fixed_time_sweeps_are_compared_per_thread() {
+    let (_d, run) = edited("thread-sweep", tenant_topology(8, 4, 2), |r| {
+        let threads = r["level"].as_f64().unwrap();
+        let rep = r["rep"].as_f64().unwrap();
+        let ns = if threads <= 4.0 { 1.0 } else { 1.6 } + (rep - 1.5) * 0.002;
+        let total = threads / ns * 1e9;
+        r["metric"] = json!("ops_per_sec");
+        r["value"] = json!(total);
+        r["higher_is_better"] = json!(true);
+        r["ops_per_sec"] = json!(total);
+        r["runtime_s"] = json!(10.0);
+    });
+    let d = degradation(&run).unwrap().unwrap();
+    assert_eq!(d.metric, Metric::NsPerOpPerThread);
+    assert!(!d.higher_is_better);
+    let levels = &d.groups[0].levels;
+    close(levels[0].mean, 1.0);
+    close(levels[7].mean, 1.6);
+    let pct = levels[7].degradation_pct.unwrap();
+    assert!((pct - 60.0).abs() < 1e-6, "{pct}");
+    let k = knees(&run).unwrap().unwrap();
+    let knee_at: Vec<f64> = k.steps.iter().filter(|s| s.is_knee).map(|s| s.to).collect();
+    assert_eq!(knee_at, vec![5.0]);
+    assert_eq!(k.expected_knee, Some(5.0));
+}
+
+/// W3: when every repetition of `busy/neighbors=0` failed, the busy group has no
+/// degradation (it does not move the reference to neighbors=1), and a note says why.
+#[test]
+fn w3_a_missing_reference_level_means_no_degradation() {
+    let (_d, run) = edited(
+        "staircase",
+        |_| {},
+        |r| {
+            if r["group"] == "busy" && r["level"] == 0.0 && r["warmup"] == false {
+                r["status"] = json!("failed");
+                r["error"] = json!("agent died");
+                r["value"] = Value::Null;
+                r["runtime_s"] = Value::Null;
+            }
+        },
+    );
+    let d = degradation(&run).unwrap().unwrap();
+    let busy = d.groups.iter().find(|g| g.group == "busy").unwrap();
+    assert!(busy.reference_missing);
+    assert_eq!(busy.reference, "neighbors=0");
+    assert!(busy.levels.iter().all(|l| l.degradation_pct.is_none()));
+    assert_eq!(busy.max, None);
+    let idle = d.groups.iter().find(|g| g.group == "idle").unwrap();
+    assert!(!idle.reference_missing);
+    // idle neighbors=2: (10.45 - 10.0) / 10.0 = 4.5%
+    assert!((idle.max.unwrap().1 - 4.5).abs() < 1e-9);
+    let t = d.table();
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("busy: the reference level neighbors=0 has no successful repetition")));
+}
+
+/// A load result as the load generator writes it: the sender's totals, one entry per
+/// stream, and the sink's view of the streams that reported.
+fn load_result(sent_bps: f64, streams: usize, reported: Option<usize>, sink_bps: f64) -> Value {
+    let streams: Vec<Value> = (0..streams)
+        .map(|_| json!({"gso": {"gso": "off"}}))
+        .collect();
+    json!({"sent": {"elapsed_s": 1.0, "payload_bps": sent_bps, "skipped": 0, "send_errors": 0},
+        "streams": streams,
+        "sink": reported.map(|n| json!({"streams_reported": n, "rate_bps": sink_bps}))})
+}
+
+/// W4: a load whose sink did not report, or reported for 1 of 2 streams, has no
+/// received rate: never the sender's 90 Mbit/s, never half a view. The level's mean
+/// is over the complete reports only, and the verdict counts the gaps.
+#[test]
+fn w4_received_rates_come_only_from_complete_sink_reports() {
+    let (_d, run) = edited(
+        "load-steps",
+        |_| {},
+        |r| {
+            let step = r["step"].as_str().unwrap().to_string();
+            if r["job"] == "load" {
+                let rate = r["rate_bps"].as_f64().unwrap();
+                r["result"] = match (step.as_str(), r["tenant"].as_str().unwrap()) {
+                    ("load/load=50M/rep=1", "neighbor-1") => load_result(90e6, 1, None, 0.0),
+                    ("load/load=50M/rep=2", "neighbor-1") => load_result(90e6, 2, Some(1), 12e6),
+                    _ => load_result(rate, 1, Some(1), rate),
+                };
+            }
+        },
+    );
+    let t = throughput(&run).unwrap().unwrap();
+    let l = &t.levels[0];
+    // neighbor-1 has no received rate at 50M at all; neighbor-2: (25 + 24.9) / 2
+    assert_eq!(l.per_node_bps.len(), 1);
+    assert_eq!(l.per_node_bps[0].0, "neighbor-2");
+    close(l.per_node_bps[0].1, 24.95e6);
+    let a = Analyses::of(&run).unwrap();
+    assert!(
+        a.verdict
+            .iter()
+            .any(|f| f.contains("sink reports missing for 2 load record(s)")),
+        "{:?}",
+        a.verdict
+    );
+    assert!(run
+        .notes
+        .iter()
+        .any(|n| n.contains("2 load record(s) lack a sink report")));
+}
+
+/// W6: on an emulated 100 Mbit/s host two neighbors that share it perfectly each
+/// receive 100e6 * 1400 / 1442 / 2 bit/s of payload: the table reads 100%.
+#[test]
+fn w6_a_fairly_shared_saturated_link_reads_100_percent() {
+    let each = 100e6 * 1400.0 / 1442.0 / 2.0;
+    let (_d, run) = edited(
+        "load-steps",
+        |m| m["experiment"]["network"]["host_bw_bps"] = json!(100e6),
+        |r| {
+            if r["job"] == "load" {
+                r["value"] = json!(each);
+                r["rate_bps"] = json!(each);
+            }
+        },
+    );
+    let t = throughput(&run).unwrap().unwrap();
+    let table = t.table();
+    for row in &table.rows {
+        let Cell::Num { value, .. } = row[7] else {
+            panic!("{row:?}");
+        };
+        assert!((value - 100.0).abs() < 1e-9, "{value}");
+    }
+}
+
+/// M5/M6: the latency table shows the achieved aggregate load beside the target and
+/// the probe's loss; a probe that heard nothing is a failed record, not RTT 0.
+#[test]
+fn m5_m6_latency_shows_loss_and_the_achieved_load() {
+    let (_d, run) = edited(
+        "load-steps",
+        |_| {},
+        |r| {
+            let step = r["step"].as_str().unwrap().to_string();
+            if r["job"] == "latency" {
+                r["result"] = match step.as_str() {
+                    "load/load=100M/rep=1" => json!({"counts": {"sent": 1000, "answered": 700,
+                    "lost": 300, "late": 5}, "clamped": 0}),
+                    "load/load=100M/rep=2" => json!({"counts": {"sent": 1000, "answered": 1000,
+                    "lost": 0, "late": 0}, "clamped": 2}),
+                    "load/load=0/rep=2" => json!({"counts": {"sent": 500, "answered": 0,
+                    "lost": 500, "late": 0}}),
+                    _ => json!({"counts": {"sent": 1000, "answered": 1000, "lost": 0}}),
+                };
+            }
+        },
+    );
+    let lat = latency_vs_load(&run).unwrap().unwrap();
+    let l0 = &lat.levels[0];
+    // the dead probe of load=0 rep 2 is not a measurement: one repetition left
+    assert_eq!(l0.n, 1);
+    let l50 = &lat.levels[1];
+    // achieved at 50M: rep 1 24 + 25 = 49, rep 2 24.5 + 24.9 = 49.4 -> 49.2 Mbit/s
+    close(l50.achieved_bps.unwrap(), 49.2e6);
+    assert_eq!(l50.achieved_n, 2);
+    let l100 = &lat.levels[2];
+    // achieved at 100M: (48 + 50 + 49 + 48) / 2 = 97.5 Mbit/s; loss 300 of 2000
+    close(l100.achieved_bps.unwrap(), 97.5e6);
+    assert_eq!((l100.pings_sent, l100.pings_lost), (2000, 300));
+    let t = lat.table();
+    assert_eq!(t.columns[2], "achieved (Mbit/s)");
+    assert_eq!(t.columns[4], "loss %");
+    let Cell::Num { value, .. } = t.rows[2][4] else {
+        panic!("{:?}", t.rows[2]);
+    };
+    close(value, 15.0);
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("5 pongs came after their timeout") && n.contains("2 RTTs above")));
+    assert!(run
+        .notes
+        .iter()
+        .any(|n| n.contains("1 latency record(s) heard no answer")));
+    let a = Analyses::of(&run).unwrap();
+    // the dead probe's record is failed, so not counted: 5 live records x 1000 pings
+    assert!(
+        a.verdict.iter().any(|f| f.contains("300 of 5000 pings")),
+        "{:?}",
+        a.verdict
+    );
+}
+
+/// The verdict of a quiet run says so; a noisy one names the level and its CV. Busy
+/// neighbors=1 made noisy: 11, 14, 12 -> mean 12.333, sd sqrt(7/3) = 1.5275, CV 12.4%.
+#[test]
+fn verdicts_of_a_quiet_and_a_noisy_run() {
+    let (_d, quiet) = edited("thread-sweep", tenant_topology(8, 4, 2), |_| {});
+    let a = Analyses::of(&quiet).unwrap();
+    assert!(a.verdict.is_empty(), "{:?}", a.verdict);
+    let tables = run_tables(&quiet).unwrap();
+    let v = tables.iter().find(|t| t.name == "verdict").unwrap();
+    assert!(matches!(&v.rows[0][0], Cell::Text(t) if t.starts_with("quiet")));
+
+    let (_d, noisy) = edited(
+        "staircase",
+        |_| {},
+        |r| {
+            if r["step"] == "busy/neighbors=1/rep=2" {
+                r["value"] = json!(14.0);
+                r["runtime_s"] = json!(14.0);
+            }
+            if r["step"] == "busy/neighbors=1/rep=3" {
+                r["value"] = json!(12.0);
+                r["runtime_s"] = json!(12.0);
+            }
+            if r["step"] == "busy/neighbors=0/rep=1" {
+                r["result"] = json!({"clock": {"source": "clock_gettime", "warning": null}});
+            }
+        },
+    );
+    let f = findings(&noisy, &Analyses::of(&noisy).unwrap()).unwrap();
+    assert!(
+        f.iter().any(|x| x.contains("CV 12.4% at busy/neighbors=1")),
+        "{f:?}"
+    );
+    // the noisy level is now the largest, (12.333 - 10) / 10 = 23.33% (neighbors=2:
+    // 23.0%), and its interval includes 0
+    assert!(
+        f.iter()
+            .any(|x| x.contains("busy: the largest degradation (23.33%) is not significant")),
+        "{f:?}"
+    );
+    assert!(
+        f.iter()
+            .any(|x| x.contains("clock fallback in 1 record(s)")),
+        "{f:?}"
+    );
+    assert!(f.iter().any(|x| x.contains("1 step(s) failed")), "{f:?}");
+}
+
+/// The long form: one row per role × group × level × metric with a value. The
+/// staircase's test records carry runtime and ops/s: 2 groups × 3 levels × 2 = 12
+/// rows; busy neighbors=2: mean (12 + 12.6 + 12.3) / 3 = 12.3, 23% worse than 10.
+#[test]
+fn tidy_rows_by_hand() {
+    let (_d, run) = edited("staircase", |_| {}, |_| {});
+    let t = tidy(&run).unwrap();
+    assert_eq!(t.rows.len(), 12, "{:?}", t.rows);
+    let row = t
+        .rows
+        .iter()
+        .find(|r| {
+            r[2] == Cell::text("busy")
+                && r[4] == Cell::text("neighbors=2")
+                && r[5] == Cell::text("runtime_s")
+        })
+        .unwrap();
+    assert_eq!(row[5], Cell::text("runtime_s"));
+    assert_eq!(row[6], Cell::Int(3));
+    let num = |c: &Cell| match c {
+        Cell::Num { value, .. } => *value,
+        other => panic!("{other:?}"),
+    };
+    close(num(&row[7]), 12.3);
+    assert!((num(&row[11]) - 23.0).abs() < 1e-9);
+}

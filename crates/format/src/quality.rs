@@ -1,0 +1,228 @@
+//! What qualifies a measured number, read from a job's raw result: probe loss, late
+//! and clamped pongs, a clock fallback, an incomplete sink report, a GSO fallback,
+//! pacer skips and send errors, and where the threads ran. `nnb run` writes the raw
+//! result with every sample; `nnb analyze` reads these fields back so each figure
+//! carries its qualifiers, in runs of any format version 1.
+//!
+//! Every field is optional: a result of another job kind, or from an older nnb,
+//! simply lacks it.
+
+use serde::{Deserialize, Serialize};
+
+/// The qualifiers of one sample's result.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Quality {
+    /// A latency probe's counters.
+    pub counts: Option<ProbeCounts>,
+    /// A probe's RTT samples above the histogram's ceiling.
+    pub clamped: Option<u64>,
+    /// A burn's clock.
+    pub clock: Option<ClockUse>,
+    /// A burn's placement (thread order).
+    pub placement: Option<PlacementUse>,
+    /// A load's streams.
+    pub streams: Vec<StreamUse>,
+    /// A load's sink report over all streams.
+    pub sink: Option<SinkUse>,
+    /// A load's sender totals.
+    pub sent: Option<SenderUse>,
+}
+
+/// A probe's ping counters (`counts`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ProbeCounts {
+    /// Pings sent while measuring.
+    pub sent: u64,
+    /// Pings answered in time (the RTT samples).
+    pub answered: u64,
+    /// Pings not answered in time.
+    pub lost: u64,
+    /// Pongs that came after their timeout.
+    pub late: u64,
+}
+
+/// The clock a burn was timed with (`clock`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ClockUse {
+    /// `tsc`, `cntvct` or a `clock_gettime` fallback.
+    pub source: Option<String>,
+    /// Why the clock is less trustworthy than an invariant TSC, if it is.
+    pub warning: Option<String>,
+}
+
+/// A burn's placement (`placement`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct PlacementUse {
+    /// The pin strategy's name.
+    pub strategy: Option<String>,
+    /// One slot per thread.
+    pub slots: Vec<SlotUse>,
+}
+
+/// Where one burner thread was placed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SlotUse {
+    /// Logical CPU (`None`: unpinned).
+    pub cpu: Option<usize>,
+    /// Physical core of that CPU.
+    pub core: Option<usize>,
+}
+
+/// One load stream (`streams[]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StreamUse {
+    /// Whether UDP GSO was used (`{"gso": "on" | "off" | "fallback", ...}`).
+    pub gso: Option<GsoUse>,
+}
+
+/// A stream's GSO use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct GsoUse {
+    /// `on`, `off` or `fallback`.
+    pub gso: String,
+    /// The kernel's refusal, on a fallback.
+    pub reason: Option<String>,
+}
+
+/// A load's sink report (`sink`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SinkUse {
+    /// Streams whose report arrived.
+    pub streams_reported: usize,
+}
+
+/// A load's sender totals (`sent`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct SenderUse {
+    /// Schedule slots the pacer dropped after stalls.
+    pub skipped: u64,
+    /// Sends that failed.
+    pub send_errors: u64,
+}
+
+/// A sample's raw result read only for its [`Quality`]: reading never fails (a
+/// malformed or foreign result has no qualifiers), so one odd result cannot make a
+/// run unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(from = "serde_json::Value")]
+pub struct ResultQuality(pub Quality);
+
+impl From<serde_json::Value> for ResultQuality {
+    fn from(v: serde_json::Value) -> Self {
+        ResultQuality(Quality::of(&v))
+    }
+}
+
+/// Whether a sink report covers every stream: `report` is `None` when no report came,
+/// `Some(None)` for a report that does not say how many streams it covers (taken as
+/// all of them), `Some(Some(n))` for `n` streams reported, against `streams` sent.
+pub fn sink_complete(report: Option<Option<usize>>, streams: usize) -> bool {
+    match report {
+        None => false,
+        Some(reported) => reported.map_or(true, |n| n >= streams),
+    }
+}
+
+impl Quality {
+    /// Reads the qualifiers of a raw result; a result that is not an object has none.
+    pub fn of(result: &serde_json::Value) -> Quality {
+        Quality::deserialize(result).unwrap_or_default()
+    }
+
+    /// A probe that heard no answer at all: its RTT figures are not measurements.
+    pub fn probe_dead(&self) -> bool {
+        self.counts.is_some_and(|c| c.sent > 0 && c.answered == 0)
+    }
+
+    /// Whether a load's received rate is complete: a sink report from every stream.
+    /// `false` when no report came, or fewer streams reported than were sent.
+    pub fn sink_complete(&self) -> bool {
+        sink_complete(
+            self.sink.map(|s| Some(s.streams_reported)),
+            self.streams.len(),
+        )
+    }
+
+    /// The warning of a clock other than a trusted TSC: the recorded warning, or the
+    /// source's name when it is not `tsc`/`cntvct`.
+    pub fn clock_warning(&self) -> Option<String> {
+        let c = self.clock.as_ref()?;
+        c.warning.clone().or_else(|| match c.source.as_deref() {
+            None | Some("tsc" | "cntvct") => None,
+            Some(other) => Some(format!("timed with {other}")),
+        })
+    }
+
+    /// Whether any stream fell back from GSO to plain sends.
+    pub fn gso_fallback(&self) -> bool {
+        self.streams
+            .iter()
+            .any(|s| s.gso.as_ref().is_some_and(|g| g.gso == "fallback"))
+    }
+
+    /// The placement's `(cpu, core)` per thread, for
+    /// [`crate::knee::expected_smt_knee`].
+    pub fn slots(&self) -> Vec<(Option<usize>, Option<usize>)> {
+        self.placement
+            .as_ref()
+            .map(|p| p.slots.iter().map(|s| (s.cpu, s.core)).collect())
+            .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_a_probe_and_a_dead_one() {
+        let q = Quality::of(
+            &json!({"counts": {"sent": 1000, "answered": 700, "lost": 300,
+            "late": 4, "duplicates": 0}, "clamped": 2, "rtt": {"mean_ns": 1.0}}),
+        );
+        assert_eq!(q.counts.unwrap().lost, 300);
+        assert_eq!(q.clamped, Some(2));
+        assert!(!q.probe_dead());
+        let dead = Quality::of(&json!({"counts": {"sent": 50, "answered": 0, "lost": 50}}));
+        assert!(dead.probe_dead());
+    }
+
+    #[test]
+    fn a_sink_report_is_complete_only_from_every_stream() {
+        let two = json!([{"gso": {"gso": "off"}}, {"gso": {"gso": "fallback", "reason": "EIO"}}]);
+        let partial = Quality::of(&json!({"streams": two, "sink": {"streams_reported": 1}}));
+        assert!(!partial.sink_complete());
+        assert!(partial.gso_fallback());
+        let full = Quality::of(&json!({"streams": two, "sink": {"streams_reported": 2}}));
+        assert!(full.sink_complete());
+        let none = Quality::of(&json!({"streams": two, "sink": null}));
+        assert!(!none.sink_complete());
+    }
+
+    #[test]
+    fn clock_and_placement() {
+        let q = Quality::of(
+            &json!({"clock": {"source": "clock_gettime", "warning": null},
+            "placement": {"strategy": "cores", "slots": [{"cpu": 0, "core": 0, "thread": 0},
+            {"cpu": 48, "core": 0}]}}),
+        );
+        assert_eq!(
+            q.clock_warning().as_deref(),
+            Some("timed with clock_gettime")
+        );
+        assert_eq!(q.slots(), vec![(Some(0), Some(0)), (Some(48), Some(0))]);
+        let tsc = Quality::of(&json!({"clock": {"source": "tsc", "warning": null}}));
+        assert_eq!(tsc.clock_warning(), None);
+        assert_eq!(Quality::of(&json!("not an object")), Quality::default());
+    }
+}
