@@ -5,7 +5,7 @@
 //! adjustment keeps its true length; on a machine whose clocksource is the TSC the
 //! kernel answers it from the vDSO in a few tens of nanoseconds, without a syscall.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// Nanoseconds of `CLOCK_MONOTONIC_RAW` (arbitrary origin, never goes back).
 #[inline]
@@ -16,6 +16,17 @@ pub fn now_ns() -> u64 {
 /// Nanoseconds in `d`, saturating at `u64::MAX` (584 years).
 pub fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The wall-clock time (`SystemTime`) at which [`now_ns`] reads (or will read)
+/// `t_ns`, for stamping logs: the two clocks read together, `t_ns` placed from there.
+pub fn wall_time_of(t_ns: u64) -> SystemTime {
+    let (wall, now) = (SystemTime::now(), now_ns());
+    if t_ns >= now {
+        wall + Duration::from_nanos(t_ns - now)
+    } else {
+        wall - Duration::from_nanos(now - t_ns)
+    }
 }
 
 /// Waits until [`now_ns`] reaches `deadline_ns`: sleeps while more than `spin_ns`
@@ -57,5 +68,22 @@ mod tests {
         assert!(now_ns() >= woke);
         assert_eq!(duration_ns(Duration::from_millis(3)), 3_000_000);
         assert_eq!(duration_ns(Duration::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn wall_time_of_places_monotonic_instants() {
+        let (wall, now) = (SystemTime::now(), now_ns());
+        let later = wall_time_of(now + 300_000_000);
+        let earlier = wall_time_of(now - 200_000_000);
+        let ms = |a: SystemTime, b: SystemTime| match a.duration_since(b) {
+            Ok(d) => d.as_secs_f64() * 1e3,
+            Err(e) => -e.duration().as_secs_f64() * 1e3,
+        };
+        assert!((ms(later, wall) - 300.0).abs() < 5.0, "{}", ms(later, wall));
+        assert!(
+            (ms(earlier, wall) + 200.0).abs() < 5.0,
+            "{}",
+            ms(earlier, wall)
+        );
     }
 }

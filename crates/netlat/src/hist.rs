@@ -193,6 +193,7 @@ pub enum HistLogError {
 pub struct HistLog<W: Write = BufWriter<File>> {
     out: W,
     serializer: V2DeflateSerializer,
+    base: SystemTime,
 }
 
 impl HistLog {
@@ -217,7 +218,16 @@ impl<W: Write> HistLog<W> {
             out,
             "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
         )?;
-        Ok(HistLog { out, serializer })
+        Ok(HistLog {
+            out,
+            serializer,
+            base: now,
+        })
+    }
+
+    /// The log's `BaseTime`: interval start offsets count from it.
+    pub fn base_time(&self) -> SystemTime {
+        self.base
     }
 
     /// Appends one interval: `start` is its offset from the log's base time, `tag`

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use thiserror::Error;
 
+use crate::hist::LatencySummary;
 use crate::load::{self, LoadConfig, LoadError, LoadReport};
 use crate::probe::{self, Interval, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
 use nnb_units::Rate;
@@ -34,6 +35,10 @@ pub struct NeighborConfig {
 /// Latency percentiles' distance above the mean (figure 6.6), nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct AboveMean {
+    /// The probe's figure these are computed from: `"rtt"` (ping-pong) or
+    /// `"rtt_intended"` (open loop: from each ping's intended send time, corrected
+    /// for coordinated omission).
+    pub series: &'static str,
     /// p50 - mean (negative when the median is below the mean).
     pub p50_ns: f64,
     /// p90 - mean.
@@ -55,7 +60,8 @@ pub struct LevelResult {
     pub received_bps: Option<f64>,
     /// The probe's result at this level.
     pub probe: ProbeReport,
-    /// RTT percentiles' distance above the mean RTT.
+    /// RTT percentiles' distance above the mean RTT, of the series
+    /// [`LevelResult::latency`] says.
     pub above_mean: AboveMean,
     /// The load generator's full result (absent at a zero level).
     pub load: Option<LoadReport>,
@@ -127,23 +133,46 @@ fn run_level(
             Ok::<_, NeighborError>((probed?, Some(loaded?)))
         })?
     };
-    let rtt = probe.rtt;
-    let above = |v: u64| v as f64 - rtt.mean_ns;
     Ok(LevelResult {
         target_bps,
         sent_bps: load.as_ref().map_or(0.0, |l| l.sent.payload_bps),
         received_bps: load
             .as_ref()
             .and_then(|l| l.sink.as_ref().map(|s| s.rate_bps)),
-        above_mean: AboveMean {
-            p50_ns: above(rtt.p50_ns),
-            p90_ns: above(rtt.p90_ns),
-            p99_ns: above(rtt.p99_ns),
-            p999_ns: above(rtt.p999_ns),
-        },
+        above_mean: above_mean(&probe),
         probe,
         load,
     })
+}
+
+impl LevelResult {
+    /// The level's latency: in open loop the RTT from the intended send time (what
+    /// a client on that schedule waits, coordinated omission corrected), else the
+    /// RTT. The one the level's line, table and [`AboveMean`] show.
+    pub fn latency(&self) -> (&'static str, &LatencySummary) {
+        latency_of(&self.probe)
+    }
+}
+
+/// See [`LevelResult::latency`].
+fn latency_of(probe: &ProbeReport) -> (&'static str, &LatencySummary) {
+    match &probe.rtt_intended {
+        Some(intended) => ("rtt_intended", intended),
+        None => ("rtt", &probe.rtt),
+    }
+}
+
+/// The percentiles' distance above the mean of the probe's level latency.
+fn above_mean(probe: &ProbeReport) -> AboveMean {
+    let (series, s) = latency_of(probe);
+    let above = |v: u64| v as f64 - s.mean_ns;
+    AboveMean {
+        series,
+        p50_ns: above(s.p50_ns),
+        p90_ns: above(s.p90_ns),
+        p99_ns: above(s.p99_ns),
+        p999_ns: above(s.p999_ns),
+    }
 }
 
 /// Longest the probe can take: the load runs that long unless stopped sooner.
@@ -155,4 +184,73 @@ fn load_duration(p: &ProbeConfig) -> Duration {
             .saturating_mul(u32::try_from(n).unwrap_or(u32::MAX)),
     };
     (p.warmup + measuring + Duration::from_secs(1)).min(Duration::from_secs(24 * 3600))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::ProbeCounts;
+
+    fn summary(mean_ns: f64, p: [u64; 4]) -> LatencySummary {
+        LatencySummary {
+            count: 100,
+            mean_ns,
+            p50_ns: p[0],
+            p90_ns: p[1],
+            p99_ns: p[2],
+            p999_ns: p[3],
+            ..LatencySummary::default()
+        }
+    }
+
+    fn report(rtt_intended: Option<LatencySummary>) -> ProbeReport {
+        let rtt = summary(100_000.0, [90_000, 150_000, 200_000, 300_000]);
+        ProbeReport {
+            target: "127.0.0.1:9000".into(),
+            mode: if rtt_intended.is_some() {
+                "open-loop"
+            } else {
+                "ping-pong"
+            },
+            rate_pps: rtt_intended.map(|_| 1000.0),
+            msg_size: 64,
+            busy_poll: false,
+            elapsed_s: 1.0,
+            warmup_pings: 0,
+            counts: ProbeCounts::default(),
+            rtt,
+            rtt_intended,
+            rtt_half: rtt.halved(),
+            clamped: 0,
+        }
+    }
+
+    #[test]
+    fn open_loop_levels_use_the_intended_time_rtt() {
+        // A stalled reflector: pings queue behind it, so from their intended send
+        // times they waited far longer (mean 1 ms) than from their actual sends.
+        let intended = summary(1_000_000.0, [500_000, 2_000_000, 5_000_000, 9_000_000]);
+        let a = above_mean(&report(Some(intended)));
+        assert_eq!(
+            a,
+            AboveMean {
+                series: "rtt_intended",
+                p50_ns: -500_000.0,
+                p90_ns: 1_000_000.0,
+                p99_ns: 4_000_000.0,
+                p999_ns: 8_000_000.0,
+            }
+        );
+        let a = above_mean(&report(None));
+        assert_eq!(
+            a,
+            AboveMean {
+                series: "rtt",
+                p50_ns: -10_000.0,
+                p90_ns: 50_000.0,
+                p99_ns: 100_000.0,
+                p999_ns: 200_000.0,
+            }
+        );
+    }
 }

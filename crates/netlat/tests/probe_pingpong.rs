@@ -5,8 +5,9 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use nnb_netlat::hist::HistLog;
 use nnb_netlat::probe::{self, ProbeConfig, ProbeError, ProbeLength, ProbeReport};
 use nnb_netlat::serve::{ServeConfig, Server};
 use nnb_netlat::wire::Header;
@@ -322,4 +323,133 @@ fn bad_settings_are_explained() {
     let stop = AtomicBool::new(false);
     let err = probe::run(&cfg, &stop, &mut |_| {}).expect_err("too small");
     assert!(err.to_string().contains("32-byte nnb header"), "{err}");
+}
+
+#[test]
+fn intervals_after_a_stall_are_emitted_empty_and_samples_land_when_they_happen() {
+    // Pings 0 and 1 are answered at once, ping 2 never (a 250 ms timeout: the
+    // probe stalls), pings 3 to 5 at once after it. With 100 ms intervals:
+    // [0,100 ms) has pings 0-2 sent and 2 answered, [100,200 ms) saw nothing
+    // (the stall), and pings 3-5 were sent and answered in [200,300 ms).
+    let stop_reflector = Arc::new(AtomicBool::new(false));
+    let (addr, handle) = odd_reflector(
+        |seq| {
+            if seq == 2 {
+                Behaviour::Drop
+            } else {
+                Behaviour::Answer
+            }
+        },
+        stop_reflector.clone(),
+    );
+    let cfg = ProbeConfig {
+        length: ProbeLength::Count(6),
+        timeout: Duration::from_millis(250),
+        warmup: Duration::ZERO,
+        interval: Some(Duration::from_millis(100)),
+        ..ProbeConfig::new(addr)
+    };
+    let stop = AtomicBool::new(false);
+    let mut seen = Vec::new();
+    let r = probe::run(&cfg, &stop, &mut |iv| {
+        seen.push((iv.start.as_millis(), iv.sent, iv.answered, iv.rtt.count()))
+    })
+    .expect("probe runs");
+    stop_reflector.store(true, Ordering::Relaxed);
+    handle.join().expect("reflector thread");
+    assert_eq!((r.counts.sent, r.counts.answered), (6, 5), "{:?}", r.counts);
+    assert_eq!(
+        seen,
+        [(0, 3, 2, 2), (100, 0, 0, 0), (200, 3, 3, 3)],
+        "(start ms, sent, answered, samples)"
+    );
+}
+
+#[test]
+fn open_loop_elapsed_leaves_out_the_wait_for_a_lost_pong() {
+    // 1000 pings/s for 300 ms after 50 ms of warm-up (pings 0-49); measured ping
+    // 100 is never answered, so the receiver waits its 1 s timeout at the end.
+    // The measuring phase is the 300 pings' schedule: 300 ms, not 1.3 s.
+    let stop_reflector = Arc::new(AtomicBool::new(false));
+    let (addr, handle) = odd_reflector(
+        |seq| {
+            if seq == 100 {
+                Behaviour::Drop
+            } else {
+                Behaviour::Answer
+            }
+        },
+        stop_reflector.clone(),
+    );
+    let cfg = ProbeConfig {
+        rate_pps: Some(1000.0),
+        length: ProbeLength::Duration(Duration::from_millis(300)),
+        warmup: Duration::from_millis(50),
+        timeout: Duration::from_secs(1),
+        ..ProbeConfig::new(addr)
+    };
+    let r = run(&cfg);
+    stop_reflector.store(true, Ordering::Relaxed);
+    handle.join().expect("reflector thread");
+    assert_eq!((r.counts.sent, r.counts.lost), (300, 1), "{:?}", r.counts);
+    assert!(
+        (r.elapsed_s - 0.3).abs() < 0.05,
+        "elapsed {} s",
+        r.elapsed_s
+    );
+}
+
+/// `#[BaseTime: S (seconds since epoch)]` of an HDR interval log, and the
+/// StartTimestamp of its first interval line tagged `tag`.
+fn base_and_first_start(log: &str, tag: &str) -> (f64, f64) {
+    let base = log
+        .lines()
+        .find_map(|l| l.strip_prefix("#[BaseTime: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no BaseTime in {log}"));
+    let start = log
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("Tag={tag},")))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {tag} interval in {log}"));
+    (base, start)
+}
+
+#[test]
+fn hdr_log_base_time_is_the_start_of_measuring() {
+    // The log is started before the probe, as the CLI and the agent do. Measuring
+    // starts after the 300 ms warm-up (open loop: 2 ms after the call, the first
+    // ping's slot, plus 300 warm-up pings at 1000/s), so BaseTime plus the first
+    // interval's StartTimestamp is that moment, within 10 ms.
+    let server = reflector();
+    let target = server.reflector_addr().expect("reflector address");
+    for (rate_pps, lead_s) in [(None, 0.300), (Some(1000.0), 0.302)] {
+        let mut log = HistLog::new(Vec::new(), "test").expect("log");
+        let cfg = ProbeConfig {
+            rate_pps,
+            warmup: Duration::from_millis(300),
+            length: ProbeLength::Duration(Duration::from_millis(200)),
+            interval: Some(Duration::from_millis(100)),
+            ..ProbeConfig::new(target)
+        };
+        let stop = AtomicBool::new(false);
+        let called = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .expect("after 1970")
+            .as_secs_f64();
+        probe::run(&cfg, &stop, &mut |iv| {
+            iv.write_to(&mut log, None).expect("log interval");
+        })
+        .expect("probe runs");
+        let text = String::from_utf8(log.finish().expect("finish")).expect("utf-8");
+        let (base, start) = base_and_first_start(&text, "rtt");
+        let measuring = called + lead_s;
+        assert!(
+            (base + start - measuring).abs() < 0.010,
+            "{rate_pps:?}: BaseTime {base} + {start} is {:.1} ms from the measuring start",
+            (base + start - measuring) * 1e3
+        );
+    }
 }

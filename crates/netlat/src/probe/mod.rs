@@ -12,7 +12,7 @@ pub mod pingpong;
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use thiserror::Error;
@@ -150,7 +150,12 @@ pub struct ProbeReport {
     pub msg_size: usize,
     /// Whether the receiver spun on a non-blocking socket.
     pub busy_poll: bool,
-    /// Seconds of the measuring phase (warm-up excluded).
+    /// Seconds of the measuring phase (warm-up excluded). Ping-pong: from the first
+    /// measured ping to the end of the last one (its pong or its timeout). Open
+    /// loop: the schedule of the pings sent, one period each (from the first one's
+    /// intended send time to the last one's plus a period, or to its actual send
+    /// when the sender ran late), or to the last accepted pong when that came
+    /// later; the wait for pongs that never came is not included.
     pub elapsed_s: f64,
     /// Pings discarded as warm-up.
     pub warmup_pings: u64,
@@ -169,8 +174,15 @@ pub struct ProbeReport {
 }
 
 /// One reporting interval's figures, passed to the interval callback.
+///
+/// Every ping sent and every pong accepted is counted in the interval it happened
+/// in; after a stall (a ping-pong timeout longer than the interval, a descheduled
+/// receiver) the intervals the stall covered come out, empty.
 #[derive(Debug)]
 pub struct Interval<'a> {
+    /// Wall-clock time of the start of the measuring phase (after the warm-up),
+    /// from which `start` counts.
+    pub origin: SystemTime,
     /// Start of the interval, from the start of the measuring phase.
     pub start: Duration,
     /// Length of the interval (the last one may be short).
@@ -190,21 +202,27 @@ impl Interval<'_> {
     /// `rtt_intended` in open-loop mode); under neighbor load each level's series
     /// apart, `rtt_level{n}` and `rtt_intended_level{n}` (n counted from 0). The
     /// one place these tags are made, for `nnb latency --hdr-log` and the agent.
+    ///
+    /// The interval's start is written as its offset from the log's `BaseTime`
+    /// (`origin + start` minus the base time), so `BaseTime + StartTimestamp` is the
+    /// wall-clock time the interval began, whatever warm-up or earlier levels came
+    /// before. A log started after the measuring phase (it never is in nnb) puts
+    /// intervals before its base time at offset 0.
     pub fn write_to<W: io::Write>(
         &self,
         log: &mut HistLog<W>,
         level: Option<usize>,
     ) -> Result<(), HistLogError> {
         let suffix = level.map_or_else(String::new, |n| format!("_level{n}"));
-        log.write(
-            self.rtt,
-            self.start,
-            self.length,
-            Some(&format!("rtt{suffix}")),
-        )?;
+        let start = self
+            .origin
+            .duration_since(log.base_time())
+            .unwrap_or(Duration::ZERO)
+            + self.start;
+        log.write(self.rtt, start, self.length, Some(&format!("rtt{suffix}")))?;
         if let Some(intended) = self.rtt_intended {
             let tag = format!("rtt_intended{suffix}");
-            log.write(intended, self.start, self.length, Some(&tag))?;
+            log.write(intended, start, self.length, Some(&tag))?;
         }
         Ok(())
     }
@@ -318,12 +336,26 @@ pub(crate) fn pin(cpu: Option<usize>) -> Result<(), ProbeError> {
 }
 
 /// Tracks reporting intervals: when the current one ends and what it has seen.
+///
+/// The caller [advances](IntervalClock::advance) it to the time of each event
+/// before counting the event, so every event lands in the interval it happened in.
+/// An advance across several interval ends emits each of them: the first with what
+/// was counted, the others (time the caller spent stalled, seeing nothing) empty.
 pub(crate) struct IntervalClock {
     length_ns: Option<u64>,
     origin_ns: u64,
+    origin_wall: SystemTime,
     start_ns: u64,
-    /// Pings sent in the current interval.
-    pub sent: u64,
+    /// The latest time advanced to.
+    now_ns: u64,
+    /// Open loop: measured ping `k` is due at `origin + k * period`, and an
+    /// interval's sent pings are those of its schedule (the sender may be ahead of
+    /// the receiver that emits the intervals). Also says to report `rtt_intended`.
+    period_ns: Option<f64>,
+    /// Measured pings sent so far, over all intervals (kept by the caller).
+    pub sent_total: u64,
+    /// `sent_total` at the start of the current interval.
+    sent_base: u64,
     /// Pongs accepted in the current interval.
     pub answered: u64,
     /// RTTs of the current interval.
@@ -333,51 +365,83 @@ pub(crate) struct IntervalClock {
 }
 
 impl IntervalClock {
-    /// Intervals of `length` starting at `origin_ns` (`None`: never due).
-    pub(crate) fn new(length: Option<Duration>, origin_ns: u64) -> Self {
+    /// Intervals of `length` starting at `origin_ns` (`None`: never due); with
+    /// `period_ns`, of an open-loop probe sending a ping every `period_ns`.
+    pub(crate) fn new(length: Option<Duration>, origin_ns: u64, period_ns: Option<f64>) -> Self {
         IntervalClock {
             length_ns: length.map(crate::clock::duration_ns),
             origin_ns,
+            origin_wall: crate::clock::wall_time_of(origin_ns),
             start_ns: origin_ns,
-            sent: 0,
+            now_ns: origin_ns,
+            period_ns,
+            sent_total: 0,
+            sent_base: 0,
             answered: 0,
             rtt: LatencyHist::new(),
             rtt_intended: LatencyHist::new(),
         }
     }
 
-    /// Emits the current interval if it has ended by `now_ns`, or unconditionally with
-    /// `force` (the final partial interval, when it saw any ping). Returns whether
-    /// an interval was emitted (and the counters reset).
-    pub(crate) fn tick(
+    /// Emits every interval that has ended by `now_ns`: the current one with its
+    /// counts, then any further ones the time since covers, empty.
+    pub(crate) fn advance(
         &mut self,
         now_ns: u64,
-        force: bool,
-        open_loop: bool,
         on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
-    ) -> bool {
+    ) {
+        self.now_ns = self.now_ns.max(now_ns);
         let Some(len) = self.length_ns else {
-            return false;
+            return;
         };
-        let due = now_ns >= self.start_ns + len;
-        if !(due || force && (self.sent > 0 || self.answered > 0)) {
-            return false;
+        while now_ns >= self.start_ns + len {
+            self.emit(self.start_ns + len, on_interval);
         }
-        let end = if due { self.start_ns + len } else { now_ns };
+    }
+
+    /// Ends the run at `end_ns` (or the latest time advanced to, when later):
+    /// emits the intervals ended by then and the last, partial one when it saw
+    /// any ping.
+    pub(crate) fn finish(
+        &mut self,
+        end_ns: u64,
+        on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
+    ) {
+        let end = end_ns.max(self.now_ns);
+        self.advance(end, on_interval);
+        if self.length_ns.is_some() && (self.sent_by(end) > self.sent_base || self.answered > 0) {
+            self.emit(end, on_interval);
+        }
+    }
+
+    /// Measured pings sent before `end_ns`, as far as known.
+    fn sent_by(&self, end_ns: u64) -> u64 {
+        match self.period_ns {
+            Some(period) => {
+                let due = (end_ns.saturating_sub(self.origin_ns) as f64 / period).ceil() as u64;
+                self.sent_total.min(due)
+            }
+            None => self.sent_total,
+        }
+    }
+
+    /// Emits the current interval as ending at `end_ns` and starts the next there.
+    fn emit(&mut self, end_ns: u64, on_interval: &mut (dyn FnMut(&Interval<'_>) + Send)) {
+        let sent_end = self.sent_by(end_ns).max(self.sent_base);
         on_interval(&Interval {
+            origin: self.origin_wall,
             start: Duration::from_nanos(self.start_ns - self.origin_ns),
-            length: Duration::from_nanos(end.saturating_sub(self.start_ns)),
-            sent: self.sent,
+            length: Duration::from_nanos(end_ns.saturating_sub(self.start_ns)),
+            sent: sent_end - self.sent_base,
             answered: self.answered,
             rtt: &self.rtt,
-            rtt_intended: open_loop.then_some(&self.rtt_intended),
+            rtt_intended: self.period_ns.is_some().then_some(&self.rtt_intended),
         });
-        self.start_ns = end;
-        self.sent = 0;
+        self.start_ns = end_ns;
+        self.sent_base = sent_end;
         self.answered = 0;
         self.rtt.reset();
         self.rtt_intended.reset();
-        true
     }
 }
 
@@ -401,6 +465,7 @@ mod tests {
         let mut intended = LatencyHist::new();
         intended.record(52_000);
         let iv = |open_loop: bool| Interval {
+            origin: SystemTime::now(),
             start: Duration::ZERO,
             length: Duration::from_secs(1),
             sent: 1,

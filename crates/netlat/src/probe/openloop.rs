@@ -191,8 +191,9 @@ fn receive_pongs(
     let mut counts = ProbeCounts::default();
     let mut rtt = LatencyHist::new();
     let mut rtt_intended = LatencyHist::new();
-    let mut intervals = IntervalClock::new(cfg.interval, origin);
-    let mut interval_sent_base = 0u64;
+    let mut intervals = IntervalClock::new(cfg.interval, origin, Some(schedule.period_ns));
+    // Arrival of the last pong accepted as an RTT sample.
+    let mut last_answer_ns = None;
     let measured_sent = || {
         progress
             .sent
@@ -213,6 +214,15 @@ fn receive_pongs(
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => None,
             Err(e) => return Err(ProbeError::io("receiving a pong")(e)),
         };
+        let sender_done = progress.sender_done.load(Ordering::Acquire);
+        intervals.sent_total = measured_sent();
+        // Intervals advance with the pongs, and with the clock while pings are
+        // still going out; not through the wait for the last pongs after that.
+        match received {
+            Some((_, t1)) => intervals.advance(t1, on_interval),
+            None if !sender_done => intervals.advance(now_ns(), on_interval),
+            None => {}
+        }
         if let Some((len, t1)) = received {
             match Header::decode(&buf[..len]) {
                 Ok(h)
@@ -236,6 +246,7 @@ fn receive_pongs(
                                 rtt_intended.record(intended);
                                 intervals.rtt.record(actual);
                                 intervals.rtt_intended.record(intended);
+                                last_answer_ns = Some(t1);
                             }
                         }
                     }
@@ -243,24 +254,29 @@ fn receive_pongs(
                 _ => counts.garbage += 1,
             }
         }
-        let now = now_ns();
-        let sent_now = measured_sent();
-        intervals.sent = sent_now - interval_sent_base;
-        if intervals.tick(now, false, true, on_interval) {
-            interval_sent_base = sent_now;
-        }
-        if progress.sender_done.load(Ordering::Acquire) {
-            let all_answered = counts.answered + counts.late >= sent_now;
+        if sender_done {
+            let all_answered = counts.answered + counts.late >= intervals.sent_total;
             let last = progress.last_send_ns.load(Ordering::Relaxed);
-            if all_answered || now > last + timeout_ns {
+            if all_answered || now_ns() > last + timeout_ns {
                 break;
             }
         }
     }
-    let finished = now_ns();
     let sent_now = measured_sent();
-    intervals.sent = sent_now - interval_sent_base;
-    intervals.tick(finished, true, true, on_interval);
+    // The measuring phase ends with the schedule of the pings sent (the last one's
+    // slot included, or its actual send when the sender ran late) or with the last
+    // answer, whichever is later: not with the wait for pongs that never came.
+    let schedule_end = origin + (sent_now as f64 * schedule.period_ns) as u64;
+    let last_send = if sent_now > 0 {
+        progress.last_send_ns.load(Ordering::Relaxed)
+    } else {
+        origin
+    };
+    let measured_end = schedule_end
+        .max(last_send)
+        .max(last_answer_ns.unwrap_or(origin));
+    intervals.sent_total = sent_now;
+    intervals.finish(measured_end, on_interval);
     let stats = tracker.stats();
     counts.sent = sent_now;
     counts.lost = sent_now.saturating_sub(counts.answered);
@@ -273,7 +289,7 @@ fn receive_pongs(
         rate_pps: None,
         msg_size: cfg.msg_size,
         busy_poll: cfg.busy_poll,
-        elapsed_s: finished.saturating_sub(origin) as f64 / 1e9,
+        elapsed_s: measured_end.saturating_sub(origin) as f64 / 1e9,
         warmup_pings: schedule.warmup.min(progress.sent.load(Ordering::Acquire)),
         counts,
         rtt: summary,

@@ -229,7 +229,7 @@ pub(crate) fn run(
         ProbeLength::Count(_) => u64::MAX,
     };
     let mut hist = LatencyHist::new();
-    let mut intervals = IntervalClock::new(cfg.interval, start);
+    let mut intervals = IntervalClock::new(cfg.interval, start, None);
     let mut now = start;
     loop {
         let done = match cfg.length {
@@ -239,10 +239,15 @@ pub(crate) fn run(
         if done || stop.load(Ordering::Relaxed) {
             break;
         }
+        // The ping leaves now: it counts in the interval of this moment.
+        intervals.advance(now, on_interval);
         let outcome = p.ping(seq)?;
         seq += 1;
         p.counts.sent += 1;
-        intervals.sent += 1;
+        intervals.sent_total += 1;
+        // Its answer (or timeout) is now: the RTT counts in this moment's interval.
+        now = now_ns();
+        intervals.advance(now, on_interval);
         match outcome {
             Outcome::Answered(rtt) => {
                 p.counts.answered += 1;
@@ -252,11 +257,9 @@ pub(crate) fn run(
             }
             Outcome::TimedOut => p.counts.lost += 1,
         }
-        now = now_ns();
-        intervals.tick(now, false, false, on_interval);
     }
     let finished = now_ns();
-    intervals.tick(finished, true, false, on_interval);
+    intervals.finish(finished, on_interval);
 
     let stats = p.tracker.stats();
     p.counts.duplicates = stats.duplicates;
