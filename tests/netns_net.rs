@@ -1,7 +1,9 @@
-//! The probe and the load generator across two network namespaces joined by a veth
-//! pair, with the path shaped by `tc`: netem delay must show in the RTT, and a token
-//! bucket must cap what the sink receives. Needs root (see `netns::require_root` for
-//! the skip/fail policy).
+//! The load generator across two network namespaces joined by a veth pair, with the
+//! path shaped by `tc`: a token bucket must cap what the sink receives. Needs root
+//! (see `netns::require_root` for the skip/fail policy). The probe's RTT against a
+//! known delay is checked without root, through a delay proxy written in the test
+//! (`ground_truth_delay.rs`): the netem test that stood here skipped itself on
+//! kernels without netem, so it could not fail where it ran.
 
 use crate::support::netns;
 
@@ -58,41 +60,6 @@ fn nnb_in_a(pair: &NetnsPair, args: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("nnb prints JSON")
-}
-
-#[test]
-fn netem_delay_shows_in_the_rtt() {
-    if !netns::require_root() || !netns::require_netem() {
-        return;
-    }
-    let pair = NetnsPair::new().expect("cannot build the namespace pair");
-    for side in [&pair.a, &pair.b] {
-        side.netem_delay(Duration::from_millis(5))
-            .expect("netem delay");
-    }
-    let (_serve, reflector, _) = serve_in_b(&pair);
-    let target = reflector.to_string();
-    let v = nnb_in_a(
-        &pair,
-        &[
-            "latency", "--target", &target, "--count", "300", "--warmup", "200ms", "--json",
-        ],
-    );
-    assert_eq!(v["counts"]["lost"], 0, "{v}");
-    let p50 = v["rtt"]["p50_ns"].as_f64().expect("p50");
-    eprintln!(
-        "netem 5 ms each way: p50 RTT {p50} ns, p99 {}",
-        v["rtt"]["p99_ns"]
-    );
-    // 5 ms each way: the RTT is 10 ms plus microseconds of stack.
-    assert!(
-        (p50 - 10e6).abs() <= 10e6 * 0.10,
-        "p50 RTT {p50} ns is not within 10% of 10 ms"
-    );
-    assert_eq!(
-        v["rtt_half"]["p50_ns"].as_f64(),
-        Some((p50 as u64 / 2) as f64)
-    );
 }
 
 #[test]

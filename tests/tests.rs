@@ -8,6 +8,7 @@ mod agent_netns;
 mod analyze_cli;
 mod aws_cli;
 mod cpu_cli;
+mod ground_truth_delay;
 mod ground_truth_steal;
 mod latency_cli;
 mod load_cli;

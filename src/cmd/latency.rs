@@ -266,14 +266,16 @@ impl IntervalPrinter<'_> {
         let done = self.level.map_or(0, |n| n + 1);
         self.level = Some(done);
         if !json {
+            let (series, s) = l.latency();
             self.write(|p| {
                 writeln!(
                     p.out,
-                    "level {done}/{levels}: load {} -> RTT mean {}, p90 {}, p99.9 {}",
+                    "level {done}/{levels}: load {} -> {} mean {}, p90 {}, p99.9 {}",
                     format_bits_per_sec(l.sent_bps),
-                    format_ns(l.probe.rtt.mean_ns),
-                    format_ns(l.probe.rtt.p90_ns as f64),
-                    format_ns(l.probe.rtt.p999_ns as f64),
+                    series_label(series),
+                    format_ns(s.mean_ns),
+                    format_ns(s.p90_ns as f64),
+                    format_ns(s.p999_ns as f64),
                 )
             });
         }
@@ -445,7 +447,7 @@ fn run_neighbor(
         return Ok(());
     }
     for l in &levels {
-        let s = l.probe.rtt;
+        let (_, s) = l.latency();
         let a = l.above_mean;
         let right = |v: String| Cell::new(v).set_alignment(CellAlignment::Right);
         let signed = |v: f64| {
@@ -472,6 +474,20 @@ fn run_neighbor(
         ]);
     }
     writeln!(out, "{table}")?;
-    writeln!(out, "RTT figures; sent = achieved aggregate neighbor payload rate, received = as the sink saw it")?;
+    let series = levels.first().map_or("rtt", |l| l.latency().0);
+    writeln!(
+        out,
+        "{} figures; sent = achieved aggregate neighbor payload rate, received = as the sink saw it",
+        series_label(series)
+    )?;
     Ok(())
+}
+
+/// How a level's latency series (`LevelResult::latency`) is labelled for people.
+fn series_label(series: &str) -> &'static str {
+    if series == "rtt_intended" {
+        "RTT from intended send (CO-corrected)"
+    } else {
+        "RTT"
+    }
 }
