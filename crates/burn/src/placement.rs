@@ -12,7 +12,12 @@
 //!   `n/2 + 1` threads. Following package order (rather than interleaving sockets)
 //!   keeps the first threads on one socket and its memory, as a compact run would.
 //! - `smt-sibling`: both threads of a core before the next core (0, 48, 1, 49, ...
-//!   on an m5.metal), so that thread pairs share a core.
+//!   on an m5.metal), so that thread pairs share a core. Only *complete* cores are
+//!   filled first: those whose every SMT thread (as many as the host's
+//!   [`Topology::smt_ways`]) is online and allowed. A core with a sibling offline or
+//!   outside the allowed set would leave a thread alone where a pair was asked for,
+//!   so such cores come after every complete core, and a thread that lands on one
+//!   is named in the placement's warnings.
 //! - `compact`: logical CPU order (0, 1, 2, ...), whatever the cores.
 //! - an explicit list (`--cpus 0,2,4-7`): threads take the listed CPUs in order.
 //!
@@ -33,7 +38,8 @@ pub enum PinStrategy {
     None,
     /// One thread per physical core first, SMT siblings after every core has one.
     Cores,
-    /// Fill every SMT thread of a core before moving to the next core.
+    /// Fill every SMT thread of a core before moving to the next core; cores with
+    /// every SMT thread usable first, cores with a sibling offline or not allowed last.
     SmtSibling,
     /// Logical CPU order.
     Compact,
@@ -191,6 +197,10 @@ pub struct Placement {
     pub strategy: String,
     /// One slot per thread, in thread order.
     pub slots: Vec<Slot>,
+    /// Where the placement falls short of what the strategy promises, one sentence
+    /// each (e.g. `smt-sibling` threads that could not get a full sibling set);
+    /// empty when it keeps the promise.
+    pub warnings: Vec<String>,
 }
 
 /// Plans where `threads` threads run under `strategy`.
@@ -211,11 +221,13 @@ pub fn plan(
     }
     let usable = |id: usize| topo.cpu(id).is_some_and(|c| c.online) && allowed.contains(&id);
     let online: Vec<usize> = topo.online().map(|c| c.id).collect();
-    let order: Vec<usize> = match strategy {
-        PinStrategy::List(cpus) => check_list(topo, cpus, allowed, &online)?,
-        PinStrategy::Compact | PinStrategy::None => {
-            online.iter().copied().filter(|&id| usable(id)).collect()
-        }
+    // `partial`: CPUs of cores without a full usable sibling set (smt-sibling only).
+    let (order, partial): (Vec<usize>, Vec<usize>) = match strategy {
+        PinStrategy::List(cpus) => (check_list(topo, cpus, allowed, &online)?, Vec::new()),
+        PinStrategy::Compact | PinStrategy::None => (
+            online.iter().copied().filter(|&id| usable(id)).collect(),
+            Vec::new(),
+        ),
         PinStrategy::Cores => {
             let cores: Vec<Vec<usize>> = topo
                 .cores()
@@ -223,20 +235,16 @@ pub fn plan(
                 .map(|core| core.into_iter().filter(|&id| usable(id)).collect())
                 .collect();
             let ways = cores.iter().map(Vec::len).max().unwrap_or(0);
-            (0..ways)
+            let order = (0..ways)
                 .flat_map(|round| {
                     cores
                         .iter()
                         .filter_map(move |core| core.get(round).copied())
                 })
-                .collect()
+                .collect();
+            (order, Vec::new())
         }
-        PinStrategy::SmtSibling => topo
-            .cores()
-            .into_iter()
-            .flatten()
-            .filter(|&id| usable(id))
-            .collect(),
+        PinStrategy::SmtSibling => smt_sibling_order(topo, usable),
     };
     if order.is_empty() {
         return Err(PlacementError::NoUsableCpu {
@@ -252,7 +260,7 @@ pub fn plan(
         });
     }
     let pinned = *strategy != PinStrategy::None;
-    let slots = (0..threads)
+    let slots: Vec<Slot> = (0..threads)
         .map(|thread| {
             let cpu = topo.cpu(order[thread % order.len()]).filter(|_| pinned);
             Slot {
@@ -263,10 +271,64 @@ pub fn plan(
             }
         })
         .collect();
+    let warnings: Vec<String> =
+        Vec::from_iter(lone_thread_warning(&slots, &partial, topo.smt_ways()));
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
     Ok(Placement {
         strategy: strategy.to_string(),
         slots,
+        warnings,
     })
+}
+
+/// The `smt-sibling` CPU order: the usable CPUs of every complete core (all of the
+/// host's [`Topology::smt_ways`] SMT threads online and allowed) in core order, then
+/// the usable CPUs of the other cores in core order. Returns the order and the CPUs
+/// of those incomplete cores.
+///
+/// The kernel lists only online siblings (an offline sibling's core reads as a
+/// smaller core), so a core is measured against the host's widest core, not its own
+/// sibling list.
+fn smt_sibling_order(topo: &Topology, usable: impl Fn(usize) -> bool) -> (Vec<usize>, Vec<usize>) {
+    let ways = topo.smt_ways();
+    let (complete, partial): (Vec<Vec<usize>>, Vec<Vec<usize>>) = topo
+        .cores()
+        .into_iter()
+        .map(|core| {
+            core.into_iter()
+                .filter(|&id| usable(id))
+                .collect::<Vec<_>>()
+        })
+        .partition(|core| core.len() == ways);
+    let partial: Vec<usize> = partial.into_iter().flatten().collect();
+    let mut order: Vec<usize> = complete.into_iter().flatten().collect();
+    order.extend_from_slice(&partial);
+    (order, partial)
+}
+
+/// The warning for threads placed on CPUs of incomplete cores (`partial`, from
+/// [`smt_sibling_order`]); `None` when no thread is.
+fn lone_thread_warning(slots: &[Slot], partial: &[usize], ways: usize) -> Option<String> {
+    let (threads, cpus): (Vec<usize>, Vec<usize>) = slots
+        .iter()
+        .filter_map(|s| s.cpu.filter(|c| partial.contains(c)).map(|c| (s.thread, c)))
+        .unzip();
+    if threads.is_empty() {
+        return None;
+    }
+    let plural = |n: usize, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+    let distinct = cpus.iter().collect::<std::collections::BTreeSet<_>>().len();
+    Some(format!(
+        "smt-sibling: {} {} could not get a full sibling set (no free core with all {ways} \
+         SMT threads online and allowed): {} {} {} a sibling offline or not allowed",
+        plural(threads.len(), "thread", "threads"),
+        format_list(&threads),
+        plural(distinct, "CPU", "CPUs"),
+        format_list(&cpus),
+        plural(distinct, "has", "have"),
+    ))
 }
 
 /// Checks every CPU of an explicit list: present, online, allowed, not repeated.
@@ -319,7 +381,8 @@ pub fn allowed_cpus() -> Vec<usize> {
 }
 
 /// Renders a placement as a plain-text table (thread, CPU, core, package, and the
-/// CPU's SMT siblings), for `--dry-run` and logs; `-` marks an unpinned thread.
+/// CPU's SMT siblings), for `--dry-run` and logs; `-` marks an unpinned thread. The
+/// placement's warnings follow the table, one `warning: ` line each.
 /// Long placements are printed in full: a user asking where 96 threads land wants
 /// all 96 rows.
 pub fn render_placement(p: &Placement, topo: &Topology) -> String {
@@ -356,6 +419,11 @@ pub fn render_placement(p: &Placement, topo: &Topology) -> String {
             .map(|(cell, &w)| format!("{cell:>w$}"))
             .collect();
         out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    for w in &p.warnings {
+        out.push_str("warning: ");
+        out.push_str(w);
         out.push('\n');
     }
     out

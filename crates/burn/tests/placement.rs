@@ -386,6 +386,7 @@ fn placement_serializes_and_renders() {
     let p = place(&t, &PinStrategy::SmtSibling, 2);
     let json = serde_json::to_value(&p).unwrap_or_default();
     assert_eq!(json["strategy"], "smt-sibling");
+    assert_eq!(json["warnings"], serde_json::json!([]));
     assert_eq!(
         json["slots"][1],
         serde_json::json!({"thread": 1, "cpu": 48, "core": 0, "package": 0})
@@ -407,4 +408,148 @@ fn placement_serializes_and_renders() {
         .lines()
         .nth(2)
         .is_some_and(|l| l.split_whitespace().eq(["0", "-", "-", "-", "-"])));
+}
+
+/// The offline-sibling guest (m5.2xlarge with cpu5 offline) has cores {0,4}, {1},
+/// {2,6} and {3,7}: core 1 lost its sibling. `smt-sibling` pairs threads on the three
+/// complete cores first and puts a thread on cpu 1 only when they are all taken.
+#[test]
+fn offline_sibling_smt_sibling_fills_complete_cores_first() {
+    let t = read("offline-sibling");
+    assert_eq!(t.cores(), vec![vec![0, 4], vec![1], vec![2, 6], vec![3, 7]]);
+    assert_eq!(t.smt_ways(), 2);
+    let s = PinStrategy::SmtSibling;
+
+    // Two full pairs, from cores 0 and 2; not 0, 4, 1 and a lone 2.
+    let p = place(&t, &s, 4);
+    assert_eq!(cpus(&p), vec![0, 4, 2, 6]);
+    let cores: Vec<_> = p.slots.iter().filter_map(|s| s.core).collect();
+    assert_eq!(cores, vec![0, 0, 2, 2]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(cpus(&place(&t, &s, 3)), vec![0, 4, 2]);
+    let p = place(&t, &s, 6);
+    assert_eq!(cpus(&p), vec![0, 4, 2, 6, 3, 7]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+
+    // The seventh thread can only go to cpu 1, whose sibling (cpu 5) is offline.
+    let p = place(&t, &s, 7);
+    assert_eq!(cpus(&p), vec![0, 4, 2, 6, 3, 7, 1]);
+    assert_eq!(
+        p.warnings,
+        vec![
+            "smt-sibling: thread 6 could not get a full sibling set (no free core with all 2 \
+             SMT threads online and allowed): CPU 1 has a sibling offline or not allowed"
+                .to_string()
+        ]
+    );
+    let json = serde_json::to_value(&p).unwrap_or_default();
+    assert_eq!(json["warnings"][0], p.warnings[0].as_str());
+    let text = render_placement(&p, &t);
+    assert_eq!(
+        text.lines().last(),
+        Some(format!("warning: {}", p.warnings[0]).as_str()),
+        "{text}"
+    );
+
+    // Oversubscribed, the order wraps; only thread 6 sits on the incomplete core.
+    let p = plan(&t, &s, 9, &online(&t), true).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(cpus(&p), vec![0, 4, 2, 6, 3, 7, 1, 0, 4]);
+    assert_eq!(p.warnings.len(), 1);
+    assert!(p.warnings[0].contains("thread 6 "), "{:?}", p.warnings);
+
+    // The other strategies are unchanged and have nothing to warn about.
+    let p = place(&t, &PinStrategy::Cores, 7);
+    assert_eq!(cpus(&p), vec![0, 1, 2, 3, 4, 6, 7]);
+    assert!(p.warnings.is_empty());
+    let p = place(&t, &PinStrategy::Compact, 7);
+    assert_eq!(cpus(&p), vec![0, 1, 2, 3, 4, 6, 7]);
+    assert!(p.warnings.is_empty());
+}
+
+/// A sibling outside the allowed set leaves its core incomplete just as an offline one
+/// does. On the m5.2xlarge guest (cores {0,4}, {1,5}, {2,6}, {3,7}) with only 0, 1, 2
+/// and 4 allowed, core 0 is the only complete core; threads beyond its pair land alone
+/// on cpus 1 and 2, and the placement says so.
+#[test]
+fn disallowed_siblings_leave_incomplete_cores_for_last_with_a_warning() {
+    let t = read("m5.2xlarge");
+    let s = PinStrategy::SmtSibling;
+    let with =
+        |allowed: &[usize], n| plan(&t, &s, n, allowed, false).unwrap_or_else(|e| panic!("{e}"));
+
+    let p = with(&[0, 1, 2, 4], 2);
+    assert_eq!(cpus(&p), vec![0, 4]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let p = with(&[0, 1, 2, 4], 3);
+    assert_eq!(cpus(&p), vec![0, 4, 1]);
+    assert_eq!(
+        p.warnings,
+        vec![
+            "smt-sibling: thread 2 could not get a full sibling set (no free core with all 2 \
+             SMT threads online and allowed): CPU 1 has a sibling offline or not allowed"
+                .to_string()
+        ]
+    );
+    let p = with(&[0, 1, 2, 4], 4);
+    assert_eq!(cpus(&p), vec![0, 4, 1, 2]);
+    assert_eq!(
+        p.warnings,
+        vec![
+            "smt-sibling: threads 2-3 could not get a full sibling set (no free core with all \
+             2 SMT threads online and allowed): CPUs 1-2 have a sibling offline or not allowed"
+                .to_string()
+        ]
+    );
+
+    // One CPU of each core allowed: no core is complete, every thread is alone.
+    let p = with(&[0, 1, 2, 3], 2);
+    assert_eq!(cpus(&p), vec![0, 1]);
+    assert_eq!(p.warnings.len(), 1);
+    assert!(
+        p.warnings[0].starts_with("smt-sibling: threads 0-1 could not get a full sibling set"),
+        "{:?}",
+        p.warnings
+    );
+}
+
+/// The offline-cpu guest's incomplete core (cpu 7, sibling of the offline cpu 3) is
+/// already last in core order: the order is unchanged, and a thread there is named.
+#[test]
+fn offline_cpu_smt_sibling_names_the_thread_without_a_pair() {
+    let t = read("offline-cpu");
+    let p = place(&t, &PinStrategy::SmtSibling, 6);
+    assert_eq!(cpus(&p), vec![0, 4, 1, 5, 2, 6]);
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    let p = place(&t, &PinStrategy::SmtSibling, 7);
+    assert_eq!(p.warnings.len(), 1);
+    assert!(
+        p.warnings[0].contains("thread 6 ") && p.warnings[0].contains("CPU 7 has"),
+        "{:?}",
+        p.warnings
+    );
+}
+
+/// Hosts whose every core is whole (or without SMT) never warn, whatever the strategy
+/// and thread count.
+#[test]
+fn complete_hosts_place_without_warnings() {
+    for name in [
+        "m5.metal",
+        "m6a.metal",
+        "m6g.metal",
+        "m5.2xlarge",
+        "lying-hypervisor",
+    ] {
+        let t = read(name);
+        for s in ["cores", "smt-sibling", "compact", "none"] {
+            for threads in 1..=t.online().count() {
+                let p = place(&t, &strategy(s), threads);
+                assert!(
+                    p.warnings.is_empty(),
+                    "{name} {s} {threads}: {:?}",
+                    p.warnings
+                );
+            }
+        }
+    }
 }
