@@ -174,10 +174,13 @@ pub(crate) fn group_stats(
     Ok(measured
         .iter()
         .map(|(l, values, s)| {
+            // The reference against itself is 0 by definition: no interval.
             let against = base.map(|(_, _, b)| {
                 (
                     degradation_pct(b.mean, s.mean, higher_is_better),
-                    degradation_ci95(b, s, higher_is_better),
+                    (l.level != reference)
+                        .then(|| degradation_ci95(b, s, higher_is_better))
+                        .flatten(),
                 )
             });
             LevelStats {

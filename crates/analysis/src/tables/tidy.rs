@@ -35,9 +35,12 @@ pub fn tidy(run: &Run) -> Result<Table, AnalysisError> {
                 let base = stats.first().filter(|(l, _)| l.level == levels[0].level);
                 for (l, s) in &stats {
                     let (d, ci) = match base {
-                        Some((_, b)) if b.mean != 0.0 => (
+                        Some((bl, b)) if b.mean != 0.0 => (
                             Some(degradation_pct(b.mean, s.mean, higher)),
-                            degradation_ci95(b, s, higher),
+                            // none for the reference against itself
+                            (bl.level != l.level)
+                                .then(|| degradation_ci95(b, s, higher))
+                                .flatten(),
                         ),
                         _ => (None, None),
                     };
