@@ -115,11 +115,13 @@ fn neighbor_load_steps() {
     }
 }
 
+/// A target that never answers measured nothing: exit 1 with the reason, and no
+/// "p50 0 ns" report on stdout (the rule; it used to exit 0 with 3 lost).
 #[test]
-fn silent_target_counts_loss_and_ends() {
+fn silent_target_fails_with_no_answer() {
     let silent = UdpSocket::bind("127.0.0.1:0").expect("bind");
     let target = silent.local_addr().expect("addr").to_string();
-    let v = json(&[
+    let out = nnb(&[
         "latency",
         "--target",
         &target,
@@ -131,8 +133,17 @@ fn silent_target_counts_loss_and_ends() {
         "0s",
         "--json",
     ]);
-    assert_eq!(v["counts"]["lost"], 3);
-    assert_eq!(v["counts"]["answered"], 0);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("no answer from {target}")) && err.contains("none of the 3 pings"),
+        "{err}"
+    );
 }
 
 #[test]

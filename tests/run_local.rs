@@ -174,7 +174,7 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         .collect();
     assert_eq!(ids, expected_ids(2));
     for r in &records {
-        assert_eq!(r["format_version"], 1);
+        assert_eq!(r["format_version"], nnb_format::FORMAT_VERSION);
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["tenant"], "test");
         assert_eq!(r["metric"], Metric::RuntimeS.name());
