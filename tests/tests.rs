@@ -9,6 +9,7 @@ mod analyze_cli;
 mod aws_cli;
 mod cpu_cli;
 mod ground_truth_delay;
+mod ground_truth_rate;
 mod ground_truth_steal;
 mod latency_cli;
 mod load_cli;

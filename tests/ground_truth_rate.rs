@@ -1,0 +1,127 @@
+//! `nnb load` against a path whose capacity the test sets itself: two network
+//! namespaces joined by a veth pair, the sender's side shaped by a token bucket
+//! (`tbf rate 50mbit`). Offered twice that, the sink must receive what the bucket
+//! lets through, in payload terms, and report the rest as lost. Needs root (see
+//! `netns::require_root` for the skip/fail policy); tbf is in every kernel these
+//! tests run on, unlike netem.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::cli::NNB;
+use crate::support::netns::{self, KillOnDrop, Netns, NetnsPair};
+
+/// The shaped rate: tbf's `rate 50mbit`, in bit/s of whole Ethernet frames.
+const SHAPED_BPS: u64 = 50_000_000;
+/// `nnb load --msg-size`: UDP payload bytes per datagram (nnb's header included).
+const MSG: u64 = 1400;
+
+/// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
+/// the process and the sink's address, from the JSON line serve prints first.
+fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
+    let ip = side.ip.to_string();
+    let mut serve = KillOnDrop(
+        side.command(NNB)
+            .args(["serve", "--bind", &ip, "--sink-port", "0"])
+            .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cannot run nnb serve inside the namespace"),
+    );
+    let stdout = serve.0.stdout.take().expect("piped stdout");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("serve prints its addresses");
+    let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
+    let sink = v["sink"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no sink address in {first}"));
+    (serve, sink)
+}
+
+#[test]
+fn token_bucket_rate_is_what_the_sink_receives_in_payload_terms() {
+    if !netns::require_root() {
+        return;
+    }
+    // Dropping `pair` (also while a failed assertion unwinds) deletes both namespaces
+    // and the veth pair; `_serve` is declared after it, so it is killed first.
+    let pair = NetnsPair::new().expect("cannot build the namespace pair");
+    // tc's `burst 32kbit` is 32 * 1024 / 8 = 4096 bytes.
+    pair.a
+        .tbf(SHAPED_BPS, 4096, Duration::from_millis(50))
+        .expect("tbf on the sender's veth");
+    eprintln!(
+        "sender qdisc: {}",
+        pair.a.qdiscs().unwrap_or_default().trim()
+    );
+    let (_serve, sink) = sink_in(&pair.b);
+    let target = sink.to_string();
+    let out = pair
+        .a
+        .command(NNB)
+        .args([
+            "load",
+            "--target",
+            &target,
+            "--rate",
+            "100M",
+            "--duration",
+            "3s",
+        ])
+        .args(["--msg-size", "1400", "--interval", "0", "--json"])
+        .output()
+        .expect("run nnb load in the sender namespace");
+    assert!(
+        out.status.success(),
+        "nnb load failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("nnb load prints JSON");
+
+    // tbf counts every frame whole: 1400 bytes of UDP payload + 8 (UDP) + 20 (IPv4)
+    // + 14 (Ethernet) = 1442 bytes. Of 50 Mbit/s of frames, 1400/1442 is payload:
+    // 50e6 * 1400 / 1442 = 48,543,689 bit/s.
+    let frame = MSG + 8 + 20 + 14;
+    assert_eq!(frame, 1442);
+    let expected = SHAPED_BPS as f64 * MSG as f64 / frame as f64;
+    assert!((expected - 48_543_689.3).abs() < 1.0, "{expected}");
+
+    let sent = v["sent"]["payload_bps"].as_f64().expect("sender rate");
+    let received = v["sink"]["rate_bps"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("the sink did not answer: {v}"));
+    let lost = v["sink"]["lost"].as_u64().expect("sink loss");
+    let sink_expected = v["sink"]["expected"].as_u64().expect("sink expected");
+    let error = (received - expected) / expected;
+    eprintln!(
+        "tbf 50mbit, offered 100M: sent {sent:.0} bit/s; sink received {received:.0} bit/s of \
+         payload, expected {expected:.0} ({:+.2}%); lost {lost} of {sink_expected}",
+        error * 100.0
+    );
+    assert!(
+        sent > 90e6,
+        "the sender offered only {sent} bit/s, not ~100M"
+    );
+    assert!(
+        error.abs() <= 0.03,
+        "the sink received {received} bit/s of payload, not within 3% of {expected} \
+         (50 Mbit/s of 1442-byte frames carrying 1400 bytes each)"
+    );
+    // Twice the shaped rate was offered: about half the datagrams cannot pass.
+    assert!(
+        lost > 0,
+        "offered 2x the shaped rate but no loss reported: {v}"
+    );
+    assert!(
+        lost * 10 > sink_expected * 3 && lost * 10 < sink_expected * 7,
+        "lost {lost} of {sink_expected}, not about half"
+    );
+}
