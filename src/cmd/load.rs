@@ -3,6 +3,7 @@
 //! the sink's (received rate, loss, bursts) when the target is an `nnb serve` sink.
 //! Without `--target` it starts its own sink on 127.0.0.1 so it works alone.
 
+use nnb_units::wire::{Framing, ETHERNET_OVERHEAD, TCP_HEADER, TCP_MSS, UDP_HEADER};
 use std::io::{self, Write};
 use std::time::Duration;
 
@@ -289,13 +290,19 @@ fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
             r.target
         )?,
     }
+    let ipv6 = r
+        .target
+        .parse::<std::net::SocketAddr>()
+        .is_ok_and(|a| a.is_ipv6());
+    let ip = Framing::ip_header(ipv6);
+    let (tcp, udp, eth) = (TCP_HEADER, UDP_HEADER, ETHERNET_OVERHEAD);
     if r.protocol == "tcp" {
         writeln!(
             out,
-            "wire rate = payload + TCP 32 + IP 20 + Ethernet 38 bytes per 1448-byte segment"
+            "wire rate = payload + TCP {tcp} + IP {ip} + Ethernet {eth} bytes per {TCP_MSS}-byte segment"
         )?;
     } else {
-        writeln!(out, "wire rate = payload + UDP 8 + IP 20 + Ethernet 38 (header, FCS, preamble, gap) bytes per datagram")?;
+        writeln!(out, "wire rate = payload + UDP {udp} + IP {ip} + Ethernet {eth} (header, FCS, preamble, gap) bytes per datagram")?;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@
 //! assumes full segments of [`TCP_MSS`] bytes with 32 bytes of TCP header
 //! (timestamps option), 20 of IPv4 and the same 38 of framing.
 
+use nnb_units::wire::Framing;
 use std::io::{self, BufRead, BufReader, ErrorKind, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -34,17 +35,7 @@ use crate::serve::TcpReport;
 use crate::wire::HEADER_LEN;
 use nnb_units::Rate;
 
-/// Default datagram size: 1400 bytes of UDP payload, which fits a 1500-byte MTU
-/// with room for tunnel headers (VXLAN, WireGuard) that clouds add.
-pub const DEFAULT_MSG_SIZE: usize = 1400;
-/// Ethernet framing per frame: header 14, FCS 4, preamble and SFD 8, gap 12.
-pub const ETHERNET_OVERHEAD: usize = 38;
-/// UDP header bytes.
-pub const UDP_HEADER: usize = 8;
-/// TCP segment payload assumed for the TCP wire rate.
-pub const TCP_MSS: usize = 1448;
-/// TCP header with the timestamps option.
-const TCP_HEADER: usize = 32;
+pub use nnb_units::wire::{DEFAULT_MSG_SIZE, TCP_MSS};
 /// Messages per `sendmmsg` call.
 pub const DEFAULT_BATCH: usize = 32;
 /// Most bytes per `write` for TCP streams.
@@ -131,13 +122,13 @@ impl LoadConfig {
         Ok(())
     }
 
-    /// Wire bytes per payload byte under this run's framing convention.
+    /// Wire bytes per payload byte on an Ethernet line ([`Framing::Line`]).
     fn wire_factor(&self) -> f64 {
-        let ip = if self.target.is_ipv4() { 20 } else { 40 };
+        let ipv6 = self.target.is_ipv6();
         if self.tcp {
-            (TCP_MSS + TCP_HEADER + ip + ETHERNET_OVERHEAD) as f64 / TCP_MSS as f64
+            Framing::Line.bytes_per_tcp_segment(ipv6) as f64 / TCP_MSS as f64
         } else {
-            (self.msg_size + UDP_HEADER + ip + ETHERNET_OVERHEAD) as f64 / self.msg_size as f64
+            Framing::Line.bytes_per_datagram(self.msg_size, ipv6) as f64 / self.msg_size as f64
         }
     }
 }
