@@ -5,45 +5,17 @@
 //! `netns::require_root` for the skip/fail policy); tbf is in every kernel these
 //! tests run on, unlike netem.
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::support::cli::NNB;
-use crate::support::netns::{self, KillOnDrop, Netns, NetnsPair};
+use crate::support::netns::{self, sink_in, NetnsPair};
 
 /// The shaped rate: tbf's `rate 50mbit`, in bit/s of whole Ethernet frames.
 const SHAPED_BPS: u64 = 50_000_000;
 /// `nnb load --msg-size`: UDP payload bytes per datagram (nnb's header included).
 const MSG: u64 = 1400;
-
-/// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
-/// the process and the sink's address, from the JSON line serve prints first.
-fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
-    let ip = side.ip.to_string();
-    let mut serve = KillOnDrop(
-        side.command(NNB)
-            .args(["serve", "--bind", &ip, "--sink-port", "0"])
-            .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("cannot run nnb serve inside the namespace"),
-    );
-    let stdout = serve.0.stdout.take().expect("piped stdout");
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("serve prints its addresses");
-    let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
-    let sink = v["sink"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no sink address in {first}"));
-    (serve, sink)
-}
 
 #[test]
 fn token_bucket_rate_is_what_the_sink_receives_in_payload_terms() {

@@ -149,8 +149,9 @@ impl Figures {
 /// grows 1.5 to 2.5 times (2 expected). Other work on this machine (builds of other
 /// processes' sessions, which the scheduler shares CPU 0 with by session) comes and
 /// goes within seconds and can hit one side of a pair only, so an attempt outside the
-/// bounds is repeated, [`ATTEMPTS`] times at most; an unloaded scan that ran less than
-/// [`QUIET_RAN_SHARE`] means the machine is too busy to compare, and the test says so.
+/// bounds is repeated, [`ATTEMPTS`] times at most; when an unloaded scan ran less than
+/// [`QUIET_RAN_SHARE`] the machine is busy and only the spinner's share of what was
+/// left is checked (the test never passes without checking).
 #[test]
 fn a_spinner_on_the_same_cpu_takes_half_of_it() {
     let mut f = Figures::measure();
@@ -165,10 +166,19 @@ fn a_spinner_on_the_same_cpu_takes_half_of_it() {
         f.lost, f.lost_shared, f.ratio
     );
     if f.alone < QUIET_RAN_SHARE {
+        // Other work shares CPU 0 too: the spinner is one more competitor, so only the
+        // share it takes of what was left is checked, within wider bounds (with one
+        // other busy process: 1/2 -> 1/3 of the CPU, 1/3 lost, runtime x1.5).
         eprintln!(
-            "skipped: CPU 0 is busy with other work (the scan ran {:.2} alone)",
+            "CPU 0 is busy with other work (the scan ran {:.2} alone): relative figures only",
             f.alone
         );
+        assert!(
+            (0.25..=0.75).contains(&f.lost),
+            "relative loss {:.3}",
+            f.lost
+        );
+        assert!(f.ratio > 1.3, "runtime ratio {:.3}", f.ratio);
         return;
     }
     assert!((0.3..=0.7).contains(&f.lost), "relative loss {:.3}", f.lost);

@@ -7,49 +7,12 @@
 
 use crate::support::netns;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::netns::{KillOnDrop, NetnsPair};
+use crate::support::netns::{sink_in, NetnsPair};
 use serde_json::Value;
 
 use crate::support::cli::NNB;
-
-/// Starts `nnb serve` inside namespace `b` on its veth address; returns the process
-/// and its reflector and sink addresses (from the JSON line it prints first).
-fn serve_in_b(pair: &NetnsPair) -> (KillOnDrop, SocketAddr, SocketAddr) {
-    let ip = pair.b.ip.to_string();
-    let mut serve = KillOnDrop(
-        pair.b
-            .command(NNB)
-            .args(["serve", "--bind", &ip, "--reflector-port", "0"])
-            .args([
-                "--sink-port",
-                "0",
-                "--no-tcp",
-                "--json",
-                "--duration",
-                "60s",
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("cannot run nnb serve inside the namespace"),
-    );
-    let stdout = serve.0.stdout.take().expect("piped stdout");
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("serve prints its addresses");
-    let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
-    let addr = |k: &str| -> SocketAddr {
-        v[k].as_str()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("no {k} address in {first}"))
-    };
-    (serve, addr("reflector"), addr("sink"))
-}
 
 /// Runs `nnb` with `args` inside namespace `a`; its JSON output.
 fn nnb_in_a(pair: &NetnsPair, args: &[&str]) -> Value {
@@ -71,7 +34,7 @@ fn token_bucket_caps_what_the_sink_receives() {
     pair.a
         .tbf(100_000_000, 64 * 1024, Duration::from_millis(50))
         .expect("tbf");
-    let (_serve, _, sink) = serve_in_b(&pair);
+    let (_serve, sink) = sink_in(&pair.b);
     let target = sink.to_string();
     let v = nnb_in_a(
         &pair,

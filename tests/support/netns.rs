@@ -12,11 +12,16 @@
 //! namespaces this harness creates, so the host's own networking is never touched.
 
 use std::ffi::OsStr;
-use std::net::Ipv4Addr;
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use serde_json::Value;
+
+use super::cli::NNB;
 
 /// Applies the policy for a test that cannot run: panics with `reason` when `CI` is
 /// set, else prints `skipping: {reason}` and returns false.
@@ -282,4 +287,29 @@ impl Drop for KillOnDrop {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
+/// the process and the sink's address, from the JSON line serve prints first.
+pub(crate) fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
+    let ip = side.ip.to_string();
+    let mut serve = KillOnDrop(
+        side.command(NNB)
+            .args(["serve", "--bind", &ip, "--sink-port", "0"])
+            .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("cannot run nnb serve inside the namespace"),
+    );
+    let stdout = serve.0.stdout.take().expect("piped stdout");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("serve prints its addresses");
+    let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
+    let sink = v["sink"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no sink address in {first}"));
+    (serve, sink)
 }
