@@ -3,7 +3,8 @@
 //! (`tbf rate 50mbit`). Offered twice that, the sink must receive what the bucket
 //! lets through, in payload terms, and report the rest as lost. Needs root (see
 //! `netns::require_root` for the skip/fail policy); tbf is in every kernel these
-//! tests run on, unlike netem.
+//! tests run on, unlike netem. (It replaces `netns_net.rs`, whose tbf test compared
+//! payload with the shaped frame rate and needed 150 of 200 Mbit/s from the sender.)
 
 use std::time::Duration;
 

@@ -14,7 +14,6 @@ mod ground_truth_steal;
 mod latency_cli;
 mod load_cli;
 mod netns_harness;
-mod netns_net;
 mod pipe_cli;
 mod run_local;
 mod run_netns;
