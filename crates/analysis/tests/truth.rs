@@ -334,6 +334,9 @@ fn verdicts_of_a_quiet_and_a_noisy_run() {
             if r["step"] == "busy/neighbors=0/rep=1" {
                 r["result"] = json!({"clock": {"source": "clock_gettime", "warning": null}});
             }
+            if r["step"] == "idle/neighbors=1/rep=2" {
+                r["result"] = json!({"steal": {"cpus": [0], "ticks": 37, "user_hz": 100}});
+            }
         },
     );
     let f = findings(&noisy, &Analyses::of(&noisy).unwrap()).unwrap();
@@ -351,6 +354,11 @@ fn verdicts_of_a_quiet_and_a_noisy_run() {
     assert!(
         f.iter()
             .any(|x| x.contains("clock fallback in 1 record(s)")),
+        "{f:?}"
+    );
+    assert!(
+        f.iter()
+            .any(|x| x.contains("steal in 1 record(s), 0.37 s in all")),
         "{f:?}"
     );
     assert!(f.iter().any(|x| x.contains("1 step(s) failed")), "{f:?}");

@@ -90,6 +90,34 @@ impl StealTicks {
     }
 }
 
+/// Steal during one measurement on some CPUs: the hypervisor's steal counters of
+/// those CPUs (from /proc/stat) before and after it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepSteal {
+    /// The CPUs counted.
+    pub cpus: Vec<usize>,
+    /// Steal ticks on them during the measurement.
+    pub ticks: u64,
+    /// Ticks per second ([`user_hz`]).
+    pub user_hz: u64,
+}
+
+impl StepSteal {
+    /// The steal on `cpus` between `before` and `after`; a CPU missing from either
+    /// reading counts 0.
+    pub fn between(cpus: &[usize], before: &StealTicks, after: &StealTicks) -> StepSteal {
+        let ticks = cpus
+            .iter()
+            .filter_map(|&c| Some(after.cpu(c)?.saturating_sub(before.cpu(c)?)))
+            .sum();
+        StepSteal {
+            cpus: cpus.to_vec(),
+            ticks,
+            user_hz: user_hz(),
+        }
+    }
+}
+
 /// All-CPU steal ticks from /proc/stat.
 pub fn read_steal_ticks() -> Option<u64> {
     read_proc_stat_steal().map(|s| s.all)
@@ -218,6 +246,21 @@ mod tests {
         assert_eq!(s.cpu(5), None);
         // Kernels before 2.6.11 had no steal column: nothing to report.
         assert!(parse_proc_stat_steal("cpu 1 2 3 4\n").is_none());
+    }
+
+    /// cpu0 30 -> 42 (+12), cpu1 7 -> 9 (+2, not counted), cpu7 absent: 12 ticks.
+    #[test]
+    fn step_steal_counts_the_cpus_used() {
+        let before = parse_proc_stat_steal(STAT).unwrap();
+        let after = parse_proc_stat_steal(
+            "cpu  100 0 50 9000 5 0 2 51 0 0\n\
+             cpu0 50 0 25 4500 2 0 1 42 0 0\n\
+             cpu1 50 0 25 4500 3 0 1 9 0 0\n",
+        )
+        .unwrap();
+        let s = StepSteal::between(&[0, 7], &before, &after);
+        assert_eq!((s.ticks, s.cpus.clone()), (12, vec![0, 7]));
+        assert_eq!(StepSteal::between(&[1], &before, &after).ticks, 2);
     }
 
     #[test]

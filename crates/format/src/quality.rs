@@ -27,6 +27,29 @@ pub struct Quality {
     pub sink: Option<SinkUse>,
     /// A load's sender totals.
     pub sent: Option<SenderUse>,
+    /// A burn's steal on its CPUs while it ran.
+    pub steal: Option<StealUse>,
+}
+
+/// The hypervisor's steal during a burn (`steal`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct StealUse {
+    /// Steal ticks on the burn's CPUs.
+    pub ticks: u64,
+    /// Ticks per second.
+    pub user_hz: u64,
+}
+
+impl StealUse {
+    /// The stolen time in seconds (0 with an unknown tick rate).
+    pub fn seconds(&self) -> f64 {
+        if self.user_hz == 0 {
+            0.0
+        } else {
+            self.ticks as f64 / self.user_hz as f64
+        }
+    }
 }
 
 /// A probe's ping counters (`counts`).
@@ -224,5 +247,7 @@ mod tests {
         let tsc = Quality::of(&json!({"clock": {"source": "tsc", "warning": null}}));
         assert_eq!(tsc.clock_warning(), None);
         assert_eq!(Quality::of(&json!("not an object")), Quality::default());
+        let stolen = Quality::of(&json!({"steal": {"cpus": [0, 1], "ticks": 25, "user_hz": 100}}));
+        assert_eq!(stolen.steal.map(|s| s.seconds()), Some(0.25));
     }
 }

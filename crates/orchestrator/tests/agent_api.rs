@@ -167,6 +167,9 @@ async fn a_burn_job_returns_its_result_with_placement() {
         result["burn"]["threads"][0]["cpu_start"].as_u64(),
         Some(slot_cpu as u64)
     );
+    // The steal on the burn's CPU while it ran (this kernel has the steal column).
+    assert_eq!(result["steal"]["cpus"], serde_json::json!([slot_cpu]));
+    assert!(result["steal"]["ticks"].is_u64(), "{result}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

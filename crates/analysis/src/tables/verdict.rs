@@ -1,7 +1,7 @@
 //! The run's verdict, like hyperfine's warnings: one line per thing that qualifies the
 //! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
-//! reports, GSO fallbacks, pacer skips, failed steps), or one line saying the run was
-//! quiet.
+//! reports, GSO fallbacks, pacer skips, steal, failed steps), or one line saying the
+//! run was quiet.
 
 use nnb_format::Role;
 
@@ -92,6 +92,20 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
             .unwrap_or_default();
         out.push(format!(
             "clock fallback in {clock} record(s) ({example}): their times are less precise"
+        ));
+    }
+    let stolen: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| r.quality.steal)
+        .filter(|s| s.ticks > 0)
+        .map(|s| s.seconds())
+        .collect();
+    if !stolen.is_empty() {
+        out.push(format!(
+            "steal in {} record(s), {:.2} s in all: the hypervisor ran something else on \
+             the test CPUs",
+            stolen.len(),
+            stolen.iter().sum::<f64>()
         ));
     }
     let (sent, lost) = rows

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use nnb_burn::burner::{self, BurnResult, Work};
 use nnb_burn::clock::{Clock, ClockInfo};
+use nnb_burn::env::{read_proc_stat_steal, StepSteal};
 use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
 use nnb_burn::topology::Topology;
@@ -91,6 +92,9 @@ pub(super) struct BurnJobResult {
     pub clock: ClockInfo,
     /// The burner's own result (per-thread records include the CPUs seen).
     pub burn: BurnResult,
+    /// The hypervisor's steal on the burn's CPUs while it ran (`None` without a
+    /// steal column in /proc/stat, or for unpinned threads).
+    pub steal: Option<StepSteal>,
 }
 
 /// The result of a `busy` job: how much it burned until stopped.
@@ -304,12 +308,19 @@ impl Job {
                 placement,
             } => {
                 let clock = clock();
+                let before = read_proc_stat_steal();
                 let burn = burner::burn(clock, &workload, work, &placement.slots)
                     .map_err(|e| e.to_string())?;
+                let cpus: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
+                let steal = before
+                    .zip(read_proc_stat_steal())
+                    .filter(|_| !cpus.is_empty())
+                    .map(|(b, a)| StepSteal::between(&cpus, &b, &a));
                 to_json(&BurnJobResult {
                     placement,
                     clock: clock.info(),
                     burn,
+                    steal,
                 })
             }
             Job::Busy {
