@@ -77,7 +77,8 @@ pub struct Sample<R = Value> {
     pub attempts: u32,
     /// Wall-clock start of the measured jobs (RFC 3339 UTC).
     pub started_at: String,
-    /// Controller-side time from starting the measured jobs to collecting them, ms.
+    /// Controller-side time of the step, ms: background changes, the settle wait, the
+    /// measured jobs and their collection (`docs/results-format.md`).
     pub elapsed_ms: f64,
     /// The primary metric in `value`.
     pub metric: Option<Metric>,
