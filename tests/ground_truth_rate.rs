@@ -79,22 +79,27 @@ fn token_bucket_rate_is_what_the_sink_receives_in_payload_terms() {
          payload, expected {expected:.0} ({:+.2}%); lost {lost} of {sink_expected}",
         error * 100.0
     );
+    // The sender must offer clearly more than the bucket passes; on a busy machine
+    // (tests run in parallel) it may fall short of its 100M without catch-up.
     assert!(
-        sent > 90e6,
-        "the sender offered only {sent} bit/s, not ~100M"
+        sent > 1.3 * expected,
+        "the sender offered only {sent} bit/s, not clearly above {expected}"
     );
     assert!(
         error.abs() <= 0.03,
         "the sink received {received} bit/s of payload, not within 3% of {expected} \
          (50 Mbit/s of 1442-byte frames carrying 1400 bytes each)"
     );
-    // Twice the shaped rate was offered: about half the datagrams cannot pass.
+    // What the bucket cannot pass is lost: 1 - expected / sent of the datagrams (about
+    // half at the full 100M offered), within 10 points.
     assert!(
         lost > 0,
-        "offered 2x the shaped rate but no loss reported: {v}"
+        "offered more than the shaped rate but no loss reported: {v}"
     );
+    let lost_share = lost as f64 / sink_expected.max(1) as f64;
+    let want_share = 1.0 - expected / sent;
     assert!(
-        lost * 10 > sink_expected * 3 && lost * 10 < sink_expected * 7,
-        "lost {lost} of {sink_expected}, not about half"
+        (lost_share - want_share).abs() <= 0.10,
+        "lost {lost} of {sink_expected} ({lost_share:.3}), expected about {want_share:.3}"
     );
 }
