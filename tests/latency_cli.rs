@@ -18,6 +18,16 @@ fn ping_pong_count_json() {
     assert!(p50 > 0);
     assert_eq!(v["rtt_half"]["p50_ns"].as_u64(), Some(p50 / 2));
     assert!(v["rtt_intended"].is_null());
+    // The environment travels with the result (M7): this kernel's release, as uname
+    // has it, and the steal counter closed after the run.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").expect("osrelease");
+    let kernel = v["environment"]["kernel"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(kernel.contains(release.trim()), "{kernel} vs {release}");
+    assert!(v["environment"]["topology"]["online"].as_u64() > Some(0));
+    assert!(v["environment"]["steal_ticks_after"].is_u64());
 }
 
 #[test]
@@ -85,10 +95,15 @@ fn hist_out_writes_an_interval_log() {
     let log = std::fs::read_to_string(&path).expect("log written");
     assert!(log.contains("#[Histogram log format version 1.3]"), "{log}");
     assert!(log.contains("#[BaseTime: "), "{log}");
-    assert!(
-        log.lines().any(|l| l.starts_with("Tag=rtt,0.000,")),
-        "{log}"
-    );
+    // The first interval starts when measuring starts: BaseTime is that moment, so
+    // its StartTimestamp (seconds after BaseTime) is within a few ms of 0.
+    let first: f64 = log
+        .lines()
+        .find_map(|l| l.strip_prefix("Tag=rtt,"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("no rtt interval: {log}"));
+    assert!((0.0..0.05).contains(&first), "{first}: {log}");
 }
 
 #[test]
@@ -105,6 +120,7 @@ fn neighbor_load_steps() {
     ]);
     let levels = v["levels"].as_array().expect("levels");
     assert_eq!(levels.len(), 2);
+    assert!(v["environment"]["steal_ticks_after"].is_u64(), "{v}");
     assert_eq!(levels[0]["target_bps"], 0.0);
     assert_eq!(levels[1]["target_bps"], 20e6);
     // Every slot of the 20M schedule was sent or, after a stall of this busy machine,

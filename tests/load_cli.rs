@@ -34,6 +34,9 @@ fn udp_load_with_sink_view() {
     assert_eq!(sink["streams_reported"], 1);
     assert!(sink["rate_bps"].as_f64().expect("received rate") > 0.0);
     assert!(v["intervals"].as_array().expect("intervals").len() >= 4);
+    // The environment travels with the result (M7).
+    assert!(v["environment"]["kernel"].is_string(), "{v}");
+    assert!(v["environment"]["steal_ticks_after"].is_u64(), "{v}");
 }
 
 /// `8MB/s` is eight megabytes per second: 8e6 * 8 = 64e6 bit/s (it used to send 8 Mbit/s).

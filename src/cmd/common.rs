@@ -1,6 +1,7 @@
 //! Helpers that several subcommands share: resolving addresses, checking stream
 //! CPUs, the embedded `nnb serve`, the Ctrl-C stop flag, the load settings shared by
-//! `nnb load` and `nnb latency --neighbor-load`.
+//! `nnb load` and `nnb latency --neighbor-load`, and the environment their JSON
+//! reports carry.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,12 +9,32 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use nnb_burn::env::Environment;
 use nnb_burn::placement::allowed_cpus;
+use nnb_burn::topology::Topology;
 use nnb_netlat::load::LoadConfig;
 use nnb_netlat::serve::{ServeConfig, Server};
 use nnb_units::Rate;
 
 use crate::exit::usage;
+
+/// A JSON report with the environment it was measured in (CPU model, topology,
+/// kernel, clocksource, hypervisor, steal before and after), like `nnb cpu --json`.
+#[derive(serde::Serialize)]
+pub(crate) struct WithEnvironment<'a, T: serde::Serialize> {
+    /// The report's own fields.
+    #[serde(flatten)]
+    pub report: &'a T,
+    /// `None` when this machine's topology cannot be read.
+    pub environment: Option<Environment>,
+}
+
+/// This machine's environment now, to be closed with
+/// [`Environment::record_steal_after`] when the measurement ends.
+pub(crate) fn environment() -> Option<Environment> {
+    let topo = Topology::host().ok()?;
+    Some(Environment::capture(&topo, env!("CARGO_PKG_VERSION")))
+}
 
 /// Resolves HOST:PORT, saying which part is wrong when it fails.
 pub(crate) fn resolve(flag: &str, s: &str) -> anyhow::Result<SocketAddr> {

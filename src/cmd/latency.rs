@@ -22,10 +22,12 @@ use nnb_units::{
 use serde::Serialize;
 
 use super::common::{
-    embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape, Services,
+    embedded_server, environment, load_config, resolve, stop_on_signal, stream_cpus, LoadShape,
+    Services, WithEnvironment,
 };
 use crate::exit::usage;
 use crate::out::Out;
+use nnb_burn::env::Environment;
 
 /// Arguments of `nnb latency`.
 #[derive(Debug, clap::Args)]
@@ -162,6 +164,7 @@ pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
         })
         .transpose()?;
     let stop = stop_on_signal()?;
+    let env = environment();
     let mut lines = IntervalPrinter {
         print: !args.json && args.interval.is_some(),
         out: &mut *out,
@@ -182,7 +185,14 @@ pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
             written?;
             let report = report.context("the probe failed")?;
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+                let json = WithEnvironment {
+                    report: &report,
+                    environment: env.map(|mut e| {
+                        e.record_steal_after();
+                        e
+                    }),
+                };
+                writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
             } else {
                 print_probe(out, &report, reflector_server.is_some())?;
             }
@@ -214,7 +224,7 @@ pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
                 load,
                 levels: steps.levels(),
             };
-            run_neighbor(&ncfg, &stop, args.json, lines)
+            run_neighbor(&ncfg, &stop, args.json, lines, env)
         }
     };
     if let Some(log) = hist_log {
@@ -386,6 +396,7 @@ fn print_probe(out: &mut Out, r: &ProbeReport, embedded: bool) -> io::Result<()>
 #[derive(Serialize)]
 struct NeighborJson<'a> {
     levels: &'a [LevelResult],
+    environment: Option<Environment>,
 }
 
 fn run_neighbor(
@@ -393,6 +404,7 @@ fn run_neighbor(
     stop: &AtomicBool,
     json: bool,
     mut lines: IntervalPrinter<'_>,
+    env: Option<Environment>,
 ) -> anyhow::Result<()> {
     let mut table = crate::table::table([
         "load target",
@@ -442,7 +454,13 @@ fn run_neighbor(
         writeln!(
             out,
             "{}",
-            serde_json::to_string_pretty(&NeighborJson { levels: &levels })?
+            serde_json::to_string_pretty(&NeighborJson {
+                levels: &levels,
+                environment: env.map(|mut e| {
+                    e.record_steal_after();
+                    e
+                }),
+            })?
         )?;
         return Ok(());
     }

@@ -17,7 +17,8 @@ use nnb_units::{format_bits_per_sec, format_si, parse_bytes, parse_duration, par
 use serde::Serialize;
 
 use super::common::{
-    embedded_server, load_config, resolve, stop_on_signal, stream_cpus, LoadShape, Services,
+    embedded_server, environment, load_config, resolve, stop_on_signal, stream_cpus, LoadShape,
+    Services, WithEnvironment,
 };
 use crate::exit::usage;
 use crate::out::Out;
@@ -133,6 +134,7 @@ pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
         },
     )?;
     let stop = stop_on_signal()?;
+    let env = environment();
     if !args.json {
         print_header(out, &cfg, server.is_some())?;
         out.flush()?;
@@ -158,6 +160,13 @@ pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
         let json = JsonOut {
             report: &report,
             intervals: &intervals,
+        };
+        let json = WithEnvironment {
+            report: &json,
+            environment: env.map(|mut e| {
+                e.record_steal_after();
+                e
+            }),
         };
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
