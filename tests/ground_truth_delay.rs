@@ -5,42 +5,24 @@
 //! and it can drop chosen pings, so the true loss is known; with nothing answering
 //! at all the probe must fail.
 
-use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, UdpSocket};
-use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use crate::support::cli::{json, nnb, NNB};
-use crate::support::netns::KillOnDrop;
+use crate::support::netns::{spawn_serve, KillOnDrop};
 
 /// Starts `nnb serve` with only its reflector, on 127.0.0.1; the process and the
-/// reflector's address (from the JSON line it prints first).
+/// reflector's address.
 fn reflector() -> (KillOnDrop, SocketAddr) {
-    let mut serve = KillOnDrop(
-        std::process::Command::new(NNB)
-            .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
-            .args(["--json", "--duration", "60s"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("cannot run nnb serve"),
-    );
-    let stdout = serve.0.stdout.take().expect("piped stdout");
-    let mut first = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut first)
-        .expect("serve prints its addresses");
-    let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
-    let addr = v["reflector"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no reflector address in {first}"));
-    (serve, addr)
+    let mut serve = std::process::Command::new(NNB);
+    serve
+        .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
+        .args(["--json", "--duration", "60s"]);
+    spawn_serve(serve, "reflector")
 }
 
 /// Sleeps until `due`: most of the way in `sleep`, the last 200 us spinning, so a

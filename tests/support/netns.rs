@@ -289,17 +289,15 @@ impl Drop for KillOnDrop {
     }
 }
 
-/// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
-/// the process and the sink's address, from the JSON line serve prints first.
-pub(crate) fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
-    let ip = side.ip.to_string();
+/// Runs `serve` (an `nnb serve ... --json` command) and reads the address of its
+/// `service` (`sink`, `reflector`) from the JSON line it prints first; the process is
+/// killed when the guard drops.
+pub(crate) fn spawn_serve(mut serve: Command, service: &str) -> (KillOnDrop, SocketAddr) {
     let mut serve = KillOnDrop(
-        side.command(NNB)
-            .args(["serve", "--bind", &ip, "--sink-port", "0"])
-            .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"])
+        serve
             .stdout(Stdio::piped())
             .spawn()
-            .expect("cannot run nnb serve inside the namespace"),
+            .expect("cannot run nnb serve"),
     );
     let stdout = serve.0.stdout.take().expect("piped stdout");
     let mut first = String::new();
@@ -307,9 +305,20 @@ pub(crate) fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
         .read_line(&mut first)
         .expect("serve prints its addresses");
     let v: Value = serde_json::from_str(&first).expect("the first line is JSON");
-    let sink = v["sink"]
+    let addr = v[service]
         .as_str()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no sink address in {first}"));
-    (serve, sink)
+        .unwrap_or_else(|| panic!("no {service} address in {first}"));
+    (serve, addr)
+}
+
+/// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
+/// the process and the sink's address.
+pub(crate) fn sink_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
+    let ip = side.ip.to_string();
+    let mut serve = side.command(NNB);
+    serve
+        .args(["serve", "--bind", &ip, "--sink-port", "0"])
+        .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"]);
+    spawn_serve(serve, "sink")
 }
