@@ -29,8 +29,22 @@ pub(crate) struct WithEnvironment<'a, T: serde::Serialize> {
     pub environment: Option<Environment>,
 }
 
-/// This machine's environment now, to be closed with
-/// [`Environment::record_steal_after`] when the measurement ends.
+impl<'a, T: serde::Serialize> WithEnvironment<'a, T> {
+    /// `report` with `env` (from [`environment`]), its steal counter closed now that
+    /// the measurement has ended.
+    pub(crate) fn closing(report: &'a T, env: Option<Environment>) -> Self {
+        WithEnvironment {
+            report,
+            environment: env.map(|mut e| {
+                e.record_steal_after();
+                e
+            }),
+        }
+    }
+}
+
+/// This machine's environment now, to be closed by [`WithEnvironment::closing`] when
+/// the measurement ends.
 pub(crate) fn environment() -> Option<Environment> {
     let topo = Topology::host().ok()?;
     Some(Environment::capture(&topo, env!("CARGO_PKG_VERSION")))

@@ -185,13 +185,7 @@ pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
             written?;
             let report = report.context("the probe failed")?;
             if args.json {
-                let json = WithEnvironment {
-                    report: &report,
-                    environment: env.map(|mut e| {
-                        e.record_steal_after();
-                        e
-                    }),
-                };
+                let json = WithEnvironment::closing(&report, env);
                 writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
             } else {
                 print_probe(out, &report, reflector_server.is_some())?;
@@ -396,7 +390,6 @@ fn print_probe(out: &mut Out, r: &ProbeReport, embedded: bool) -> io::Result<()>
 #[derive(Serialize)]
 struct NeighborJson<'a> {
     levels: &'a [LevelResult],
-    environment: Option<Environment>,
 }
 
 fn run_neighbor(
@@ -454,13 +447,10 @@ fn run_neighbor(
         writeln!(
             out,
             "{}",
-            serde_json::to_string_pretty(&NeighborJson {
-                levels: &levels,
-                environment: env.map(|mut e| {
-                    e.record_steal_after();
-                    e
-                }),
-            })?
+            serde_json::to_string_pretty(&WithEnvironment::closing(
+                &NeighborJson { levels: &levels },
+                env
+            ))?
         )?;
         return Ok(());
     }

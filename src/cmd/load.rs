@@ -161,13 +161,7 @@ pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
             report: &report,
             intervals: &intervals,
         };
-        let json = WithEnvironment {
-            report: &json,
-            environment: env.map(|mut e| {
-                e.record_steal_after();
-                e
-            }),
-        };
+        let json = WithEnvironment::closing(&json, env);
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         print_report(out, &report)?;
