@@ -188,7 +188,10 @@ fn print_header(out: &mut Out, cfg: &LoadConfig, embedded: bool) -> io::Result<(
     writeln!(
         out,
         "{:>15}  {:>16}  {:>16}  {:>10}",
-        "interval", "payload", "wire", "datagrams/s"
+        "interval",
+        "payload",
+        "wire",
+        if cfg.tcp { "writes/s" } else { "datagrams/s" }
     )?;
     Ok(())
 }
@@ -278,6 +281,21 @@ fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
         }
         Some(GsoUse::Off) => writeln!(out, "UDP GSO: off")?,
         None => {}
+    }
+    let capped: Vec<_> = r
+        .streams
+        .iter()
+        .filter_map(|s| s.send_buffer.filter(|b| b.capped()))
+        .collect();
+    if let Some(b) = capped.first() {
+        writeln!(
+            out,
+            "send buffer: the kernel granted {} of the {} asked for on {} stream(s) \
+             (net.core.wmem_max; run as root to lift it): bursts may be dropped before the wire",
+            format_si(b.granted.unwrap_or(0) as f64) + "B",
+            format_si(b.asked as f64) + "B",
+            capped.len()
+        )?;
     }
     match &r.sink {
         Some(s) if s.streams_reported < r.streams.len() => writeln!(

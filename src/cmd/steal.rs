@@ -101,7 +101,8 @@ pub(crate) fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
 
 fn print_human(out: &mut Out, r: &StealReport) -> io::Result<()> {
     let mut t = table([
-        "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "loop", "steal",
+        "cpu", "ran", "gaps", ">= 1 ms", "p50", "p99", "p99.9", "longest", "lost", "in-guest",
+        "loop", "steal",
     ]);
     let pct = |c: &nnb_burn::steal::CpuSteal, p: f64| {
         c.percentiles
@@ -125,6 +126,7 @@ fn print_human(out: &mut Out, r: &StealReport) -> io::Result<()> {
             right(pct(c, 99.9)),
             right(format_ns(c.longest_gap_ns as f64)),
             right(format_ns(c.gap_total_ns)),
+            right(format_ns(c.preempted_ns)),
             right(format!("{:.1} ns", c.iteration_ns)),
             right(ticks(c.proc_steal_ticks)),
         ]);
@@ -132,8 +134,10 @@ fn print_human(out: &mut Out, r: &StealReport) -> io::Result<()> {
     writeln!(out, "{t}")?;
     writeln!(
         out,
-        "ran: share of the time the pinned loop ran (gaps >= {} subtracted); steal: /proc/stat \
-         steal of that CPU during the run (all CPUs: {})",
+        "ran: share of the time the pinned loop ran (gaps >= {} subtracted); in-guest: the \
+         part of the time lost when this machine's own scheduler ran another thread there \
+         (not steal); the rest is interrupts and the hypervisor; steal: /proc/stat steal of \
+         that CPU during the run (all CPUs: {})",
         format_ns(r.threshold_ns as f64),
         ticks(r.proc_steal_ticks_all)
     )

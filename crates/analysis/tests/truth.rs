@@ -1,5 +1,5 @@
 //! One hand-made run per wrong or misleading number of the measurement audit
-//! (`reviews/measurement-audit.md` W1-W4, W6, M3, M5, M6): each copies a fixture, edits
+//! (`reviews/measurement-audit.md` W1-W4, W6, M3, M5, M6, m10): each copies a fixture, edits
 //! its manifest or records with plain JSON, and checks the figure against arithmetic
 //! written out here.
 
@@ -8,7 +8,8 @@ use std::path::Path;
 use nnb_analysis::read::{read_run, Run};
 use nnb_analysis::table::Cell;
 use nnb_analysis::tables::{
-    degradation, findings, knees, latency_vs_load, run_tables, throughput, tidy, Analyses,
+    degradation, findings, isolation, knees, latency_vs_load, run_tables, throughput, tidy,
+    Analyses, Isolation, IsolationPair, PmaxSource,
 };
 use nnb_format::Metric;
 use serde_json::{json, Value};
@@ -200,6 +201,13 @@ fn w4_received_rates_come_only_from_complete_sink_reports() {
                 r["result"] = match (step.as_str(), r["tenant"].as_str().unwrap()) {
                     ("load/load=50M/rep=1", "neighbor-1") => load_result(90e6, 1, None, 0.0),
                     ("load/load=50M/rep=2", "neighbor-1") => load_result(90e6, 2, Some(1), 12e6),
+                    // an unprivileged sender: 208 KiB granted of the 4 MiB asked for
+                    ("load/load=50M/rep=1", "neighbor-2") => {
+                        let mut v = load_result(rate, 1, Some(1), rate);
+                        v["streams"][0]["send_buffer"] =
+                            json!({"asked": 4_194_304, "granted": 212_992});
+                        v
+                    }
                     _ => load_result(rate, 1, Some(1), rate),
                 };
             }
@@ -216,6 +224,13 @@ fn w4_received_rates_come_only_from_complete_sink_reports() {
         a.verdict
             .iter()
             .any(|f| f.contains("sink reports missing for 2 load record(s)")),
+        "{:?}",
+        a.verdict
+    );
+    assert!(
+        a.verdict
+            .iter()
+            .any(|f| f.contains("socket buffer smaller than asked for in 1 record(s)")),
         "{:?}",
         a.verdict
     );
@@ -389,4 +404,188 @@ fn tidy_rows_by_hand() {
     };
     close(num(&row[7]), 12.3);
     assert!((num(&row[11]) - 23.0).abs() < 1e-9);
+}
+
+/// Tenant a's values in Volpert et al.'s Table 2 (CPU, % of one CPU), by level label:
+/// the baselines (column a) and a beside b (column a').
+fn table2(label: &str) -> f64 {
+    match label {
+        "a=undercommitted" => 12.47,
+        "a=saturated" | "a=overcommitted" => 25.00,
+        "a=unrestricted" => 98.92,
+        "a=undercommitted,b=undercommitted" => 12.48,
+        "a=undercommitted,b=saturated" => 12.36,
+        "a=undercommitted,b=overcommitted" => 12.35,
+        "a=undercommitted,b=unrestricted" => 12.20,
+        "a=saturated,b=undercommitted" => 24.91,
+        "a=saturated,b=saturated" => 24.06,
+        "a=saturated,b=overcommitted" => 23.48,
+        "a=saturated,b=unrestricted" => 24.71,
+        "a=overcommitted,b=undercommitted" => 25.00,
+        "a=overcommitted,b=saturated" => 25.13,
+        "a=overcommitted,b=overcommitted" => 25.08,
+        "a=overcommitted,b=unrestricted" => 25.09,
+        other => panic!("no Table 2 value for {other}"),
+    }
+}
+
+/// The isolation-matrix fixture with tenant a's values of Table 2 (both repetitions
+/// alike), then each record passed to `edit`, which may change it and leaves it out
+/// by returning false; with `capacity`, a capacity step of two repetitions before
+/// the baselines, whose burn was pinned on CPUs 0 and 1.
+fn table2_run(
+    capacity: Option<f64>,
+    edit: impl Fn(&mut Value) -> bool,
+) -> (tempfile::TempDir, Run) {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/isolation-matrix");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(from.join("manifest.json"), dir.path().join("manifest.json")).unwrap();
+    let mut records: Vec<Value> = std::fs::read_to_string(from.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter_map(|mut r: Value| {
+            r["step_index"] = json!(r["step_index"].as_u64().unwrap() + 2);
+            if r["role"] == "test" {
+                let v = table2(r["level_label"].as_str().unwrap());
+                r["value"] = json!(v);
+                r["ops_per_sec"] = json!(v);
+            }
+            edit(&mut r).then_some(r)
+        })
+        .collect();
+    if let Some(v) = capacity {
+        let first = records
+            .iter()
+            .find(|r| r["role"] == "test")
+            .unwrap()
+            .clone();
+        for rep in [2, 1] {
+            let mut r = first.clone();
+            r["step"] = json!(format!("capacity/capacity/rep={rep}"));
+            r["step_index"] = json!(rep - 1);
+            r["group"] = json!("capacity");
+            r["level"] = json!(0.0);
+            r["level_label"] = json!("capacity");
+            r["rep"] = json!(rep);
+            r["value"] = json!(v);
+            r["ops_per_sec"] = json!(v);
+            r["result"] = json!({"scope": "host", "placement": {"strategy": "compact",
+                "slots": [{"cpu": 0, "core": 0}, {"cpu": 1, "core": 0}]}});
+            records.insert(0, r);
+        }
+    }
+    let samples: String = records.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(dir.path().join("samples.jsonl"), samples).unwrap();
+    let run = read_run(dir.path()).unwrap();
+    (dir, run)
+}
+
+fn pair(iso: &Isolation, id: u32) -> &IsolationPair {
+    iso.pairs.iter().find(|p| p.id == id).unwrap()
+}
+
+/// m10: p_max is the resource's maximum, measured in the capacity step. Table 2 of
+/// Volpert et al. on 2 CPUs (p_max = 2 x 100% = 200): a_s b_o, |25.00 - 23.48| = 1.52,
+/// I_ulr = 1.52 / 200 = 0.76% (as printed), I_plr = 1.52 / 25.00 = 6.08% (printed
+/// 6.07, from unrounded means); a_o b_f: |25.00 - 25.09| = 0.09, 0.045% and 0.36%.
+#[test]
+fn m10_p_max_is_the_capacity_step() {
+    let (_d, run) = table2_run(Some(200.0), |_| true);
+    let iso = isolation(&run).unwrap().unwrap();
+    close(iso.p_max, 200.0);
+    assert_eq!(
+        iso.p_max_source,
+        PmaxSource::Capacity {
+            n: 2,
+            cpus: Some(2)
+        }
+    );
+    // The baselines are a's four states, the capacity is not one of them.
+    assert_eq!(iso.baselines.len(), 4);
+    let p = pair(&iso, 11);
+    assert_eq!(p.shortname, "a_s b_o");
+    close(p.p_a, 25.0);
+    close(p.p_b, 23.48);
+    assert!((p.i_ulr - 0.0076).abs() < 1e-12, "{}", p.i_ulr);
+    assert!((p.i_plr - 0.0608).abs() < 1e-12, "{}", p.i_plr);
+    let p = pair(&iso, 16);
+    assert!((p.i_ulr - 0.00045).abs() < 1e-12, "{}", p.i_ulr);
+    assert!((p.i_plr - 0.0036).abs() < 1e-12, "{}", p.i_plr);
+
+    let t = iso.table();
+    assert_eq!(t.rows.len(), 1 + 4 + 12);
+    assert_eq!(t.rows[0][..2], [Cell::Int(0), Cell::text("capacity")]);
+    assert!(matches!(t.rows[0][2], Cell::Num { value, .. } if value == 200.0));
+    assert_eq!(t.rows[0][3], Cell::Empty);
+    assert_eq!(t.rows[1][1], Cell::text("a_u"));
+    let note = iso.p_max_note();
+    assert_eq!(
+        note,
+        "p_max = 200 ops/s: the host's capacity, 2 CPUs busy, tenant a alone \
+         (capacity step, id 0, n = 2)"
+    );
+    assert!(t.notes.contains(&note), "{:?}", t.notes);
+    assert!(!note.contains("stand-in"));
+}
+
+/// m10: a run made before the capacity step existed falls back to a's unrestricted
+/// baseline (98.92), and says it is a stand-in: a_s b_o, I_ulr = 1.52 / 98.92.
+#[test]
+fn m10_without_a_capacity_step_the_unrestricted_baseline_stands_in() {
+    let (_d, run) = table2_run(None, |_| true);
+    let iso = isolation(&run).unwrap().unwrap();
+    close(iso.p_max, 98.92);
+    assert_eq!(iso.p_max_source, PmaxSource::UnrestrictedBaseline);
+    close(pair(&iso, 11).i_ulr, 1.52 / 98.92);
+    close(pair(&iso, 11).i_plr, 1.52 / 25.0);
+    let t = iso.table();
+    assert_eq!(t.rows.len(), 4 + 12);
+    assert_eq!(t.rows[0][0], Cell::Int(1));
+    let note = iso.p_max_note();
+    assert!(
+        note.starts_with("p_max = 99 ops/s: stand-in, a's unrestricted baseline (id 4); this run has no capacity step, so I_ulr is relative to it, not to the resource maximum"),
+        "{note}"
+    );
+    assert!(t.notes.contains(&note), "{:?}", t.notes);
+}
+
+/// m10: with neither a capacity step nor a's unrestricted baseline, the largest
+/// baseline stands in (here a overcommitted, raised to 26.00 so it is the largest
+/// alone), and the note names it: a_s b_o, I_ulr = 1.52 / 26.
+#[test]
+fn m10_without_capacity_or_unrestricted_the_largest_baseline_stands_in() {
+    let (_d, run) = table2_run(None, |r| {
+        let baseline = |r: &Value, state: &str| {
+            r["group"] == "baseline" && r["level_label"] == state && r["role"] == "test"
+        };
+        if baseline(r, "a=overcommitted") {
+            // Table 2's a_o is 25.00, as a_s: raised so that one baseline is largest.
+            r["value"] = json!(26.0);
+            r["ops_per_sec"] = json!(26.0);
+        }
+        !baseline(r, "a=unrestricted")
+    });
+    let iso = isolation(&run).unwrap().unwrap();
+    close(iso.p_max, 26.0);
+    assert_eq!(
+        iso.p_max_source,
+        PmaxSource::LargestBaseline {
+            id: 3,
+            state: "overcommitted".to_string()
+        }
+    );
+    assert_eq!(iso.baselines.len(), 3);
+    close(pair(&iso, 11).i_ulr, 1.52 / 26.0);
+    // a_o b_o against a's raised overcommitted baseline: |26 - 25.08| / 26 both ways.
+    close(pair(&iso, 15).i_ulr, 0.92 / 26.0);
+    close(pair(&iso, 15).i_plr, 0.92 / 26.0);
+    let note = iso.p_max_note();
+    assert_eq!(
+        note,
+        "p_max = 26 ops/s: stand-in, a's largest baseline (overcommitted, id 3); this run \
+         has no capacity step and no unrestricted baseline, so I_ulr is relative to it, \
+         not to the resource maximum"
+    );
+    assert!(iso.table().notes.contains(&note));
 }

@@ -29,6 +29,8 @@ pub struct Quality {
     pub sent: Option<SenderUse>,
     /// A burn's steal on its CPUs while it ran.
     pub steal: Option<StealUse>,
+    /// An open-loop probe's receive buffer.
+    pub recv_buffer: Option<BufferUse>,
 }
 
 /// The hypervisor's steal during a burn (`steal`).
@@ -102,6 +104,25 @@ pub struct SlotUse {
 pub struct StreamUse {
     /// Whether UDP GSO was used (`{"gso": "on" | "off" | "fallback", ...}`).
     pub gso: Option<GsoUse>,
+    /// The stream's send buffer, asked for and granted.
+    pub send_buffer: Option<BufferUse>,
+}
+
+/// A socket buffer, asked for and granted (`{"asked": B, "granted": B}`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct BufferUse {
+    /// Bytes asked for.
+    pub asked: u64,
+    /// Bytes the kernel granted, when it could be read back.
+    pub granted: Option<u64>,
+}
+
+impl BufferUse {
+    /// Whether the kernel granted less than was asked for.
+    pub fn capped(&self) -> bool {
+        self.granted.is_some_and(|g| g < self.asked)
+    }
 }
 
 /// A stream's GSO use.
@@ -192,6 +213,16 @@ impl Quality {
             .any(|s| s.gso.as_ref().is_some_and(|g| g.gso == "fallback"))
     }
 
+    /// Whether a socket buffer of the job (a load's send buffers, an open-loop probe's
+    /// receive buffer) was smaller than asked for: loss there may be the buffer's.
+    pub fn buffer_capped(&self) -> bool {
+        self.recv_buffer.is_some_and(|b| b.capped())
+            || self
+                .streams
+                .iter()
+                .any(|s| s.send_buffer.is_some_and(|b| b.capped()))
+    }
+
     /// The placement's `(cpu, core)` per thread, for
     /// [`crate::knee::expected_smt_knee`].
     pub fn slots(&self) -> Vec<(Option<usize>, Option<usize>)> {
@@ -230,6 +261,12 @@ mod tests {
         assert!(full.sink_complete());
         let none = Quality::of(&json!({"streams": two, "sink": null}));
         assert!(!none.sink_complete());
+        assert!(!full.buffer_capped());
+        let capped = Quality::of(&json!({"streams": [{"send_buffer":
+            {"asked": 4194304, "granted": 212992}}]}));
+        assert!(capped.buffer_capped());
+        let granted = Quality::of(&json!({"recv_buffer": {"asked": 4096, "granted": 4096}}));
+        assert!(!granted.buffer_capped());
     }
 
     #[test]

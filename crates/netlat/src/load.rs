@@ -30,7 +30,7 @@ use crate::clock::{duration_ns, now_ns};
 use crate::pacing::Pacer;
 use crate::probe::{connected_socket, MAX_UDP_PAYLOAD};
 use crate::report::{decode_report, encode_request, StreamReport};
-use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse};
+use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse, SocketBuffer};
 use crate::serve::TcpReport;
 use crate::wire::HEADER_LEN;
 use nnb_units::Rate;
@@ -162,7 +162,8 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LoadError {
 pub struct SenderTotals {
     /// Datagrams sent (TCP: `write` calls).
     pub datagrams: u64,
-    /// Payload bytes sent.
+    /// Payload bytes sent (TCP: written and acknowledged by the peer when sending
+    /// ended, i.e. without what was still in the send queue).
     pub bytes: u64,
     /// Seconds of sending, which the rates below divide by: for a paced stream, the
     /// part of the schedule its datagrams (sent or skipped) occupy, one period each
@@ -175,7 +176,7 @@ pub struct SenderTotals {
     pub payload_bps: f64,
     /// Wire rate, bit/s (see the module documentation for the convention).
     pub wire_bps: f64,
-    /// Datagrams per second.
+    /// Datagrams per second (TCP: `write` calls per second).
     pub pps: f64,
     /// Schedule slots dropped after stalls (no catch-up).
     pub skipped: u64,
@@ -196,6 +197,8 @@ pub struct StreamResult {
     pub sent: SenderTotals,
     /// UDP GSO use (UDP streams).
     pub gso: Option<GsoUse>,
+    /// The socket's send buffer, asked for and granted (UDP streams).
+    pub send_buffer: Option<SocketBuffer>,
     /// The UDP sink's view of this stream, when it answered.
     pub sink: Option<StreamReport>,
     /// The TCP sink's view of this connection, when it answered.
@@ -440,7 +443,7 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
     } = job;
     let sock =
         connected_socket(cfg.target).map_err(|(what, source)| LoadError::Io { what, source })?;
-    set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
+    let send_buffer = set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
     let local = sock
         .local_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
@@ -491,6 +494,7 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         local,
         sent,
         gso: Some(sender.gso().clone()),
+        send_buffer: Some(send_buffer),
         sink,
         tcp_sink: None,
     })
@@ -596,7 +600,11 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         now = now_ns();
     }
     let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
-    let mut sent = totals(cfg, writes, bytes, elapsed);
+    // What still sits in the send queue when sending ends has not reached the peer:
+    // on a slow link that is up to a whole socket buffer (megabytes), which would
+    // overstate the rate of a short run.
+    let queued = nnb_sys::socket::send_queue_bytes(&conn).unwrap_or(0) as u64;
+    let mut sent = totals(cfg, writes, bytes.saturating_sub(queued), elapsed);
     sent.skipped = pacer.skipped();
     let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);
     Ok(StreamResult {
@@ -605,6 +613,7 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         local,
         sent,
         gso: None,
+        send_buffer: None,
         sink: None,
         tcp_sink,
     })

@@ -222,6 +222,7 @@ mod tests {
             rtt_intended,
             rtt_half: rtt.halved(),
             clamped: 0,
+            recv_buffer: None,
         }
     }
 

@@ -14,7 +14,7 @@ use std::net::UdpSocket;
 
 use nnb_sys::mmsg::SendBatch;
 pub use nnb_sys::socket::Direction;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::wire::{Header, Kind, HEADER_LEN};
 
@@ -160,13 +160,47 @@ fn set_gso_size(sock: &UdpSocket, size: usize) -> io::Result<()> {
     nnb_sys::socket::set_udp_segment(sock, size)
 }
 
+/// A socket buffer: the size asked for and the size the kernel granted. Recorded
+/// with each result because a buffer capped by `net.core.wmem_max`/`rmem_max` (an
+/// unprivileged sender or sink) overflows in bursts, and that loss looks just like
+/// loss on the path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SocketBuffer {
+    /// Bytes asked for.
+    pub asked: usize,
+    /// Bytes granted: what `SO_SNDBUF`/`SO_RCVBUF` reads back, halved (the kernel
+    /// doubles the size for its bookkeeping); `None` when it could not be read.
+    pub granted: Option<usize>,
+}
+
+impl SocketBuffer {
+    /// Reads back the `dir` buffer of `sock`, asked for as `asked` bytes.
+    pub fn read(sock: &impl std::os::fd::AsFd, dir: Direction, asked: usize) -> SocketBuffer {
+        SocketBuffer {
+            asked,
+            granted: nnb_sys::socket::buffer_size(sock, dir).ok().map(|b| b / 2),
+        }
+    }
+
+    /// Whether the kernel granted less than was asked for.
+    pub fn capped(&self) -> bool {
+        self.granted.is_some_and(|g| g < self.asked)
+    }
+}
+
 /// Asks for a socket buffer of `bytes` (the `...FORCE` option when privileged, else
-/// the plain one, which the kernel caps at `net.core.wmem_max`/`rmem_max`). A refusal
-/// only costs headroom, so it is logged, not returned.
-pub fn set_socket_buffer(sock: &UdpSocket, dir: Direction, bytes: usize) {
+/// the plain one, which the kernel caps at `net.core.wmem_max`/`rmem_max`) and
+/// returns what the kernel granted. A refusal or a cap only costs headroom, so it is
+/// logged and recorded, not an error.
+pub fn set_socket_buffer(sock: &UdpSocket, dir: Direction, bytes: usize) -> SocketBuffer {
     if let Err(e) = nnb_sys::socket::set_buffer(sock, dir, bytes) {
         tracing::debug!("could not set the {dir:?} buffer to {bytes} bytes: {e}");
     }
+    let buffer = SocketBuffer::read(sock, dir, bytes);
+    if buffer.capped() {
+        tracing::debug!(?buffer, "the kernel capped the {dir:?} buffer");
+    }
+    buffer
 }
 
 #[cfg(test)]

@@ -116,9 +116,63 @@ fn tcp_stream_is_counted_by_the_tcp_sink() {
     // machine, skipped (no catch-up): together they make the target rate.
     let scheduled = (r.sent.bytes + r.sent.skipped) as f64 * 8.0 / r.sent.elapsed_s;
     assert!(within(scheduled, 100e6, 0.05), "{:?}", r.sent);
+    // TCP loses nothing: the sink has every byte the sender counted (what the peer
+    // acknowledged) and any that were still queued when sending ended.
     let tcp = r.streams[0].tcp_sink.as_ref().expect("tcp sink report");
-    assert_eq!(tcp.bytes, r.sent.bytes, "TCP loses nothing");
-    assert_eq!(r.sink.expect("sink view").bytes, r.sent.bytes);
+    assert!(tcp.bytes >= r.sent.bytes, "{tcp:?} {:?}", r.sent);
+    assert_eq!(r.sink.expect("sink view").bytes, tcp.bytes);
+}
+
+/// A TCP sender counts what the peer acknowledged, not what still sits in its send
+/// queue. The peer here reads at a known pace (a token bucket of 40 Mbit/s, in this
+/// test's own code) through a small receive buffer, so whatever the sender wrote
+/// beyond that pace piles up in its send queue; its rate must come out at the
+/// reader's pace, within 5%.
+#[test]
+fn tcp_sender_counts_only_what_the_peer_took() {
+    const PACE_BPS: f64 = 40e6;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    nnb_sys::socket::set_buffer(&listener, nnb_sys::socket::Direction::Receive, 16 * 1024)
+        .expect("small receive buffer");
+    let addr = listener.local_addr().expect("address");
+    let reader = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().expect("accept");
+        let mut buf = vec![0u8; 4096];
+        let (start, mut taken) = (Instant::now(), 0u64);
+        loop {
+            // Read only what the pace allows by now, in steps of at most 4 KiB.
+            let allowed = (start.elapsed().as_secs_f64() * PACE_BPS / 8.0) as u64;
+            if taken >= allowed {
+                std::thread::sleep(Duration::from_micros(500));
+                continue;
+            }
+            let want = ((allowed - taken) as usize).min(buf.len());
+            match std::io::Read::read(&mut conn, &mut buf[..want]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => taken += n as u64,
+            }
+        }
+        taken
+    });
+    let cfg = LoadConfig {
+        duration: Duration::from_millis(600),
+        tcp: true,
+        ..LoadConfig::new(addr, None)
+    };
+    let r = load::run(&cfg, &AtomicBool::new(false)).expect("load runs");
+    let written = reader.join().expect("reader");
+    assert!(
+        r.sent.bytes < written,
+        "{} of {written} written",
+        r.sent.bytes
+    );
+    assert!(
+        within(r.sent.payload_bps, PACE_BPS, 0.05),
+        "sender {:.0} bit/s against a reader taking {PACE_BPS} bit/s ({} acknowledged, {written} \
+         written)",
+        r.sent.payload_bps,
+        r.sent.bytes
+    );
 }
 
 #[test]

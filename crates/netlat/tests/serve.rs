@@ -370,6 +370,44 @@ fn tcp_sink_answers_its_view_after_half_close() {
     assert_eq!(tcp.recent.len(), 4);
 }
 
+/// The TCP sink times its rate from the first read to the last, and the first read's
+/// bytes arrived before that window opened: with 10 chunks written 40 ms apart, the
+/// rate is 9 chunks over the time from the first write to the last (the client's
+/// clock, not nnb's), not 10 chunks over it (which overstates it by 11%).
+#[test]
+fn tcp_sink_rate_leaves_out_the_first_read() {
+    const CHUNK: usize = 32 * 1024;
+    const CHUNKS: u32 = 10;
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let mut s = TcpStream::connect(server.tcp_addr().unwrap()).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let chunk = vec![0x5au8; CHUNK];
+    let mut first = None;
+    let mut last = std::time::Instant::now();
+    for i in 0..CHUNKS {
+        if i > 0 {
+            std::thread::sleep(Duration::from_millis(40));
+        }
+        s.write_all(&chunk).unwrap();
+        last = std::time::Instant::now();
+        first.get_or_insert(last);
+    }
+    let span = last.duration_since(first.unwrap()).as_secs_f64();
+    s.shutdown(Shutdown::Write).unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    let report: TcpReport = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(report.bytes, u64::from(CHUNKS) * CHUNK as u64);
+    let expected = f64::from(CHUNKS - 1) * CHUNK as f64 * 8.0 / span;
+    assert!(
+        (report.rate_bps / expected - 1.0).abs() < 0.05,
+        "sink {:.0} bit/s over {} ns, expected {expected:.0} bit/s over {span:.4} s",
+        report.rate_bps,
+        report.duration_ns
+    );
+}
+
 #[test]
 fn tcp_sink_refuses_beyond_its_bound() {
     let cfg = ServeConfig {

@@ -51,6 +51,18 @@ pub fn uname() -> io::Result<KernelName> {
     })
 }
 
+/// How often the scheduler has taken the CPU from the calling thread against its
+/// will (`getrusage(RUSAGE_THREAD)`'s `ru_nivcsw`): each count is the guest kernel
+/// running another of its threads there. The hypervisor's steal does not count
+/// here, which is how `nnb steal` tells the two apart.
+pub fn thread_involuntary_switches() -> io::Result<u64> {
+    // SAFETY: rusage is plain data; all-zero is a valid value.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the pointer refers to `u`, alive across the call, which fills it.
+    cvt(unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) })?;
+    Ok(u64::try_from(u.ru_nivcsw).unwrap_or(0))
+}
+
 /// Sets the calling thread's timer slack (`PR_SET_TIMERSLACK`, 50 us by default):
 /// its sleeps end within `ns` of their deadline. 0 restores the default.
 pub fn set_timer_slack_ns(ns: u64) -> io::Result<()> {
@@ -115,6 +127,35 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn involuntary_switches_count_a_preemption() {
+        // Two threads pinned to the same CPU, both spinning: the scheduler must take
+        // the CPU from each against its will (a time slice is a few ms), so the
+        // count rises while a thread that only sleeps counts none.
+        let cpu = crate::affinity::allowed_cpus().expect("allowed")[0];
+        let spin = move || {
+            crate::affinity::pin_current_thread(cpu).expect("pin");
+            let before = thread_involuntary_switches().expect("getrusage");
+            let end = std::time::Instant::now() + std::time::Duration::from_millis(300);
+            while std::time::Instant::now() < end {
+                std::hint::spin_loop();
+            }
+            thread_involuntary_switches().expect("getrusage") - before
+        };
+        let (a, b) = (std::thread::spawn(spin), std::thread::spawn(spin));
+        let switched = a.join().expect("a") + b.join().expect("b");
+        assert!(
+            switched > 0,
+            "two spinners on CPU {cpu} never preempted each other"
+        );
+        let sleeper = std::thread::spawn(|| {
+            let before = thread_involuntary_switches().expect("getrusage");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            thread_involuntary_switches().expect("getrusage") - before
+        });
+        assert_eq!(sleeper.join().expect("sleeper"), 0);
     }
 
     #[test]

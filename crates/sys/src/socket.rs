@@ -86,6 +86,15 @@ pub fn buffer_size(sock: &impl AsFd, dir: Direction) -> io::Result<usize> {
     Ok(usize::try_from(v).unwrap_or(0))
 }
 
+/// Bytes still in the socket's send queue (`SIOCOUTQ`): for TCP, written but not yet
+/// acknowledged by the peer; for UDP, not yet handed to the device.
+pub fn send_queue_bytes(sock: &impl AsFd) -> io::Result<usize> {
+    let mut value: libc::c_int = 0;
+    // SAFETY: a valid fd and a pointer to an int, which SIOCOUTQ (TIOCOUTQ) fills.
+    cvt(unsafe { libc::ioctl(sock.as_fd().as_raw_fd(), libc::TIOCOUTQ, &mut value) })?;
+    Ok(usize::try_from(value).unwrap_or(0))
+}
+
 /// Sets the UDP GSO segment size (`UDP_SEGMENT`): each send is cut into datagrams of
 /// `size` bytes by the kernel or the NIC; 0 turns GSO off. Kernels before 4.18 refuse.
 pub fn set_udp_segment(sock: &impl AsFd, size: u16) -> io::Result<()> {
@@ -188,6 +197,50 @@ mod tests {
             get_int(&s, libc::SOL_SOCKET, SO_TIMESTAMPNS).expect("get"),
             1
         );
+    }
+
+    #[test]
+    fn the_send_queue_holds_what_the_peer_did_not_read() {
+        use std::io::Write;
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let mut tx = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (rx, _) = listener.accept().expect("accept");
+        // A small receive window and a peer that never reads: once its buffer is
+        // full the rest stays queued at the sender, unacknowledged.
+        set_buffer(&rx, Direction::Receive, 4096).expect("rcvbuf");
+        assert_eq!(send_queue_bytes(&tx).expect("empty queue"), 0);
+        tx.set_nonblocking(true).expect("nonblocking");
+        let chunk = [0u8; 65_536];
+        let mut written = 0usize;
+        for _ in 0..64 {
+            match tx.write(&chunk) {
+                Ok(n) => written += n,
+                Err(_) => break,
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        let queued = send_queue_bytes(&tx).expect("queue");
+        let received = {
+            let mut buf = vec![0u8; 1 << 20];
+            rx.set_nonblocking(true).expect("nonblocking");
+            let mut n = 0;
+            while let Ok(k) = std::io::Read::read(&mut &rx, &mut buf) {
+                if k == 0 {
+                    break;
+                }
+                n += k;
+                if n >= written {
+                    break;
+                }
+            }
+            n
+        };
+        assert!(queued > 0 && queued <= written, "{queued} of {written}");
+        assert!(
+            received >= written - queued,
+            "{received} read, {written} - {queued}"
+        );
+        assert!(send_queue_bytes(&udp()).is_ok());
     }
 
     #[test]

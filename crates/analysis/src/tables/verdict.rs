@@ -146,6 +146,13 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
     if errors > 0 {
         out.push(format!("{errors} send error(s) in the neighbor load"));
     }
+    let capped = rows.iter().filter(|r| r.quality.buffer_capped()).count();
+    if capped > 0 {
+        out.push(format!(
+            "socket buffer smaller than asked for in {capped} record(s) (net.core.wmem_max / \
+             rmem_max; run the agents as root): loss there may be the buffer's, not the path's"
+        ));
+    }
     out
 }
 

@@ -18,6 +18,7 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::hist::{HistLog, HistLogError, LatencyHist, LatencySummary};
+use crate::sendbatch::SocketBuffer;
 use crate::wire::HEADER_LEN;
 
 /// When a probe stops measuring.
@@ -171,6 +172,9 @@ pub struct ProbeReport {
     pub rtt_half: LatencySummary,
     /// Samples above the histogram's 10 s ceiling (clamped).
     pub clamped: u64,
+    /// Open-loop only: the receive buffer the pongs pile up in while the receiver is
+    /// descheduled, asked for and granted (a capped one loses pongs in bursts).
+    pub recv_buffer: Option<SocketBuffer>,
 }
 
 /// One reporting interval's figures, passed to the interval callback.

@@ -58,7 +58,7 @@ pub(crate) fn run(
         .try_clone()
         .map_err(ProbeError::io("cloning the probe socket"))?;
     // Room for the pongs that pile up while the receiver is descheduled.
-    set_socket_buffer(&rx, Direction::Receive, RECV_BUFFER);
+    let recv_buffer = set_socket_buffer(&rx, Direction::Receive, RECV_BUFFER);
     // Non-blocking mode belongs to the shared file description: the sender copes
     // with WouldBlock by retrying.
     if cfg.busy_poll {
@@ -111,6 +111,7 @@ pub(crate) fn run(
         sent_result??;
         Ok(ProbeReport {
             rate_pps: Some(rate),
+            recv_buffer: Some(recv_buffer),
             ..report
         })
     })
@@ -296,5 +297,6 @@ fn receive_pongs(
         rtt_intended: Some(rtt_intended.summary()),
         rtt_half: summary.halved(),
         clamped: rtt.clamped() + rtt_intended.clamped(),
+        recv_buffer: None,
     })
 }

@@ -278,5 +278,6 @@ pub(crate) fn run(
         rtt_intended: None,
         rtt_half: rtt.halved(),
         clamped: hist.clamped(),
+        recv_buffer: None,
     })
 }

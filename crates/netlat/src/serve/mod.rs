@@ -26,6 +26,8 @@ use nnb_sys::socket;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::sendbatch::SocketBuffer;
+
 pub use garbage::{GarbageCounts, GarbageKind};
 pub use reflector::ReflectorStats;
 pub use sink::{SinkOutcome, SinkSnapshot, SinkState, SinkTotals};
@@ -132,6 +134,13 @@ pub struct ServeSnapshot {
     pub sink: Option<SinkSnapshot>,
     /// TCP sink counters, if it runs.
     pub tcp: Option<TcpSnapshot>,
+    /// The UDP sink's receive buffer, asked for and granted, when one was asked for
+    /// (a capped buffer overflows in bursts: that loss is the sink's, not the path's).
+    #[serde(default)]
+    pub sink_recv_buffer: Option<SocketBuffer>,
+    /// The reflector's receive buffer, likewise.
+    #[serde(default)]
+    pub reflector_recv_buffer: Option<SocketBuffer>,
 }
 
 impl ServeSnapshot {
@@ -159,6 +168,8 @@ pub struct Server {
     reflector: Option<Arc<Mutex<ReflectorStats>>>,
     sink: Option<Arc<Mutex<SinkState>>>,
     tcp: Option<Arc<tcp_sink::TcpShared>>,
+    sink_recv_buffer: Option<SocketBuffer>,
+    reflector_recv_buffer: Option<SocketBuffer>,
 }
 
 impl Server {
@@ -174,9 +185,12 @@ impl Server {
             reflector: None,
             sink: None,
             tcp: None,
+            sink_recv_buffer: None,
+            reflector_recv_buffer: None,
         };
         if let Some(port) = cfg.reflector_port {
-            let (socket, addr) = bind_udp("reflector", cfg, port, false)?;
+            let (socket, addr, buffer) = bind_udp("reflector", cfg, port, false)?;
+            server.reflector_recv_buffer = buffer;
             let stats = Arc::new(Mutex::new(ReflectorStats::default()));
             let (stop, st, busy) = (Arc::clone(&server.stop), Arc::clone(&stats), cfg.busy_poll);
             server.spawn("reflector", cfg.reflector_cpu, move || {
@@ -186,7 +200,8 @@ impl Server {
             server.reflector = Some(stats);
         }
         if let Some(port) = cfg.sink_port {
-            let (socket, addr) = bind_udp("sink", cfg, port, true)?;
+            let (socket, addr, buffer) = bind_udp("sink", cfg, port, true)?;
+            server.sink_recv_buffer = buffer;
             let state = Arc::new(Mutex::new(SinkState::new(cfg.max_streams)));
             let (stop, st, busy) = (Arc::clone(&server.stop), Arc::clone(&state), cfg.busy_poll);
             let clock = ArrivalClock::new();
@@ -287,6 +302,8 @@ impl Server {
             reflector: self.reflector.as_ref().map(|r| *lock(r)),
             sink: self.sink.as_ref().map(|s| lock(s).snapshot()),
             tcp: self.tcp.as_ref().map(|t| t.snapshot()),
+            sink_recv_buffer: self.sink_recv_buffer,
+            reflector_recv_buffer: self.reflector_recv_buffer,
         }
     }
 
@@ -314,13 +331,14 @@ impl Drop for Server {
 
 /// Binds one UDP service socket and sets it up: receive timeout (so a blocking loop
 /// notices a stop), receive buffer, and for the `sink` kernel receive timestamps and
-/// coalesced (GRO) receive.
+/// coalesced (GRO) receive. Returns the socket, its address and its receive buffer
+/// as granted, when one was asked for.
 fn bind_udp(
     service: &'static str,
     cfg: &ServeConfig,
     port: u16,
     sink: bool,
-) -> Result<(UdpSocket, SocketAddr), ServeError> {
+) -> Result<(UdpSocket, SocketAddr, Option<SocketBuffer>), ServeError> {
     let want = SocketAddr::new(cfg.bind, port);
     let socket = UdpSocket::bind(want).map_err(|source| ServeError::Bind {
         service,
@@ -329,8 +347,14 @@ fn bind_udp(
     })?;
     let err = |source| ServeError::Socket { service, source };
     socket.set_read_timeout(Some(RECV_TIMEOUT)).map_err(err)?;
+    let mut buffer = None;
     if let Some(bytes) = cfg.recv_buffer {
         socket::set_buffer(&socket, socket::Direction::Receive, bytes).map_err(err)?;
+        buffer = Some(SocketBuffer::read(
+            &socket,
+            socket::Direction::Receive,
+            bytes,
+        ));
     }
     if sink {
         socket::set_timestamps_ns(&socket, true).map_err(err)?;
@@ -341,7 +365,7 @@ fn bind_udp(
         }
     }
     let addr = socket.local_addr().map_err(err)?;
-    Ok((socket, addr))
+    Ok((socket, addr, buffer))
 }
 
 /// The server's clock: `CLOCK_MONOTONIC` in nanoseconds. Not the probes'

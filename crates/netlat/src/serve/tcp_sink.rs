@@ -28,9 +28,12 @@ pub struct TcpReport {
     pub peer: String,
     /// Bytes received.
     pub bytes: u64,
-    /// From the first byte received to the client's half-close, in nanoseconds.
+    /// From the first read that returned data to the last one, in nanoseconds.
     pub duration_ns: u64,
-    /// `bytes` in bit/s over `duration_ns` (0 when nothing arrived).
+    /// The bytes read after the first read, in bit/s over `duration_ns`: the first
+    /// read's bytes arrived before the window opened, so counting them would
+    /// overstate the rate. 0 when fewer than two reads returned data (too short to
+    /// time).
     pub rate_bps: f64,
 }
 
@@ -133,13 +136,15 @@ fn serve_connection(
 ) -> io::Result<()> {
     stream.set_read_timeout(Some(POLL))?;
     let mut buf = vec![0u8; 256 * 1024];
-    let (mut bytes, mut first_ns) = (0u64, 0u64);
+    let (mut bytes, mut first_bytes, mut first_ns, mut last_ns) = (0u64, 0u64, 0u64, 0u64);
     loop {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
+                last_ns = monotonic_ns();
                 if bytes == 0 {
-                    first_ns = monotonic_ns();
+                    first_ns = last_ns;
+                    first_bytes = n as u64;
                 }
                 bytes += n as u64;
                 shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
@@ -158,8 +163,7 @@ fn serve_connection(
             Err(e) => return Err(e),
         }
     }
-    let end_ns = if bytes == 0 { 0 } else { monotonic_ns() };
-    let duration_ns = end_ns.saturating_sub(first_ns);
+    let duration_ns = last_ns.saturating_sub(first_ns);
     let report = TcpReport {
         peer: peer.to_string(),
         bytes,
@@ -167,7 +171,7 @@ fn serve_connection(
         rate_bps: if duration_ns == 0 {
             0.0
         } else {
-            bytes as f64 * 8e9 / duration_ns as f64
+            (bytes - first_bytes) as f64 * 8e9 / duration_ns as f64
         },
     };
     let mut line = serde_json::to_vec(&report).map_err(io::Error::other)?;
