@@ -377,6 +377,21 @@ fn verdicts_of_a_quiet_and_a_noisy_run() {
         "{f:?}"
     );
     assert!(f.iter().any(|x| x.contains("1 step(s) failed")), "{f:?}");
+    // and each qualifier sits in the row of the level it happened at
+    let d = Analyses::of(&noisy).unwrap().degradation.unwrap();
+    let flags = |group: &str, label: &str| {
+        let g = d.groups.iter().find(|g| g.group == group).unwrap();
+        g.levels
+            .iter()
+            .find(|l| l.label == label)
+            .unwrap()
+            .flags
+            .clone()
+    };
+    assert_eq!(flags("busy", "neighbors=1"), ["CV 12.4%"]);
+    assert_eq!(flags("busy", "neighbors=0"), ["clock fallback"]);
+    assert_eq!(flags("idle", "neighbors=1"), ["steal 0.37 s"]);
+    assert!(flags("idle", "neighbors=2").is_empty());
 }
 
 /// The long form: one row per role × group × level × metric with a value. The

@@ -62,6 +62,20 @@ pub struct LevelStats {
     pub degradation_ci95: Option<(f64, f64)>,
     /// The repetitions' values, in plan order.
     pub values: Vec<f64>,
+    /// What qualifies this level's numbers (its records' loss, clock fallback, steal,
+    /// sink gaps, pacer skips..., and a CV above [`super::NOISY_CV`]), short.
+    pub flags: Vec<String>,
+}
+
+impl LevelStats {
+    /// The coefficient of variation, `sd / |mean|` (0 for a mean of 0).
+    pub fn cv(&self) -> f64 {
+        if self.mean != 0.0 {
+            self.stddev / self.mean.abs()
+        } else {
+            0.0
+        }
+    }
 }
 
 /// The degradation of the test tenant per level for staircase, thread-sweep and
@@ -183,7 +197,7 @@ pub(crate) fn group_stats(
                         .flatten(),
                 )
             });
-            LevelStats {
+            let mut stats = LevelStats {
                 level: l.level,
                 label: l.label.clone(),
                 n: s.n,
@@ -193,7 +207,13 @@ pub(crate) fn group_stats(
                 degradation_pct: against.map(|a| a.0),
                 degradation_ci95: against.and_then(|a| a.1),
                 values: values.clone(),
+                flags: Vec::new(),
+            };
+            if stats.cv() > super::NOISY_CV {
+                stats.flags.push(format!("CV {:.1}%", stats.cv() * 100.0));
             }
+            stats.flags.extend(super::verdict::level_flags(&l.rows));
+            stats
         })
         .collect())
 }
@@ -223,6 +243,7 @@ impl Degradation {
                 format!("{} ±ci95", g.group),
                 format!("{} degr %", g.group),
                 format!("{} degr 95% CI", g.group),
+                format!("{} flags", g.group),
             ]);
         }
         let mut labels: Vec<&str> = Vec::new();
@@ -247,8 +268,9 @@ impl Degradation {
                             Cell::num((l.ci95.1 - l.ci95.0) / 2.0, d),
                             l.degradation_pct.map_or(Cell::Empty, |p| Cell::num(p, 2)),
                             degradation_ci_cell(l),
+                            Cell::text(l.flags.join(", ")),
                         ]),
-                        None => row.extend(std::iter::repeat(Cell::Empty).take(6)),
+                        None => row.extend(std::iter::repeat(Cell::Empty).take(7)),
                     }
                 }
                 row
@@ -263,8 +285,11 @@ impl Degradation {
             "{}: degradation = {direction} against each group's lowest level; positive = worse; \
              95% CI of the mean with Student's t; the degradation's 95% CI is Welch's \
              interval of the difference of means over the reference mean, `n.s.` where it \
-             includes 0 (not significant)",
-            self.metric
+             includes 0 (not significant); flags: what qualifies the level's numbers (CV \
+             above {:.0}%, probe loss, clamped RTTs, clock fallback, steal, sink gaps, GSO \
+             fallback, pacer skips, send errors, capped socket buffers)",
+            self.metric,
+            super::NOISY_CV * 100.0
         )];
         if self.metric == Metric::NsPerOpPerThread {
             notes.push(

@@ -40,11 +40,7 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
         }
         for g in &d.groups {
             for l in &g.levels {
-                let cv = if l.mean != 0.0 {
-                    l.stddev / l.mean.abs()
-                } else {
-                    0.0
-                };
+                let cv = l.cv();
                 if cv > NOISY_CV {
                     out.push(format!(
                         "CV {:.1}% at {}/{}: the machine was noisy",
@@ -78,6 +74,58 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
         ));
     }
     Ok(out)
+}
+
+/// The qualifiers of one level's records, short, for the level's row of a table:
+/// the same findings as the verdict's, where they happened.
+pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
+    let mut out = Vec::new();
+    let (sent, lost) = rows
+        .iter()
+        .filter_map(|r| r.quality.counts)
+        .fold((0u64, 0u64), |(s, l), c| (s + c.sent, l + c.lost));
+    if lost > 0 {
+        out.push(format!(
+            "loss {:.2}%",
+            lost as f64 / sent.max(1) as f64 * 100.0
+        ));
+    }
+    let clamped: u64 = rows.iter().filter_map(|r| r.quality.clamped).sum();
+    if clamped > 0 {
+        out.push(format!("{clamped} clamped"));
+    }
+    if rows.iter().any(|r| r.quality.clock_warning().is_some()) {
+        out.push("clock fallback".to_string());
+    }
+    let stolen: f64 = rows
+        .iter()
+        .filter_map(|r| r.quality.steal)
+        .map(|s| s.seconds())
+        .sum();
+    if stolen > 0.0 {
+        out.push(format!("steal {stolen:.2} s"));
+    }
+    let loads: Vec<&&Row> = rows.iter().filter(|r| r.quality.sent.is_some()).collect();
+    if loads.iter().any(|r| !r.quality.sink_complete()) {
+        out.push("sink gaps".to_string());
+    }
+    if loads.iter().any(|r| r.quality.gso_fallback()) {
+        out.push("GSO fallback".to_string());
+    }
+    let (skipped, errors) = loads
+        .iter()
+        .filter_map(|r| r.quality.sent)
+        .fold((0u64, 0u64), |(s, e), x| (s + x.skipped, e + x.send_errors));
+    if skipped > 0 {
+        out.push(format!("{skipped} skipped"));
+    }
+    if errors > 0 {
+        out.push(format!("{errors} send errors"));
+    }
+    if rows.iter().any(|r| r.quality.buffer_capped()) {
+        out.push("buffer capped".to_string());
+    }
+    out
 }
 
 /// What the records' qualifiers say, counted over the run.
