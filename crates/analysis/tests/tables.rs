@@ -132,7 +132,7 @@ fn staircase_table_and_summary_like_thesis_table_5_3() {
     let d = degradation(&run).unwrap().unwrap();
     let t = d.table();
     assert_eq!(t.columns[0], "level");
-    assert_eq!(t.columns.len(), 1 + 2 * 6);
+    assert_eq!(t.columns.len(), 1 + 2 * 7);
     assert_eq!(t.rows.len(), 3);
     assert_eq!(t.rows[1][0], Cell::text("neighbors=1"));
     // busy degradation % and idle degradation % of neighbors=2, side by side
@@ -141,10 +141,17 @@ fn staircase_table_and_summary_like_thesis_table_5_3() {
     };
     close(value, 23.0);
     assert_eq!(decimals, 2);
-    let Cell::Num { value, .. } = t.rows[2][11] else {
-        panic!("{:?}", t.rows[2][11]);
+    let Cell::Num { value, .. } = t.rows[2][12] else {
+        panic!("{:?}", t.rows[2][12]);
     };
     close(value, 4.5);
+    // a quiet fixture: no level has anything to flag
+    assert_eq!(t.columns[7], "busy flags");
+    assert!(
+        t.rows.iter().all(|r| r[7] == Cell::text("")),
+        "{:?}",
+        t.rows
+    );
 
     let s = summary_table(&[(&run, &d)]);
     assert_eq!(
