@@ -322,7 +322,7 @@ impl Output {
             writeln!(
 
                 out,
-                "sink: {} streams ({} evicted), {} datagrams, {} lost ({:.3}%), {} dup, {} reordered, {} bursts, {} reports",
+                "sink: {} streams ({} evicted), {} datagrams, {} lost ({:.3}%), {} dup, {} reordered, {} bursts, {} reports ({} short requests unanswered)",
                 t.streams_seen,
                 t.evicted_streams,
                 t.seq.received,
@@ -331,7 +331,8 @@ impl Output {
                 t.seq.duplicates,
                 t.seq.reordered,
                 t.bursts,
-                t.reports_sent
+                t.reports_sent,
+                t.short_report_requests
             )?;
             if !s.streams.is_empty() {
                 writeln!(out, "{}", stream_table(&s.streams))?;

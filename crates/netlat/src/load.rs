@@ -189,7 +189,9 @@ pub struct SenderTotals {
 pub struct StreamResult {
     /// Stream id on the wire.
     pub stream: u32,
-    /// CPU the thread was pinned to.
+    /// CPU the thread was pinned to, and verified to run on: the affinity read back
+    /// is exactly that CPU and `sched_getcpu` says so, or the run fails
+    /// ([`nnb_sys::affinity::pin_current_thread`]).
     pub cpu: Option<usize>,
     /// Local address of the stream's socket.
     pub local: String,
@@ -528,11 +530,15 @@ fn request_report(
     if sock.set_read_timeout(Some(wait)).is_err() {
         return None;
     }
-    let mut req = [0u8; HEADER_LEN];
+    // The padded request is larger than a load datagram: with GSO still set on the
+    // socket the kernel would cut it into load-sized pieces.
+    if let Err(e) = nnb_sys::socket::set_udp_segment(sock, 0) {
+        tracing::debug!("could not turn GSO off for the report request: {e}");
+    }
     let mut buf = vec![0u8; 65_536];
     for attempt in 0..REPORT_ATTEMPTS {
-        let n = encode_request(stream, next_seq + u64::from(attempt), now_ns(), &mut req);
-        if let Err(e) = sock.send(&req[..n]) {
+        let req = encode_request(stream, next_seq + u64::from(attempt), now_ns());
+        if let Err(e) = sock.send(&req) {
             tracing::debug!("report request for stream {stream} failed: {e}");
         }
         let deadline = now_ns() + duration_ns(wait);

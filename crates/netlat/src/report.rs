@@ -6,6 +6,11 @@
 //! `serde_json` of a [`StreamReport`] (see [`encode_report`] and [`decode_report`]).
 //! The request itself is not counted as load data. Answers stay under
 //! [`MAX_REPORT_DATAGRAM`] bytes so they fit one unfragmented datagram.
+//!
+//! No amplification: a request is padded to [`REPORT_REQUEST_LEN`], and a sink never
+//! answers with more bytes than the request it answers. A forged request (a spoofed
+//! source address) thus sends the forged address no more than the forger sent; a
+//! short request, like those of nnb before this rule, gets no answer.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -15,6 +20,9 @@ use crate::wire::{DecodeError, Header, Kind, FLAG_REPORT_REQUEST, HEADER_LEN};
 
 /// Largest report datagram (header and JSON) a sink sends.
 pub const MAX_REPORT_DATAGRAM: usize = 1200;
+/// Size of a report request, padding included: as large as any answer, so that
+/// answering never amplifies.
+pub const REPORT_REQUEST_LEN: usize = MAX_REPORT_DATAGRAM;
 
 /// A sink's view of one stream (one sender address and stream id).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,19 +89,20 @@ pub enum ReportError {
     TooLong(usize),
 }
 
-/// Writes a report request for `stream` into `buf` (at least [`HEADER_LEN`] bytes)
-/// and returns its length. `seq` lets a sender tell its retries apart; it is echoed.
-pub fn encode_request(stream: u32, seq: u64, send_ts: u64, buf: &mut [u8]) -> usize {
+/// A report request for `stream`, zero-padded to [`REPORT_REQUEST_LEN`] bytes. `seq`
+/// lets a sender tell its retries apart; it is echoed.
+pub fn encode_request(stream: u32, seq: u64, send_ts: u64) -> [u8; REPORT_REQUEST_LEN] {
+    let mut buf = [0u8; REPORT_REQUEST_LEN];
     Header {
         kind: Kind::Load,
         flags: FLAG_REPORT_REQUEST,
         seq,
         send_ts,
         stream,
-        payload_len: 0,
+        payload_len: (REPORT_REQUEST_LEN - HEADER_LEN) as u32,
     }
-    .encode(buf);
-    HEADER_LEN
+    .encode(&mut buf);
+    buf
 }
 
 /// Builds the report datagram answering `request` (its seq and timestamp echoed) into
@@ -138,9 +147,8 @@ mod tests {
 
     #[test]
     fn report_round_trip_fits_one_datagram() {
-        let mut req = [0u8; HEADER_LEN];
-        let n = encode_request(7, 3, 42, &mut req);
-        let request = Header::decode(&req[..n]).unwrap();
+        let req = encode_request(7, 3, 42);
+        let request = Header::decode(&req).unwrap();
         assert_eq!(request.flags & FLAG_REPORT_REQUEST, FLAG_REPORT_REQUEST);
         let mut report = StreamReport::empty("[ffff:ffff::ffff:ffff]:65535".into(), 7);
         report.seq.received = u64::MAX;
@@ -156,8 +164,7 @@ mod tests {
 
     #[test]
     fn rejects_other_kinds_and_bad_json() {
-        let mut req = [0u8; HEADER_LEN];
-        encode_request(1, 0, 0, &mut req);
+        let req = encode_request(1, 0, 0);
         assert!(matches!(
             decode_report(&req),
             Err(ReportError::NotAReport(Kind::Load))

@@ -48,11 +48,10 @@ fn ping(sock: &UdpSocket, to: SocketAddr, seq: u64, stream: u32) -> (Header, Vec
 
 /// Asks the sink for its report on `stream`, retrying like a load generator does.
 fn request_report(sock: &UdpSocket, sink: SocketAddr, stream: u32) -> StreamReport {
-    let mut req = [0u8; HEADER_LEN];
     let mut buf = [0u8; 2048];
     for attempt in 0..3u64 {
-        let n = encode_request(stream, attempt, 0, &mut req);
-        sock.send_to(&req[..n], sink).unwrap();
+        let req = encode_request(stream, attempt, 0);
+        sock.send_to(&req, sink).unwrap();
         if let Ok((len, _)) = sock.recv_from(&mut buf) {
             let (h, report) = decode_report(&buf[..len]).unwrap();
             assert_eq!(h.stream, stream);
@@ -374,6 +373,53 @@ fn tcp_sink_answers_its_view_after_half_close() {
 /// bytes arrived before that window opened: with 10 chunks written 40 ms apart, the
 /// rate is 9 chunks over the time from the first write to the last (the client's
 /// clock, not nnb's), not 10 chunks over it (which overstates it by 11%).
+/// No amplification (reliability review M8): whatever report requests arrive, for
+/// streams the sink knows or not, padded or short (as a forger would send them),
+/// the sink sends back at most as many bytes as it received, and a short request gets
+/// no answer at all.
+#[test]
+fn sink_never_answers_with_more_bytes_than_it_got() {
+    let server = Server::start(&ServeConfig::default()).unwrap();
+    let sink = server.sink_addr().unwrap();
+    let sock = client();
+    sock.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    // One known stream, with data.
+    for seq in 0..5u64 {
+        sock.send_to(&datagram(Kind::Load, seq, seq, 1, &[0u8; 100]), sink)
+            .unwrap();
+    }
+    let (mut sent, mut received, mut answers) = (0usize, 0usize, 0usize);
+    let mut buf = [0u8; 2048];
+    for (i, stream) in [1u32, 2, 1, 3].into_iter().enumerate() {
+        let padded = encode_request(stream, i as u64, 0);
+        // A forger's request: the bare 32-byte header with the request flag.
+        let mut short = datagram(Kind::Load, i as u64, 0, stream, &[]);
+        short[..HEADER_LEN].copy_from_slice(&padded[..HEADER_LEN]);
+        short[28..32].copy_from_slice(&0u32.to_le_bytes());
+        for req in [&padded[..], &short[..]] {
+            sock.send_to(req, sink).unwrap();
+            sent += req.len();
+            if let Ok((n, _)) = sock.recv_from(&mut buf) {
+                assert!(
+                    n <= req.len(),
+                    "{n}-byte answer to a {}-byte request",
+                    req.len()
+                );
+                received += n;
+                answers += 1;
+            }
+        }
+    }
+    assert_eq!(
+        answers, 4,
+        "one answer per padded request, none to short ones"
+    );
+    assert!(received <= sent, "{received} bytes back for {sent}");
+    let totals = server.snapshot().sink.unwrap().totals;
+    assert_eq!((totals.reports_sent, totals.short_report_requests), (4, 4));
+}
+
 #[test]
 fn tcp_sink_rate_leaves_out_the_first_read() {
     const CHUNK: usize = 32 * 1024;

@@ -5,7 +5,7 @@
 
 use std::net::SocketAddr;
 
-use nnb_netlat::report::decode_report;
+use nnb_netlat::report::{decode_report, REPORT_REQUEST_LEN};
 use nnb_netlat::serve::{reflector, GarbageCounts, GarbageKind, SinkOutcome, SinkState};
 use nnb_netlat::wire::{Header, Kind, FLAG_REPORT_REQUEST, HEADER_LEN, MAGIC, VERSION};
 
@@ -57,13 +57,19 @@ fn oracle(d: &[u8]) -> Expect {
 
 /// A valid datagram of a random kind, then (most of the time) one random mutation.
 fn datagram(rng: &mut Rng) -> Vec<u8> {
-    let payload = rng.below(64) as usize;
     let kind =
         [Kind::Ping, Kind::Pong, Kind::Load, Kind::Load, Kind::Report][rng.below(5) as usize];
     let flags = if rng.below(20) == 0 {
         FLAG_REPORT_REQUEST
     } else {
         0
+    };
+    // Half the report requests padded as nnb pads them (answered), half short as a
+    // forger would send them (not answered: the answer would be larger).
+    let payload = if flags == FLAG_REPORT_REQUEST && rng.below(2) == 0 {
+        REPORT_REQUEST_LEN - HEADER_LEN
+    } else {
+        rng.below(64) as usize
     };
     let mut d = vec![0u8; HEADER_LEN + payload];
     Header {
@@ -102,7 +108,7 @@ fn hundred_thousand_random_datagrams_are_counted_never_panic() {
     let mut sink = SinkState::new(16);
     let mut reply = Vec::new();
     let (mut want_sink, mut want_refl) = (GarbageCounts::default(), GarbageCounts::default());
-    let (mut data, mut reports, mut pings) = (0u64, 0u64, 0u64);
+    let (mut data, mut reports, mut short, mut pings) = (0u64, 0u64, 0u64, 0u64);
     for i in 0..100_000u64 {
         let d = datagram(&mut rng);
         let expect = oracle(&d);
@@ -123,9 +129,15 @@ fn hundred_thousand_random_datagrams_are_counted_never_panic() {
             Expect::Valid { kind, flags } => {
                 if kind == Kind::Load as u8 && flags & FLAG_REPORT_REQUEST != 0 {
                     assert_eq!(outcome, SinkOutcome::Report);
-                    let (h, r) = decode_report(&reply).expect("the answer decodes");
-                    assert_eq!((h.stream, r.peer), (r.stream, peer.to_string()));
-                    reports += 1;
+                    // Answered only when the answer is no larger than the request.
+                    if reply.is_empty() {
+                        short += 1;
+                    } else {
+                        assert!(reply.len() <= d.len(), "{} > {}", reply.len(), d.len());
+                        let (h, r) = decode_report(&reply).expect("the answer decodes");
+                        assert_eq!((h.stream, r.peer), (r.stream, peer.to_string()));
+                        reports += 1;
+                    }
                 } else if kind == Kind::Load as u8 {
                     assert_eq!(outcome, SinkOutcome::Data);
                     data += 1;
@@ -146,6 +158,7 @@ fn hundred_thousand_random_datagrams_are_counted_never_panic() {
     let snap = sink.snapshot();
     assert_eq!(snap.garbage, want_sink);
     assert_eq!(snap.totals.reports_sent, reports);
+    assert_eq!(snap.totals.short_report_requests, short);
     let t = &snap.totals.seq;
     assert_eq!(t.received + t.duplicates + t.too_old, data);
     assert!(snap.streams.len() <= 16);
@@ -163,11 +176,12 @@ fn hundred_thousand_random_datagrams_are_counted_never_panic() {
         want_sink.wrong_kind,
         data,
         reports,
+        short,
         pings,
     ] {
         assert!(
             c > 100,
-            "{want_sink:?} data {data} reports {reports} pings {pings}"
+            "{want_sink:?} data {data} reports {reports} short {short} pings {pings}"
         );
     }
     assert_eq!(want_refl.total() + pings, 100_000);

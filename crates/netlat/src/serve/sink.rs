@@ -128,6 +128,10 @@ pub struct SinkTotals {
     pub burst_bytes: u64,
     /// Report requests answered.
     pub reports_sent: u64,
+    /// Report requests left unanswered because they were smaller than the answer
+    /// (not padded to [`crate::report::REPORT_REQUEST_LEN`]): answering would amplify.
+    #[serde(default)]
+    pub short_report_requests: u64,
 }
 
 impl SinkTotals {
@@ -201,7 +205,13 @@ impl SinkState {
                 tracing::error!(%peer, "cannot build report: {e}");
                 reply.clear();
             }
-            self.retired.reports_sent += 1;
+            // Never more bytes back than came in: a forged source gets no amplification.
+            if reply.len() > datagram.len() {
+                reply.clear();
+                self.retired.short_report_requests += 1;
+            } else if !reply.is_empty() {
+                self.retired.reports_sent += 1;
+            }
             return SinkOutcome::Report;
         }
         self.stream_mut(peer, header.stream, arrival_ns).record(
@@ -387,8 +397,7 @@ mod tests {
             s.handle(peer, b"junk", 0, &mut reply),
             SinkOutcome::Garbage(GarbageKind::Truncated)
         );
-        let mut req = [0u8; HEADER_LEN];
-        encode_request(9, 77, 0, &mut req);
+        let req = encode_request(9, 77, 0);
         assert_eq!(
             s.handle(peer, &req, 99_000, &mut reply),
             SinkOutcome::Report
