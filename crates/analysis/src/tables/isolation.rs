@@ -1,7 +1,19 @@
 //! The isolation matrix of Volpert et al. (seed 004, Tables 2-4): tenant a's
 //! performance alone in each state (`p_a`) against beside tenant b (`p_b`), as
-//! `I_plr = |p_a - p_b| / p_a` and `I_ulr = |p_a - p_b| / p_max`, where `p_max`, the
-//! most the resource gives one tenant, is a's unrestricted baseline (scenario 4).
+//! `I_plr = |p_a - p_b| / p_a` and `I_ulr = |p_a - p_b| / p_max`.
+//!
+//! `p_max` is "the maximum possible utilisation a resource can achieve" (eq. 4): the
+//! whole resource, not what one tenant gets. The paper's tables work out to 2 CPUs x
+//! 100% = 200 for the CPU (Table 2, id 11: |25.00 - 23.48| = 1.52 is I_ulr 0.76%) and
+//! 100% of the link for the network (Table 3). nnb measures it in the plan's
+//! capacity step (group `capacity`, id 0): tenant a alone with a burner thread pinned
+//! on every online CPU of the host, or with a load far above the link's rate, so
+//! `p_max` is in the metric's own units (ops/s, bit/s). Runs made before that step
+//! existed have no capacity: `p_max` then stands in as a's unrestricted baseline
+//! (id 4), or without one the largest baseline, and [`PmaxSource`] and the table's
+//! note say which stand-in was used.
+
+use std::collections::BTreeSet;
 
 use nnb_format::stats::Summary;
 use nnb_format::{Metric, Role};
@@ -9,19 +21,47 @@ use nnb_format::{Metric, Role};
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, is, measured, AnalysisError};
+use super::{by_group, is, measured, AnalysisError, Row};
 
 /// Baselines and pairs of an isolation-matrix run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Isolation {
     /// The primary metric of tenant a (throughput or rate).
     pub metric: Metric,
-    /// The maximum: a's unrestricted baseline mean.
+    /// The maximum I_ulr divides by: the capacity step's mean, or a stand-in (see
+    /// `p_max_source`).
     pub p_max: f64,
+    /// Where `p_max` came from.
+    pub p_max_source: PmaxSource,
     /// Scenarios 1-4: a alone.
     pub baselines: Vec<IsolationBaseline>,
     /// Scenarios 5-16: a beside b.
     pub pairs: Vec<IsolationPair>,
+}
+
+/// Where an isolation matrix's `p_max` came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PmaxSource {
+    /// The run's capacity step (id 0): tenant a alone using the whole resource of
+    /// the host, the resource maximum of eq. 4.
+    Capacity {
+        /// Repetitions averaged.
+        n: usize,
+        /// CPUs the capacity burn kept busy (the distinct CPUs its threads were
+        /// pinned on); `None` for a load, or without a recorded placement.
+        cpus: Option<usize>,
+    },
+    /// No capacity step (a run made before it existed): a's unrestricted baseline
+    /// (id 4) stands in, which is not the resource maximum.
+    UnrestrictedBaseline,
+    /// Neither a capacity step nor an unrestricted baseline: a's largest baseline
+    /// stands in.
+    LargestBaseline {
+        /// That baseline's Table 1 id.
+        id: u32,
+        /// Its state, e.g. `overcommitted`.
+        state: String,
+    },
 }
 
 /// Tenant a alone in one state.
@@ -85,9 +125,17 @@ fn states(label: &str) -> (String, Option<String>) {
     (a, b)
 }
 
+/// CPUs a capacity burn kept busy: the distinct pinned CPUs of the first recorded
+/// placement.
+fn busy_cpus(rows: &[&Row]) -> Option<usize> {
+    let placement = rows.iter().find_map(|r| r.quality.placement.as_ref())?;
+    let cpus: BTreeSet<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
+    (!cpus.is_empty()).then_some(cpus.len())
+}
+
 /// The isolation metrics of an isolation-matrix run (tenant a's records); `None` for
-/// other scenarios. `p_max` is a's unrestricted baseline (Table 1 id 4), or the largest
-/// baseline when that one is missing.
+/// other scenarios. `p_max` is the capacity step's mean; without one, a's
+/// unrestricted baseline (Table 1 id 4), or else the largest baseline, stands in.
 pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     if !is(run, Scenario::IsolationMatrix) {
         return Ok(None);
@@ -101,6 +149,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     let metric = rows.iter().find_map(|r| r.metric).ok_or_else(no_baseline)?;
     let mut baselines = Vec::new();
     let mut pairs = Vec::new();
+    let mut capacity = None;
     for (group, levels) in by_group(&rows) {
         for l in levels {
             let values: Vec<f64> = l.rows.iter().filter_map(|r| r.value).collect();
@@ -109,6 +158,15 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             };
             let (a, b) = states(&l.label);
             match (group.as_str(), b) {
+                ("capacity", _) => {
+                    capacity = Some((
+                        s.mean,
+                        PmaxSource::Capacity {
+                            n: s.n,
+                            cpus: busy_cpus(&l.rows),
+                        },
+                    ))
+                }
                 ("baseline", _) => baselines.push(IsolationBaseline {
                     id: l.level as u32,
                     state: a,
@@ -125,11 +183,27 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             }
         }
     }
-    let p_max = baselines
-        .iter()
-        .find(|b| b.state == "unrestricted")
-        .map(|b| b.mean)
-        .or_else(|| baselines.iter().map(|b| b.mean).reduce(f64::max))
+    let unrestricted = || {
+        baselines
+            .iter()
+            .find(|b| b.state == "unrestricted")
+            .map(|b| (b.mean, PmaxSource::UnrestrictedBaseline))
+    };
+    let largest = || {
+        baselines
+            .iter()
+            .max_by(|x, y| x.mean.total_cmp(&y.mean))
+            .map(|b| {
+                let source = PmaxSource::LargestBaseline {
+                    id: b.id,
+                    state: b.state.clone(),
+                };
+                (b.mean, source)
+            })
+    };
+    let (p_max, p_max_source) = capacity
+        .or_else(unrestricted)
+        .or_else(largest)
         .ok_or_else(no_baseline)?;
     let pairs = pairs
         .into_iter()
@@ -155,29 +229,69 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     Ok(Some(Isolation {
         metric,
         p_max,
+        p_max_source,
         baselines,
         pairs,
     }))
 }
 
 impl Isolation {
-    /// Rows as in seed 004 Table 2: id, shortname, a, a', I_ulr %, I_plr %.
+    /// What the table's note says of `p_max`: its value and where it came from.
+    pub fn p_max_note(&self) -> String {
+        let value = format!(
+            "p_max = {:.*} {}",
+            self.metric.decimals(),
+            self.p_max,
+            self.metric.unit()
+        );
+        let stand_in = |what: String, missing: &str| {
+            format!(
+                "{value}: stand-in, {what}; this run has no capacity step{missing}, so I_ulr \
+                 is relative to it, not to the resource maximum"
+            )
+        };
+        match &self.p_max_source {
+            PmaxSource::Capacity { n, cpus } => {
+                let what = match (self.metric, cpus) {
+                    (Metric::RateBps, _) => "the link's capacity".to_string(),
+                    (_, Some(c)) => format!("the host's capacity, {c} CPUs busy"),
+                    (_, None) => "the host's capacity".to_string(),
+                };
+                format!("{value}: {what}, tenant a alone (capacity step, id 0, n = {n})")
+            }
+            PmaxSource::UnrestrictedBaseline => {
+                stand_in("a's unrestricted baseline (id 4)".to_string(), "")
+            }
+            PmaxSource::LargestBaseline { id, state } => stand_in(
+                format!("a's largest baseline ({state}, id {id})"),
+                " and no unrestricted baseline",
+            ),
+        }
+    }
+
+    /// Rows as in seed 004 Table 2: id, shortname, a, a', I_ulr %, I_plr %; the
+    /// capacity step first as id 0 `capacity` when the run has one.
     pub fn table(&self) -> Table {
         let d = self.metric.decimals();
-        let mut rows: Vec<Vec<Cell>> = self
-            .baselines
-            .iter()
-            .map(|b| {
-                vec![
-                    Cell::Int(i64::from(b.id)),
-                    Cell::text(format!("a_{}", letter(&b.state))),
-                    Cell::num(b.mean, d),
-                    Cell::Empty,
-                    Cell::Empty,
-                    Cell::Empty,
-                ]
-            })
-            .collect();
+        let row = |id: u32, name: String, a: f64| {
+            vec![
+                Cell::Int(i64::from(id)),
+                Cell::text(name),
+                Cell::num(a, d),
+                Cell::Empty,
+                Cell::Empty,
+                Cell::Empty,
+            ]
+        };
+        let mut rows: Vec<Vec<Cell>> = Vec::new();
+        if let PmaxSource::Capacity { .. } = self.p_max_source {
+            rows.push(row(0, "capacity".to_string(), self.p_max));
+        }
+        rows.extend(
+            self.baselines
+                .iter()
+                .map(|b| row(b.id, format!("a_{}", letter(&b.state)), b.mean)),
+        );
         rows.extend(self.pairs.iter().map(|p| {
             vec![
                 Cell::Int(i64::from(p.id)),
@@ -204,11 +318,11 @@ impl Isolation {
             notes: vec![
                 "a: tenant a alone in its state; a': tenant a beside b (Volpert et al., Table 1)"
                     .to_string(),
-                format!(
-                    "I_plr = |a - a'| / a; I_ulr = |a - a'| / p_max, p_max = {:.*} (a unrestricted, alone)",
-                    d, self.p_max
-                ),
-                "u = undercommitted, s = saturated, o = overcommitted, f = unrestricted".to_string(),
+                "I_plr = |a - a'| / a; I_ulr = |a - a'| / p_max, the resource maximum (eq. 3-4)"
+                    .to_string(),
+                self.p_max_note(),
+                "u = undercommitted, s = saturated, o = overcommitted, f = unrestricted"
+                    .to_string(),
             ],
         }
     }

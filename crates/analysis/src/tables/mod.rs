@@ -12,7 +12,7 @@ mod tidy;
 mod verdict;
 
 pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
-pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair};
+pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource};
 pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
