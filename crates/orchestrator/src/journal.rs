@@ -5,6 +5,11 @@
 //! On reopening, a torn last line or a step with only some of its records (`part` <
 //! `parts`) is truncated away, and the complete steps are known by id: `--resume`
 //! skips them, so no step is measured twice.
+//!
+//! Only the tail may be cut: a damaged line with any record after it is not a crash's
+//! trace but corruption in the middle of the file, and cutting there would delete
+//! measured steps. Reopening then fails with the file and line, and leaves the file
+//! as it is.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -51,7 +56,7 @@ impl Journal {
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(io_err("cannot read", path))?;
-        let (good_end, done, kept_records) = scan(&bytes);
+        let (good_end, done, kept_records) = scan(&bytes).map_err(|c| c.error(path))?;
         let recovery = Recovery {
             kept_records,
             kept_steps: done.len(),
@@ -118,22 +123,77 @@ struct Part {
     parts: usize,
 }
 
+/// A damaged line with records after it: corruption, not a torn tail.
+#[derive(Debug)]
+struct Corrupt {
+    /// 1-based line number of the damaged line.
+    line: usize,
+    /// What is wrong with it.
+    what: String,
+    /// The 1-based line of the first record after it.
+    next_record: usize,
+}
+
+impl Corrupt {
+    fn error(&self, path: &Path) -> ResultsError {
+        ResultsError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "line {}: {}, and line {} after it holds a record: this is damage in the \
+                 middle of the file, not a torn last step, so nothing is cut. Repair or \
+                 remove line {} (the records after it are measured steps) and resume again",
+                self.line, self.what, self.next_record, self.line
+            ),
+        }
+    }
+}
+
 /// Scans journal bytes: the end of the last complete step, the complete steps, and
-/// their record count. Stops at the first line that is torn or not a record.
-fn scan(bytes: &[u8]) -> (usize, HashSet<String>, usize) {
+/// their record count. Everything after the first damaged line (not a record, or a
+/// record out of its step's order) is a torn tail to cut, unless a record follows
+/// the damage: then it is [`Corrupt`].
+fn scan(bytes: &[u8]) -> Result<(usize, HashSet<String>, usize), Corrupt> {
     let mut done = HashSet::new();
     let (mut good_end, mut kept, mut pending) = (0, 0, 0);
+    let mut damage: Option<(usize, String)> = None;
+    let lines = bytes.split_inclusive(|&b| b == b'\n');
     let mut offset = 0;
-    while let Some(nl) = bytes[offset..].iter().position(|&b| b == b'\n') {
-        let line = &bytes[offset..offset + nl];
-        offset += nl + 1;
-        let Ok(p) = serde_json::from_slice::<Part>(line) else {
-            break;
+    for (i, raw) in lines.enumerate() {
+        offset += raw.len();
+        let line = raw.strip_suffix(b"\n");
+        let parsed = line.map(serde_json::from_slice::<Part>);
+        if let Some((at, what)) = &damage {
+            if let Some(Ok(_)) = parsed {
+                return Err(Corrupt {
+                    line: *at,
+                    what: what.clone(),
+                    next_record: i + 1,
+                });
+            }
+            continue;
+        }
+        let p = match parsed {
+            // The last line of the file, without its newline: a torn write.
+            None => break,
+            Some(Err(e)) => {
+                damage = Some((i + 1, format!("not a record ({e})")));
+                continue;
+            }
+            Some(Ok(p)) => p,
         };
         pending += 1;
         if p.part == p.parts {
             if pending != p.parts {
-                break;
+                damage = Some((
+                    i + 1,
+                    format!(
+                        "the last of {} records of step {} follows {} of them",
+                        p.parts,
+                        p.step,
+                        pending - 1
+                    ),
+                ));
+                continue;
             }
             done.insert(p.step);
             kept += pending;
@@ -141,13 +201,13 @@ fn scan(bytes: &[u8]) -> (usize, HashSet<String>, usize) {
             pending = 0;
         }
     }
-    (good_end, done, kept)
+    Ok((good_end, done, kept))
 }
 
 /// Reads every record of a journal (complete steps only, as reopening would keep).
 pub fn read_samples(path: &Path) -> Result<Vec<Sample>, ResultsError> {
     let bytes = std::fs::read(path).map_err(io_err("cannot read", path))?;
-    let (good_end, _, _) = scan(&bytes);
+    let (good_end, _, _) = scan(&bytes).map_err(|c| c.error(path))?;
     bytes[..good_end]
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -269,6 +329,39 @@ mod tests {
         j.append_step(&[record("b", 1, 1)])?;
         let ids: Vec<String> = read_samples(&path)?.into_iter().map(|s| s.step).collect();
         assert_eq!(ids, ["a", "b"]);
+        Ok(())
+    }
+
+    /// Reliability review H1: a corrupt line in the middle, with complete steps after
+    /// it, is refused with its line, and the file is left as it was: the steps after
+    /// it are measured data, never cut.
+    #[test]
+    fn a_corrupt_middle_line_is_refused_and_nothing_is_cut() -> Result<(), ResultsError> {
+        let dir = tempfile::tempdir().map_err(io_err("tempdir", Path::new("/tmp")))?;
+        let path = journal_in(&dir);
+        let (mut j, _) = Journal::open(&path)?;
+        for id in ["a", "b", "c", "d"] {
+            j.append_step(&[record(id, 1, 1)])?;
+        }
+        drop(j);
+        let text = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        lines[1] = lines[1].replace("\"step\"", "\"st\u{0}ep");
+        let damaged = lines.join("\n") + "\n";
+        std::fs::write(&path, &damaged).map_err(io_err("write", &path))?;
+        let err = Journal::open(&path).expect_err("a corrupt middle line is refused");
+        let msg = err.to_string();
+        assert!(msg.contains("samples.jsonl: line 2: not a record"), "{msg}");
+        assert!(msg.contains("line 3 after it holds a record"), "{msg}");
+        assert!(read_samples(&path).is_err());
+        let after = std::fs::read_to_string(&path).map_err(io_err("read", &path))?;
+        assert_eq!(after, damaged, "the file is left as it was");
+        // A damaged tail with nothing after it is still a crash's trace, cut away.
+        lines.truncate(2);
+        std::fs::write(&path, lines.join("\n") + "\n").map_err(io_err("write", &path))?;
+        let (j, rec) = Journal::open(&path)?;
+        assert!(j.is_done("a") && !j.is_done("b"));
+        assert_eq!(rec.kept_steps, 1);
         Ok(())
     }
 
