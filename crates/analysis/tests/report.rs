@@ -10,7 +10,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
 use hdrhistogram::serialization::V2Serializer;
 use hdrhistogram::Histogram;
-use nnb_analysis::read::read_run;
+use nnb_analysis::read::{read_run, Run};
 use nnb_analysis::report::{write_report, ReportError, ReportOptions};
 use nnb_format::Metric;
 use serde_json::{json, Value};
@@ -373,6 +373,60 @@ fn a_staircase_and_a_sweep_get_a_directory_each_and_a_test_node_vs_metal_plot() 
         "the measured knee is marked"
     );
     check_index(&out);
+}
+
+/// Reliability review M5: a manifest's run id is a name, never a path. Run ids that
+/// point outside `--out` (`../pwned_rel`, an absolute path, `..`) still get their
+/// reports under `--out`, and nothing is written anywhere else.
+#[test]
+fn run_ids_never_write_outside_out() {
+    let root = tempfile::tempdir().unwrap();
+    let abs = root.path().join("pwned_abs");
+    let hostile = [
+        "../pwned_rel".to_string(),
+        abs.to_string_lossy().into_owned(),
+        "..".to_string(),
+    ];
+    let runs: Vec<Run> = hostile
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let dir = staircase(root.path(), &format!("20261122T10000{i}Z-111111"), "s", 0.5);
+            let path = dir.join("manifest.json");
+            let mut m: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            m["run_id"] = json!(id);
+            std::fs::write(&path, m.to_string()).unwrap();
+            read_run(&dir).unwrap()
+        })
+        .collect();
+    let before = files_below(root.path());
+    let out = root.path().join("nest").join("report");
+    write_report(
+        &runs,
+        &ReportOptions {
+            out: out.clone(),
+            compare: false,
+        },
+    )
+    .unwrap();
+    assert!(!root.path().join("nest").join("pwned_rel").exists());
+    assert!(!abs.exists());
+    let outside: Vec<String> = files_below(root.path())
+        .difference(&before)
+        .filter(|f| !f.starts_with("nest/report/"))
+        .cloned()
+        .collect();
+    assert!(outside.is_empty(), "written outside --out: {outside:?}");
+    let files = files_below(&out);
+    for dir in [".._pwned_rel/", "run-3/"] {
+        assert!(
+            files.iter().any(|f| f.starts_with(dir)),
+            "{dir} in {files:?}"
+        );
+    }
+    let abs_dir = abs.to_string_lossy().replace('/', "_") + "/";
+    assert!(files.iter().any(|f| f.starts_with(&abs_dir)), "{files:?}");
 }
 
 #[test]

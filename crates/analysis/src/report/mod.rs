@@ -219,6 +219,39 @@ fn write_file(path: &Path, contents: &str) -> Result<(), ReportError> {
     fs::write(path, contents).map_err(io)
 }
 
+/// The subdirectory of `--out` for the `index`-th run: its run id with every
+/// character other than `[A-Za-z0-9._-]` replaced by `_`, so a manifest's run id can
+/// never name a path outside `--out` (`/abs`, `../x`); `run-N` when nothing usable
+/// is left (`..`), and a `-N` suffix when two runs come out alike.
+fn run_dir_name(
+    run_id: &str,
+    index: usize,
+    taken: &mut std::collections::HashSet<String>,
+) -> String {
+    let clean: String = run_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let mut name = if clean.trim_matches('.').is_empty() {
+        format!("run-{}", index + 1)
+    } else {
+        clean
+    };
+    let base = name.clone();
+    let mut n = 2;
+    while !taken.insert(name.clone()) {
+        name = format!("{base}-{n}");
+        n += 1;
+    }
+    name
+}
+
 /// Writes every table and plot the runs support, the cross-run plots, the comparison
 /// when asked, and the index files; returns what was written.
 pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary, ReportError> {
@@ -230,11 +263,12 @@ pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary,
         .map(Analysed::of)
         .collect::<Result<Vec<_>, _>>()?;
     let mut writers = Vec::new();
-    for a in &analysed {
+    let mut taken = std::collections::HashSet::new();
+    for (i, a) in analysed.iter().enumerate() {
         let dir = if runs.len() == 1 {
             PathBuf::new()
         } else {
-            PathBuf::from(&a.info.run_id)
+            PathBuf::from(run_dir_name(&a.info.run_id, i, &mut taken))
         };
         writers.push(run_section(&opts.out, dir, a)?);
     }
