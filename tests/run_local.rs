@@ -68,7 +68,12 @@ fn run_dir(results: &Path) -> PathBuf {
 }
 
 fn samples(run: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    lines(&run.join("samples.jsonl"))
+}
+
+/// The JSON lines of `path` (none if it does not exist).
+fn lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad line {l}: {e}")))
         .collect()
@@ -195,6 +200,53 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         .unwrap_or_default();
     assert_eq!(tenants.len(), 4, "3 tenants and the endpoint");
     assert!(tenants.iter().all(|t| t["health"]["version"].is_string()));
+    // Each agent's machine is recorded with its tenant (M7).
+    for t in &tenants {
+        let kernel = t["environment"]["kernel"].as_str().unwrap_or_default();
+        let clocksource = t["environment"]["clocksource"].as_str().unwrap_or_default();
+        assert!(!kernel.is_empty() && !clocksource.is_empty(), "{t}");
+    }
+    // Each neighbor job's end is recorded with the steps of its level (M8): one job
+    // per neighbor and level, busy ones with what they burned.
+    let mut jobs: Vec<(String, String, Vec<String>)> = lines(&run.join("background.jsonl"))
+        .iter()
+        .map(|b| {
+            assert_eq!(b["status"], "ok", "{b}");
+            if b["job"] == "busy" {
+                assert!(b["ops_per_sec"].as_f64().unwrap_or(0.0) > 0.0, "{b}");
+                assert!(b["runtime_s"].as_f64().unwrap_or(0.0) > 0.0, "{b}");
+            }
+            let steps = b["steps"].as_array().cloned().unwrap_or_default();
+            (
+                b["tenant"].as_str().unwrap_or_default().to_string(),
+                b["job"].as_str().unwrap_or_default().to_string(),
+                steps
+                    .iter()
+                    .map(|s| s.as_str().unwrap_or_default().to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    jobs.sort();
+    let level = |state: &str, n: usize| -> Vec<String> {
+        (1..=2)
+            .map(|r| format!("{state}/neighbors={n}/rep={r}"))
+            .collect()
+    };
+    let job = |tenant: &str, kind: &str, state: &str, n: usize| {
+        (tenant.to_string(), kind.to_string(), level(state, n))
+    };
+    assert_eq!(
+        jobs,
+        [
+            job("nb-1", "busy", "busy", 1),
+            job("nb-1", "busy", "busy", 2),
+            job("nb-1", "idle", "idle", 1),
+            job("nb-1", "idle", "idle", 2),
+            job("nb-2", "busy", "busy", 2),
+            job("nb-2", "idle", "idle", 2),
+        ]
+    );
     assert_agents_gone(&m);
 }
 

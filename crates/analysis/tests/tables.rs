@@ -486,10 +486,10 @@ fn unknown_version_names_file_and_line() {
         panic!("{err:?}");
     };
     assert!(path.ends_with("wrong-version/samples.jsonl"));
-    assert_eq!((*line, *found), (3, 3));
+    assert_eq!((*line, *found), (3, 9));
     assert!(
         err.to_string()
-            .contains("samples.jsonl:3: format_version 3"),
+            .contains("samples.jsonl:3: format_version 9"),
         "{err}"
     );
 }

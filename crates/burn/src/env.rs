@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::topology::{Topology, TopologySummary};
 
 /// Where and how a measurement ran.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     /// `model name` from /proc/cpuinfo (or `CPU part` on aarch64), "unknown" if absent.
     pub cpu_model: String,

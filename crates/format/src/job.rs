@@ -1,12 +1,16 @@
 //! Typed job results: the fields of an agent's `burn`, `latency` and `load` results
 //! that the results format reads (the agent's full result is kept verbatim in a
-//! sample's `result`), and the flat [`Metrics`] of a sample made from them.
+//! sample's `result`), and the flat [`Metrics`] of a sample made from them; likewise
+//! the fields of a background job's final result (`busy`, `load`, `serve`) and the
+//! flat [`Achieved`] columns of a background record made from them.
 //!
 //! The agent's result types (`nnb_burn`, `nnb_netlat`) serialize to JSON with at
 //! least these fields; reading them through these types rather than JSON pointers
 //! makes a renamed field a failing test instead of a silently empty column.
 
-use serde::Deserialize;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::metric::{Metric, MetricValues};
@@ -123,6 +127,150 @@ impl LoadJobResult {
         let sink = self.sink?;
         crate::quality::sink_complete(Some(sink.streams_reported), self.streams.len())
             .then_some(sink.rate_bps)
+    }
+}
+
+/// The background job kinds, as a background record's `job` names them: what runs
+/// beside the measured jobs until the controller stops it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackgroundJob {
+    /// A busy neighbor's CPU burner.
+    Busy,
+    /// A busy neighbor's UDP load towards the sink, until stopped.
+    Load,
+    /// An idle neighbor (nothing, until stopped).
+    Idle,
+    /// The endpoint's reflector and sink.
+    Serve,
+}
+
+impl BackgroundJob {
+    /// The job's name in the format: `busy`, `load`, `idle`, `serve`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            BackgroundJob::Busy => "busy",
+            BackgroundJob::Load => JobKind::Load.name(),
+            BackgroundJob::Idle => "idle",
+            BackgroundJob::Serve => "serve",
+        }
+    }
+
+    /// The background job kind named `name`, if it is one.
+    pub fn from_name(name: &str) -> Option<BackgroundJob> {
+        [
+            BackgroundJob::Busy,
+            BackgroundJob::Load,
+            BackgroundJob::Idle,
+            BackgroundJob::Serve,
+        ]
+        .into_iter()
+        .find(|k| k.name() == name)
+    }
+}
+
+/// What the format reads of a `busy` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct BusyJobResult {
+    /// Operations of all threads.
+    pub total_ops: f64,
+    /// Operations of all threads per second, first start to last end.
+    pub ops_per_sec: f64,
+}
+
+/// A reflector's counters in a `serve` job's final snapshot (`reflector`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ReflectorTotals {
+    /// Pings answered.
+    pub reflected: u64,
+    /// Pongs the kernel refused to send.
+    pub send_failures: u64,
+    /// Datagrams dropped as not nnb's pings, by kind.
+    pub garbage: BTreeMap<String, u64>,
+}
+
+/// A sink's dropped datagrams in a `serve` job's final snapshot (`sink`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ServeSinkTotals {
+    /// Datagrams dropped as not nnb's load, by kind.
+    pub garbage: BTreeMap<String, u64>,
+}
+
+/// What the format reads of a `serve` job's final snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ServeJobResult {
+    /// The reflector's counters, if it ran.
+    pub reflector: Option<ReflectorTotals>,
+    /// The sink's, if it ran.
+    pub sink: Option<ServeSinkTotals>,
+}
+
+/// What a background job achieved, read from its final result: the flat columns of a
+/// background record. Each is `null` where the job's kind has no such figure, or its
+/// result did not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Achieved {
+    /// `busy`: the burn's wall time, total ops / ops per second; `load`: the
+    /// sender's time; seconds.
+    pub runtime_s: Option<f64>,
+    /// `busy`: operations of all threads per second.
+    pub ops_per_sec: Option<f64>,
+    /// `load`: payload rate sent, bit/s.
+    pub sent_bps: Option<f64>,
+    /// `load`: payload rate received by the sink, only when every stream's report
+    /// arrived (as a sample's `rate_bps`).
+    pub rate_bps: Option<f64>,
+    /// `serve`: pings the reflector answered.
+    pub reflected: Option<u64>,
+    /// `serve`: pongs the reflector could not send (the probe counts them lost).
+    pub send_failures: Option<u64>,
+    /// `serve`: datagrams the reflector and the sink dropped as not nnb's.
+    pub garbage: Option<u64>,
+}
+
+impl Achieved {
+    /// The figures of a `job` background job's final result; none for a result
+    /// without the expected fields.
+    pub fn of(job: BackgroundJob, result: &Value) -> Achieved {
+        match job {
+            BackgroundJob::Busy => BusyJobResult::deserialize(result)
+                .map(|b| Achieved {
+                    runtime_s: (b.ops_per_sec > 0.0).then(|| b.total_ops / b.ops_per_sec),
+                    ops_per_sec: Some(b.ops_per_sec),
+                    ..Achieved::default()
+                })
+                .unwrap_or_default(),
+            BackgroundJob::Load => LoadJobResult::deserialize(result)
+                .map(|l| Achieved {
+                    runtime_s: Some(l.sent.elapsed_s),
+                    sent_bps: Some(l.sent.payload_bps),
+                    rate_bps: l.rate_bps(),
+                    ..Achieved::default()
+                })
+                .unwrap_or_default(),
+            BackgroundJob::Serve => ServeJobResult::deserialize(result)
+                .map(|s| {
+                    let reflector = s.reflector.unwrap_or_default();
+                    let sink = s.sink.unwrap_or_default();
+                    Achieved {
+                        reflected: Some(reflector.reflected),
+                        send_failures: Some(reflector.send_failures),
+                        garbage: Some(
+                            reflector
+                                .garbage
+                                .values()
+                                .chain(sink.garbage.values())
+                                .sum(),
+                        ),
+                        ..Achieved::default()
+                    }
+                })
+                .unwrap_or_default(),
+            BackgroundJob::Idle => Achieved::default(),
+        }
     }
 }
 
@@ -280,6 +428,46 @@ mod tests {
                 .measured_secs(0.0),
             3.0
         );
+    }
+
+    #[test]
+    fn background_results_read_by_kind() {
+        // 3e9 ops at 1e9 ops/s: a 3 s burn.
+        let busy = json!({"placement": {}, "slices": 7, "total_ops": 3e9, "ops_per_sec": 1e9});
+        let a = Achieved::of(BackgroundJob::Busy, &busy);
+        assert_eq!((a.ops_per_sec, a.runtime_s), (Some(1e9), Some(3.0)));
+        assert_eq!((a.sent_bps, a.rate_bps), (None, None));
+        let load = json!({"sent": {"elapsed_s": 10.0, "payload_bps": 9e7},
+            "sink": {"rate_bps": 2e7, "streams_reported": 1}, "streams": [{}]});
+        let a = Achieved::of(BackgroundJob::Load, &load);
+        assert_eq!(
+            (a.runtime_s, a.sent_bps, a.rate_bps),
+            (Some(10.0), Some(9e7), Some(2e7))
+        );
+        let serve = json!({"taken_ns": 1, "reflector": {"reflected": 500, "send_failures": 2,
+            "garbage": {"truncated": 1, "bad_magic": 3}},
+            "sink": {"streams": [], "totals": {}, "garbage": {"wrong_kind": 4}}});
+        let a = Achieved::of(BackgroundJob::Serve, &serve);
+        assert_eq!(
+            (a.reflected, a.send_failures, a.garbage),
+            (Some(500), Some(2), Some(8))
+        );
+        assert_eq!(
+            Achieved::of(BackgroundJob::Busy, &json!(null)),
+            Achieved::default()
+        );
+        assert_eq!(
+            Achieved::of(BackgroundJob::Idle, &busy),
+            Achieved::default()
+        );
+        for k in [
+            BackgroundJob::Busy,
+            BackgroundJob::Load,
+            BackgroundJob::Idle,
+            BackgroundJob::Serve,
+        ] {
+            assert_eq!(BackgroundJob::from_name(k.name()), Some(k));
+        }
     }
 
     #[test]

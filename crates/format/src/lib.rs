@@ -2,9 +2,11 @@
 //! directory and what `nnb analyze` reads back (`docs/results-format.md` describes
 //! it for people and other tools).
 //!
-//! - [`Sample`], [`Manifest`], [`Session`], [`TenantRecord`]: the records, and
-//!   [`parse_sample`], the reader of one line of `samples.jsonl`;
-//! - [`MANIFEST`], [`SAMPLES`], [`hdr_log_path`]: the file names; [`FORMAT_VERSION`];
+//! - [`Sample`], [`Manifest`], [`Session`], [`TenantRecord`], [`BackgroundRecord`]:
+//!   the records, and [`parse_sample`] and [`parse_background`], the readers of one
+//!   line of `samples.jsonl` and of `background.jsonl`;
+//! - [`MANIFEST`], [`SAMPLES`], [`BACKGROUND`], [`hdr_log_path`]: the file names;
+//!   [`FORMAT_VERSION`];
 //! - [`Metric`]: every metric column with its unit, direction and label, so no code
 //!   compares metric names as strings; [`Scenario`], [`Role`], [`JobKind`];
 //! - [`job`]: the typed fields of the agents' job results the format is made from;
@@ -24,21 +26,21 @@ mod record;
 pub mod stats;
 mod time;
 
-pub use job::{JobKind, JobResult, Metrics};
+pub use job::{Achieved, BackgroundJob, JobKind, JobResult, Metrics};
 pub use kind::{Role, Scenario};
 pub use metric::{Direction, Metric, MetricValues, Quantity};
 pub use record::{
-    columns, parse_sample, LineError, Manifest, Sample, SampleParts, SampleStatus, Session,
-    StepRecord, TenantRecord,
+    columns, parse_background, parse_sample, BackgroundRecord, LineError, Manifest, Sample,
+    SampleParts, SampleStatus, Session, StepRecord, TenantRecord,
 };
 pub use time::{run_id_stamp, timestamp};
 
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
 /// `docs/results-format.md` lists what each version changed.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// Every version this nnb reads: runs of older versions stay readable.
-pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Whether this nnb reads records and manifests of `version`.
 pub fn readable(version: u64) -> bool {
@@ -48,6 +50,9 @@ pub fn readable(version: u64) -> bool {
 pub const MANIFEST: &str = "manifest.json";
 /// Name of the samples journal in a run directory.
 pub const SAMPLES: &str = "samples.jsonl";
+/// Name of the file of background jobs' ends in a run directory (version 3; one
+/// [`BackgroundRecord`] per line, absent when a run had no background job).
+pub const BACKGROUND: &str = "background.jsonl";
 /// Directory of a run's raw HDR interval logs.
 pub const HDR_DIR: &str = "hdr";
 

@@ -1,5 +1,6 @@
-//! The records of a run directory: one [`Sample`] per line of `samples.jsonl`, and
-//! `manifest.json` ([`Manifest`] with its [`Session`]s and [`TenantRecord`]s).
+//! The records of a run directory: one [`Sample`] per line of `samples.jsonl`, one
+//! [`BackgroundRecord`] per line of `background.jsonl`, and `manifest.json`
+//! ([`Manifest`] with its [`Session`]s and [`TenantRecord`]s).
 //!
 //! The manifest's agent health and cloud record are typed by the orchestrator that
 //! writes them; readers that do not care take the defaults, raw JSON values.
@@ -9,7 +10,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::job::Metrics;
+use crate::job::{Achieved, Metrics};
 use crate::metric::{Metric, MetricValues};
 use crate::time::timestamp;
 use crate::FORMAT_VERSION;
@@ -225,6 +226,52 @@ impl<R> Sample<R> {
     }
 }
 
+/// One line of `background.jsonl` (version 3): how one background job ended and what
+/// it achieved. A busy or idle neighbor's job, a background load, or the endpoint's
+/// `serve`. `R` is what its raw `result` is read as, as in [`Sample`].
+///
+/// The controller stops a neighbor's background jobs whenever the set a step wants
+/// changes (and after a failed attempt, and when the session ends), so a job runs
+/// over consecutive steps that all want the same background, a level's repetitions,
+/// which `steps` lists; the endpoint's `serve` runs over the whole session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackgroundRecord<R = Value> {
+    /// Record format version ([`FORMAT_VERSION`]).
+    pub format_version: u32,
+    /// The run.
+    pub run_id: String,
+    /// The tenant the job ran on.
+    pub tenant: String,
+    /// `neighbor`, or `endpoint` for the reflector and sink.
+    pub role: String,
+    /// Job kind ([`crate::BackgroundJob::name`]): `busy`, `load`, `idle`, `serve`.
+    pub job: String,
+    /// The steps attempted while it ran, in order (ids as a sample's `step`).
+    pub steps: Vec<String>,
+    /// `ok`: it ran until stopped and reported; `failed`: it ended before it was
+    /// stopped, or stopping it failed (`error` says which).
+    pub status: SampleStatus,
+    /// The job's last state as its agent reported it (`stopped`, `failed`,
+    /// `timed-out`, `done`); `null` when stopping it failed.
+    pub state: Option<String>,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// When the controller started it (RFC 3339 UTC).
+    pub started_at: String,
+    /// When its stop was answered.
+    pub stopped_at: String,
+    /// Controller-side time from its start to its stop, s.
+    pub ran_s: f64,
+    /// A load's target rate, bit/s (from its job); `null` for other kinds.
+    pub target_bps: Option<f64>,
+    /// What it achieved: `runtime_s`, `ops_per_sec` (busy); `runtime_s`, `sent_bps`,
+    /// `rate_bps` (load); `reflected`, `send_failures`, `garbage` (serve).
+    #[serde(flatten)]
+    pub achieved: Achieved,
+    /// The job's final result as the agent returned it.
+    pub result: Option<R>,
+}
+
 /// Where one tenant ran, as the provider placed it and its agent reported. `H` is
 /// the agent's health record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -244,6 +291,12 @@ pub struct TenantRecord<H = Value> {
     pub ip: Option<String>,
     /// What the agent said about itself (version, topology, allowed CPUs).
     pub health: Option<H>,
+    /// The machine the agent ran on, as it captured it when it started (version 3):
+    /// CPU model, kernel, clocksource, governor, hypervisor, topology, steal ticks,
+    /// the same fields as the manifest's `controller`. Absent in older manifests and
+    /// where the agent did not answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<Value>,
 }
 
 /// One start or resume of a run. `H` is the agents' health record, `C` the cloud
@@ -317,14 +370,66 @@ struct VersionOnly {
 /// ([`crate::READABLE_VERSIONS`]); a line of another version is [`LineError::Version`]
 /// even when its fields differ.
 pub fn parse_sample<R: serde::de::DeserializeOwned>(line: &str) -> Result<Sample<R>, LineError> {
-    match serde_json::from_str::<Sample<R>>(line) {
-        Ok(s) if crate::readable(u64::from(s.format_version)) => Ok(s),
-        Ok(s) => Err(LineError::Version(u64::from(s.format_version))),
+    parse_versioned(line, |s: &Sample<R>| s.format_version)
+}
+
+/// Parses one line of `background.jsonl`, as [`parse_sample`] does a sample.
+pub fn parse_background<R: serde::de::DeserializeOwned>(
+    line: &str,
+) -> Result<BackgroundRecord<R>, LineError> {
+    parse_versioned(line, |b: &BackgroundRecord<R>| b.format_version)
+}
+
+/// Parses one line as a `T` of a readable version (`version` reads it).
+fn parse_versioned<T: serde::de::DeserializeOwned>(
+    line: &str,
+    version: impl Fn(&T) -> u32,
+) -> Result<T, LineError> {
+    match serde_json::from_str::<T>(line) {
+        Ok(t) if crate::readable(u64::from(version(&t))) => Ok(t),
+        Ok(t) => Err(LineError::Version(u64::from(version(&t)))),
         Err(e) => match serde_json::from_str::<VersionOnly>(line) {
             Ok(v) if !crate::readable(v.format_version) => {
                 Err(LineError::Version(v.format_version))
             }
             _ => Err(LineError::Invalid(e.to_string())),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_background_record_reads_back_with_every_field() {
+        let written = json!({"format_version": 3, "run_id": "r", "tenant": "nb-1",
+            "role": "neighbor", "job": "busy",
+            "steps": ["busy/neighbors=1/warmup=1", "busy/neighbors=1/rep=1"],
+            "status": "ok", "state": "stopped", "error": null,
+            "started_at": "2026-11-22T10:00:00.000Z", "stopped_at": "2026-11-22T10:00:30.000Z",
+            "ran_s": 30.0, "target_bps": null, "runtime_s": 29.5, "ops_per_sec": 4e8,
+            "sent_bps": null, "rate_bps": null, "reflected": null, "send_failures": null,
+            "garbage": null, "result": {"total_ops": 1.18e10, "ops_per_sec": 4e8}});
+        let b: BackgroundRecord = parse_background(&written.to_string()).unwrap();
+        assert_eq!(b.steps.len(), 2);
+        assert_eq!(b.achieved.ops_per_sec, Some(4e8));
+        assert_eq!(serde_json::to_value(&b).unwrap(), written);
+        let mut later = written.clone();
+        later["format_version"] = json!(9);
+        assert_eq!(
+            parse_background::<Value>(&later.to_string()).unwrap_err(),
+            LineError::Version(9)
+        );
+        let mut sample_like = written;
+        sample_like
+            .as_object_mut()
+            .map(|o| o.remove("steps"))
+            .unwrap();
+        assert!(matches!(
+            parse_background::<Value>(&sample_like.to_string()),
+            Err(LineError::Invalid(_))
+        ));
     }
 }

@@ -78,7 +78,7 @@ fn other_versions_and_broken_lines_are_told_apart() {
     let third = wrong.lines().nth(2).unwrap();
     assert_eq!(
         parse_sample::<Value>(third).unwrap_err(),
-        LineError::Version(3)
+        LineError::Version(9)
     );
     assert_eq!(
         parse_sample::<Value>(r#"{"format_version": 7}"#).unwrap_err(),

@@ -180,6 +180,11 @@ pub struct Health {
     pub cpus: Vec<usize>,
     /// Jobs currently running.
     pub running_jobs: usize,
+    /// The agent's machine as it captured it when it started: CPU model, kernel,
+    /// clocksource, governor, hypervisor, topology, steal ticks (absent from an older
+    /// agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<nnb_burn::env::Environment>,
 }
 
 /// The JSON body of every error answer (4xx/5xx) of an agent.

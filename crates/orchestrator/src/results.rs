@@ -1,12 +1,13 @@
 //! The results of a run on disk: `<results>/<run-id>/manifest.json`, `samples.jsonl`
-//! (see [`crate::journal`]) and raw HDR logs under `hdr/`.
+//! (see [`crate::journal`]), `background.jsonl` (the background jobs' ends) and raw
+//! HDR logs under `hdr/`.
 //!
 //! The record format is versioned ([`FORMAT_VERSION`]) and documented in
 //! `docs/results-format.md`: one JSON object per line, one line per measured job of a
 //! step, with flat metric columns so pandas, polars and duckdb read it directly.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -19,7 +20,8 @@ use crate::plan::Step;
 use crate::provider::CloudRecord;
 
 pub use nnb_format::{
-    timestamp, Metrics, Sample, SampleParts, SampleStatus, FORMAT_VERSION, MANIFEST, SAMPLES,
+    timestamp, BackgroundRecord, Metrics, Sample, SampleParts, SampleStatus, BACKGROUND,
+    FORMAT_VERSION, MANIFEST, SAMPLES,
 };
 
 /// `manifest.json` as the controller writes it: agents' health and cloud records typed.
@@ -143,6 +145,48 @@ impl RunDir {
         self.path.join(SAMPLES)
     }
 
+    /// Path of `background.jsonl`.
+    pub fn background_path(&self) -> PathBuf {
+        self.path.join(BACKGROUND)
+    }
+
+    /// Appends one background job's record to `background.jsonl` (created on first
+    /// use) and fsyncs it. A torn last line, left by a crash, is cut first; a failed
+    /// write is cut back, so every line stays a whole record.
+    pub fn append_background(&self, record: &BackgroundRecord) -> Result<(), ResultsError> {
+        let path = self.background_path();
+        let mut line = serde_json::to_vec(record).map_err(|e| ResultsError::Format {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        line.push(b'\n');
+        let existed = path.exists();
+        let mut f = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(io_err("cannot open", &path))?;
+        if !existed {
+            sync_dir(&self.path)?;
+        }
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes)
+            .map_err(io_err("cannot read", &path))?;
+        let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) as u64;
+        if whole < bytes.len() as u64 {
+            f.set_len(whole).map_err(io_err("cannot truncate", &path))?;
+        }
+        if let Err(e) = f.write_all(&line).and_then(|()| f.sync_data()) {
+            // A line cut short here would spoil the next one.
+            if let Err(cut) = f.set_len(whole) {
+                tracing::warn!("{}: cannot cut a failed append: {cut}", path.display());
+            }
+            return Err(io_err("cannot append to", &path)(e));
+        }
+        Ok(())
+    }
+
     /// Writes the manifest atomically (temporary file, fsync, rename, fsync dir).
     pub fn write_manifest(&self, m: &Manifest) -> Result<(), ResultsError> {
         let tmp = self.path.join(format!("{MANIFEST}.tmp"));
@@ -232,7 +276,8 @@ pub struct SummaryRow {
     /// Degradation against the reference level in percent, positive = worse:
     /// `(t_k - t_0) / t_0 * 100` for runtimes and latencies (thesis), `(p_a - p_b) /
     /// p_a * 100` for throughputs (Volpert's I_plr). The reference is the group's
-    /// first level; for isolation-matrix pairs, tenant a's baseline in the same state.
+    /// first level; for isolation-matrix pairs, tenant a's baseline in the same state
+    /// (the matrix's capacity and baselines have none).
     pub degradation_pct: Option<f64>,
     /// Load-steps: the neighbors' aggregate received load, bit/s (per repetition the
     /// sum over neighbors, then the mean over repetitions).
@@ -331,7 +376,8 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
         .iter()
         .map(|a| {
             let (r, v) = (reference(&a.row)?, a.row.mean?);
-            if r == 0.0 || (a.row.group == "baseline") {
+            // The matrix's capacity and baselines are references, not degraded levels.
+            if r == 0.0 || a.row.group == "baseline" || a.row.group == "capacity" {
                 return None;
             }
             Some(stats::degradation_pct(r, v, a.higher_is_better))
@@ -350,6 +396,37 @@ pub fn summarize(samples: &[Sample]) -> Vec<SummaryRow> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A background record of `tenant`, as the controller writes one.
+    fn background(tenant: &str) -> BackgroundRecord {
+        serde_json::from_value(serde_json::json!({"format_version": FORMAT_VERSION,
+            "run_id": "r", "tenant": tenant, "role": "neighbor", "job": "idle",
+            "steps": ["idle/neighbors=1/rep=1"], "status": "ok", "state": "stopped",
+            "error": null, "started_at": "2026-11-22T10:00:00.000Z",
+            "stopped_at": "2026-11-22T10:00:01.000Z", "ran_s": 1.0, "target_bps": null,
+            "result": null}))
+        .expect("a background record")
+    }
+
+    #[test]
+    fn background_records_append_as_whole_lines_after_a_torn_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::create(dir.path(), "r").unwrap();
+        run.append_background(&background("nb-1")).unwrap();
+        // A crash in the middle of the second record's line.
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(run.background_path())
+            .unwrap();
+        f.write_all(b"{\"format_version\": 3, \"ten").unwrap();
+        run.append_background(&background("nb-2")).unwrap();
+        let text = fs::read_to_string(run.background_path()).unwrap();
+        let tenants: Vec<String> = text
+            .lines()
+            .map(|l| nnb_format::parse_background::<Value>(l).unwrap().tenant)
+            .collect();
+        assert_eq!(tenants, ["nb-1", "nb-2"]);
+    }
 
     #[test]
     fn run_ids_sort_by_time_and_differ() {
@@ -409,14 +486,18 @@ mod tests {
             sample("busy", "neighbors=0", 2.0, false),
             sample("busy", "neighbors=0", 2.0, false),
             sample("busy", "neighbors=1", 2.5, false),
+            sample("capacity", "capacity", 400.0, true),
             sample("baseline", "a=saturated", 100.0, true),
             sample("pair", "a=saturated,b=unrestricted", 90.0, true),
         ]);
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 5);
         assert_eq!((rows[0].n, rows[0].degradation_pct), (2, Some(0.0)));
         assert_eq!(rows[1].degradation_pct, Some(25.0));
+        // The capacity and the baseline are references: no degradation.
         assert_eq!(rows[2].degradation_pct, None);
-        assert_eq!(rows[3].degradation_pct, Some(10.0));
+        assert_eq!(rows[3].degradation_pct, None);
+        // (100 - 90) / 100, against a's saturated baseline, not the capacity.
+        assert_eq!(rows[4].degradation_pct, Some(10.0));
     }
 
     #[test]

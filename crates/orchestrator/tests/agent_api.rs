@@ -86,6 +86,22 @@ async fn missing_or_wrong_token_is_401_and_the_agent_keeps_serving() {
     assert!(health.topology.online >= health.cpus.len());
 }
 
+/// The agent reports the machine it runs on, captured when it started, for the
+/// controller to record with the tenant (M7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_carries_the_agents_environment() {
+    let addr = start_agent().await;
+    let health = client(addr).health().await.unwrap();
+    let env = health
+        .environment
+        .expect("the agent reports its environment");
+    assert!(!env.kernel.trim().is_empty(), "{env:?}");
+    assert!(!env.clocksource.trim().is_empty(), "{env:?}");
+    assert!(!env.cpu_model.trim().is_empty(), "{env:?}");
+    assert_eq!(env.topology, health.topology);
+    assert_eq!(env.nnb_version, health.version);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_are_400_with_a_reason_and_the_agent_keeps_serving() {
     let addr = start_agent().await;

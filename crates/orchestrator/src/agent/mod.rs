@@ -22,6 +22,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use nnb_burn::env::Environment;
 use nnb_burn::topology::Topology;
 
 use crate::jobs::{ErrorBody, Health, JobRequest, Started};
@@ -48,6 +49,8 @@ pub enum AgentError {
 pub struct Agent {
     token: Token,
     topology: Topology,
+    /// The machine as captured at start, reported by every health answer.
+    environment: Environment,
     cpus: Vec<usize>,
     bind_ip: IpAddr,
     jobs: JobTable,
@@ -57,9 +60,11 @@ impl Agent {
     /// An agent accepting `token`, reading this machine's topology; `bind_ip` is the
     /// address its network jobs (serve) listen on, normally the agent's own.
     pub fn new(token: Token, bind_ip: IpAddr) -> Result<Arc<Agent>, AgentError> {
+        let topology = Topology::host()?;
         Ok(Arc::new(Agent {
             token,
-            topology: Topology::host()?,
+            environment: Environment::capture(&topology, env!("CARGO_PKG_VERSION")),
+            topology,
             cpus: nnb_burn::placement::allowed_cpus(),
             bind_ip,
             jobs: JobTable::default(),
@@ -120,6 +125,7 @@ async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
         topology: agent.topology.summary(),
         cpus: agent.cpus.clone(),
         running_jobs: agent.jobs.running(),
+        environment: Some(agent.environment.clone()),
     })
 }
 

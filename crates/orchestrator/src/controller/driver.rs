@@ -1,7 +1,8 @@
 //! The step loop: per step, bring the background jobs to what the step needs, let
 //! them settle, start the measured jobs together, wait for all of them and record
 //! the step; a failed attempt is retried, skipped or ends the run as `on_failure`
-//! says. The agents are reached through [`AgentApi`], so tests drive it with fakes.
+//! says. Every background job's end is recorded (`super::background`). The agents
+//! are reached through [`AgentApi`], so tests drive it with fakes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use futures_util::future::join_all;
 use nnb_format::quality::Quality;
 use tokio::time::Instant;
 
+use super::background::Running;
 use super::endpoint::Endpoint;
 use super::record::{measured_secs, overhead};
 use super::{
@@ -23,13 +25,7 @@ use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{Assignment, Step};
 use crate::provider::{Fleet, Provider, Role};
-
-/// A background job running on a tenant.
-#[derive(Debug, Clone)]
-struct Running {
-    spec: JobSpec,
-    id: String,
-}
+use crate::results::{BackgroundRecord, SampleStatus};
 
 /// What a failed attempt at a step says.
 #[derive(Debug)]
@@ -196,8 +192,11 @@ impl Driver<'_> {
                             step.id
                         ));
                         last_error = msg;
-                        // Start the background afresh on the next attempt.
-                        self.stop_background().await;
+                        // Start the background afresh on the next attempt (a failed
+                        // stop is recorded; the next attempt's start tells).
+                        if let Err(StepFailure(e)) = self.stop_background().await {
+                            tracing::debug!("stopping the background after a failed attempt: {e}");
+                        }
                     }
                 }
             }
@@ -224,6 +223,12 @@ impl Driver<'_> {
         timeout: Duration,
     ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
         let changed = self.reconfigure(&step.background).await?;
+        for r in self.running.values_mut() {
+            r.spans(&step.id);
+        }
+        if let Some(ep) = &mut self.endpoint {
+            ep.job.spans(&step.id);
+        }
         let settled = if changed && !settle.is_zero() {
             tokio::time::sleep(settle).await;
             settle
@@ -236,66 +241,44 @@ impl Driver<'_> {
         Ok((measured, started_at, settled))
     }
 
-    /// Stops background jobs that the step does not want and starts the ones it
-    /// wants, on all agents at once. Returns whether anything changed.
+    /// Brings the background jobs to what the step wants, on all agents at once:
+    /// when that differs from what runs, every running job is stopped (and its end
+    /// recorded, see `super::background`) and every wanted one started afresh.
+    /// Returns whether anything changed; a failed stop or start fails the attempt.
     async fn reconfigure(&mut self, wanted: &[Assignment]) -> Result<bool, StepFailure> {
         let ep = self.endpoint.as_ref();
         let wanted: HashMap<&str, JobSpec> = wanted
             .iter()
             .map(|a| (a.tenant.as_str(), Endpoint::resolve(ep, &a.job)))
             .collect();
-        let stale: Vec<(String, Running)> = self
-            .running
-            .iter()
-            .filter(|(t, r)| wanted.get(t.as_str()) != Some(&r.spec))
-            .map(|(t, r)| (t.clone(), r.clone()))
-            .collect();
-        let fresh: Vec<(&str, &JobSpec)> = wanted
-            .iter()
-            .filter(|(t, spec)| self.running.get(**t).map(|r| &r.spec) != Some(*spec))
-            .map(|(t, spec)| (*t, spec))
-            .collect();
-        if stale.is_empty() && fresh.is_empty() {
+        let unchanged = wanted.len() == self.running.len()
+            && self
+                .running
+                .iter()
+                .all(|(t, r)| wanted.get(t.as_str()) == Some(&r.spec));
+        if unchanged {
             return Ok(false);
         }
+        self.stop_background().await?;
         let this = &*self;
-        let stops = stale.iter().map(|(t, r)| async move {
-            let c = this.client(t)?;
-            c.stop(&r.id)
-                .await
-                .map_err(|e| StepFailure::from((t.clone(), e)))
-        });
-        for r in join_all(stops).await {
-            r?;
-        }
-        for (t, _) in &stale {
-            self.running.remove(t);
-        }
-        let this = &*self;
-        let starts = fresh.iter().map(|(t, spec)| async move {
+        let starts = wanted.iter().map(|(t, spec)| async move {
             let c = this.client(t)?;
             let req = JobRequest {
-                spec: (*spec).clone(),
+                spec: spec.clone(),
                 deadline_ms: millis(BACKGROUND_DEADLINE),
             };
             let id = c
                 .start(&req)
                 .await
                 .map_err(|e| StepFailure::from((t.to_string(), e)))?;
-            Ok::<_, StepFailure>((
-                t.to_string(),
-                Running {
-                    spec: (*spec).clone(),
-                    id,
-                },
-            ))
+            Ok::<_, StepFailure>(Running::new(t, &this.role(t), spec.clone(), id))
         });
         let started = join_all(starts).await;
         let mut first_error = None;
         for r in started {
             match r {
-                Ok((t, running)) => {
-                    self.running.insert(t, running);
+                Ok(running) => {
+                    self.running.insert(running.tenant.clone(), running);
                 }
                 Err(e) => first_error = first_error.or(Some(e)),
             }
@@ -403,17 +386,65 @@ impl Driver<'_> {
         join_all(stops).await;
     }
 
-    /// Stops every background job (best effort) and forgets them.
-    pub(super) async fn stop_background(&mut self) {
+    /// Stops every neighbor's background job, records each one's end and forgets
+    /// them; the first stop that failed (recorded as such) is the error.
+    async fn stop_background(&mut self) -> Result<(), StepFailure> {
         let this = &*self;
-        let stops = this.running.iter().map(|(t, r)| async move {
-            if let Ok(c) = this.client(t) {
-                if let Err(e) = c.stop(&r.id).await {
-                    tracing::debug!("stopping background job on {t}: {e}");
-                }
+        let stops = this
+            .running
+            .values()
+            .map(|r| async move { (r.tenant.clone(), this.stop_job(r).await) });
+        let ends = join_all(stops).await;
+        let mut first_error = None;
+        for (tenant, stopped) in ends {
+            if let Err(e) = &stopped {
+                first_error = first_error.or_else(|| Some(StepFailure(e.clone())));
             }
-        });
-        join_all(stops).await;
-        self.running.clear();
+            if let Some(r) = self.running.remove(&tenant) {
+                self.record_background(r.end(&self.run.dir.run_id, stopped));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Ends the session's background: stops the neighbors' jobs and the endpoint's
+    /// `serve` (best effort), recording each one's end.
+    pub(super) async fn finish(&mut self) {
+        if let Err(StepFailure(e)) = self.stop_background().await {
+            tracing::debug!("stopping the background: {e}");
+        }
+        let Some(ep) = self.endpoint.take() else {
+            return;
+        };
+        let stopped = self.stop_job(&ep.job).await;
+        self.record_background(ep.job.end(&self.run.dir.run_id, stopped));
+    }
+
+    /// Stops a background job: its final status, or why stopping it failed.
+    async fn stop_job(&self, r: &Running) -> Result<JobStatus, String> {
+        let c = self.client(&r.tenant).map_err(|StepFailure(m)| m)?;
+        c.stop(&r.id)
+            .await
+            .map_err(|e| StepFailure::from((r.tenant.clone(), e)).0)
+    }
+
+    /// Appends a background job's end to `background.jsonl`; a record that cannot be
+    /// written is logged, never a reason to stop measuring.
+    fn record_background(&self, record: BackgroundRecord) {
+        if record.status == SampleStatus::Failed {
+            tracing::warn!(
+                "background {} job on {}: {}",
+                record.job,
+                record.tenant,
+                record.error.as_deref().unwrap_or_default()
+            );
+        }
+        if let Err(e) = self.run.dir.append_background(&record) {
+            tracing::warn!(
+                "the end of the background {} job on {} is not recorded: {e}",
+                record.job,
+                record.tenant
+            );
+        }
     }
 }

@@ -1,13 +1,15 @@
 //! The endpoint: the agent standing for the world outside the host. Its `serve` job
-//! (a UDP reflector and sink) is started once per session; the measured and
-//! background jobs' `@reflector` / `@sink` targets resolve to its bound addresses.
+//! (a UDP reflector and sink) is started once per session and kept, so its final
+//! snapshot is recorded when the session ends; the measured and background jobs'
+//! `@reflector` / `@sink` targets resolve to its bound addresses.
 
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{millis, ControllerError, BACKGROUND_DEADLINE};
+use super::background::Running;
+use super::{millis, ControllerError, BACKGROUND_DEADLINE, ENDPOINT_ROLE};
 use crate::client::AgentApi;
 use crate::jobs::{JobRequest, JobSpec};
 use crate::plan::{REFLECTOR, SINK};
@@ -16,11 +18,13 @@ use crate::provider::Tenant;
 /// How long the endpoint's `serve` job may take to publish its addresses.
 const SERVE_START: Duration = Duration::from_secs(10);
 
-/// The endpoint's bound addresses.
+/// The endpoint's bound addresses and its `serve` job.
 #[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     reflector: String,
     sink: String,
+    /// The `serve` job, stopped and recorded when the session ends.
+    pub(super) job: Running,
 }
 
 impl Endpoint {
@@ -48,6 +52,7 @@ impl Endpoint {
             deadline_ms: millis(BACKGROUND_DEADLINE),
         };
         let id = c.start(&req).await.map_err(|e| fail(e.to_string()))?;
+        let job = Running::new(&ep.name, ENDPOINT_ROLE, req.spec, id.clone());
         let end = Instant::now() + SERVE_START;
         loop {
             let st = c.status(&id).await.map_err(|e| fail(e.to_string()))?;
@@ -68,6 +73,7 @@ impl Endpoint {
                 return Ok(Endpoint {
                     reflector: reachable(reflector),
                     sink: reachable(sink),
+                    job,
                 });
             }
             if Instant::now() >= end {

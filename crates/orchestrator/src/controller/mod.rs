@@ -12,10 +12,12 @@
 //!
 //! The parts: [`run`] (a run's directory, manifest and plan), [`cancel`], the
 //! endpoint's `serve` job, the step loop (`driver`, written against
-//! [`AgentApi`](crate::client::AgentApi)) and what a step records (`record`). The
+//! [`AgentApi`](crate::client::AgentApi)), what a step records (`record`) and what
+//! the background jobs' ends record (`background`). The
 //! fleet comes from a [`Provider`]; tests drive the whole controller with an
 //! in-process fake provider and agents.
 
+mod background;
 pub mod cancel;
 mod driver;
 mod endpoint;
@@ -47,6 +49,10 @@ pub use run::Run;
 /// Deadline of background jobs: the controller stops them; this only bounds a job
 /// whose controller vanished without its agent noticing.
 const BACKGROUND_DEADLINE: Duration = Duration::from_secs(24 * 3600);
+
+/// The role the format gives the endpoint (the reflector and sink off the measured
+/// host) in tenant and background records.
+const ENDPOINT_ROLE: &str = "endpoint";
 
 /// Why a run could not start or went wrong beyond a failed step.
 #[derive(Debug, thiserror::Error)]
@@ -268,7 +274,7 @@ async fn measure_all(
             Ok(mut driver) => {
                 driver.cost_cap = provider.cost_cap(held_since);
                 let r = driver.drive(opts, cancel, outcome).await;
-                driver.stop_background().await;
+                driver.finish().await;
                 r
             }
             Err(e) => Err(e),
@@ -281,8 +287,9 @@ async fn measure_all(
     result
 }
 
-/// Asks every agent for its health (all at once) and writes tenants and warnings
-/// into the current session of the manifest.
+/// Asks every agent for its health (all at once) and writes tenants (with the
+/// environment each agent captured) and warnings into the current session of the
+/// manifest.
 async fn record_fleet(
     run: &mut Run,
     provider: &dyn Provider,
@@ -292,7 +299,7 @@ async fn record_fleet(
         .tenants
         .iter()
         .map(|t| (t, t.role.name()))
-        .chain(fleet.endpoint.iter().map(|t| (t, "endpoint")))
+        .chain(fleet.endpoint.iter().map(|t| (t, ENDPOINT_ROLE)))
         .collect();
     let healths = join_all(all.iter().map(|(t, _)| {
         let agent = provider.agent(t);
@@ -302,16 +309,25 @@ async fn record_fleet(
     let tenants = all
         .iter()
         .zip(healths)
-        .map(|((t, role), h)| TenantRecord {
-            name: t.name.clone(),
-            role: role.to_string(),
-            addr: t.addr.to_string(),
-            cpus: t.cpus.clone(),
-            netns: t.netns.clone(),
-            ip: t.ip.map(|ip| ip.to_string()),
-            health: h
+        .map(|((t, role), h)| {
+            let mut health = h
                 .map_err(|e| tracing::warn!("health of {}: {e}", t.name))
-                .ok(),
+                .ok();
+            // The environment goes into the tenant record, once.
+            let environment = health
+                .as_mut()
+                .and_then(|h| h.environment.take())
+                .and_then(|e| serde_json::to_value(e).ok());
+            TenantRecord {
+                name: t.name.clone(),
+                role: role.to_string(),
+                addr: t.addr.to_string(),
+                cpus: t.cpus.clone(),
+                netns: t.netns.clone(),
+                ip: t.ip.map(|ip| ip.to_string()),
+                health,
+                environment,
+            }
         })
         .collect();
     if let Some(s) = run.manifest.sessions.last_mut() {

@@ -12,7 +12,8 @@ use crate::plan::Step;
 use crate::results::{self, Sample, SampleParts, SampleStatus};
 
 impl Driver<'_> {
-    fn role(&self, tenant: &str) -> String {
+    /// The role of `tenant` in the format (`test` or `neighbor`).
+    pub(super) fn role(&self, tenant: &str) -> String {
         self.clients
             .get(tenant)
             .map_or("neighbor", |(_, r)| r.name())

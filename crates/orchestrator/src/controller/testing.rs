@@ -2,16 +2,21 @@
 //! tenants are [`FakeAgent`]s sharing one [`World`], which logs what they were asked
 //! and fails, slows or cancels measured jobs as a test scripts it.
 //!
-//! Measured jobs are the kinds that end on their own (`burn`, `latency`, `load`);
-//! the others (`busy`, `idle`, `serve`) run until stopped. A fake burn reports a wall
+//! Measured jobs are the kinds that end on their own (`burn`, `latency`, a `load`
+//! with a duration); the others (`busy`, `idle`, `serve`, a `load` without one) run
+//! until stopped. A fake burn reports a wall
 //! time of `1 + busy jobs running` seconds, so a sample's value tells how many busy
-//! neighbors the step had.
+//! neighbors the step had. A background job's stop answers what the test scripted
+//! for it, a final result or an error. A fake agent's health carries a made-up
+//! environment whose kernel names its tenant.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use nnb_burn::env::Environment;
+use nnb_burn::topology::TopologySummary;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -63,6 +68,10 @@ pub(super) struct World {
     pub absent: BTreeSet<String>,
     /// Background jobs stopped, by tenant.
     pub stopped: BTreeMap<String, usize>,
+    /// What the `n`th stop (1-based) of a running background job on a tenant answers,
+    /// by `(tenant, n)`: the job's final result, or an error (the job keeps running).
+    /// Unscripted stops end the job with the result it had.
+    pub stop_results: BTreeMap<(String, usize), Result<serde_json::Value, String>>,
 }
 
 impl World {
@@ -132,9 +141,15 @@ impl FakeAgent {
         self.down("POST /jobs")?;
         let mut w = self.world();
         let kind = req.spec.kind();
+        // A load without a duration is a busy neighbor's, until stopped.
         let measured = matches!(
             req.spec,
-            JobSpec::Burn { .. } | JobSpec::Latency { .. } | JobSpec::Load { .. }
+            JobSpec::Burn { .. }
+                | JobSpec::Latency { .. }
+                | JobSpec::Load {
+                    duration_ms: Some(_),
+                    ..
+                }
         );
         let mut job = Job {
             tenant: self.tenant.clone(),
@@ -187,11 +202,24 @@ impl FakeAgent {
         self.down("POST /jobs/{id}/stop")?;
         let n: u64 = id.parse().map_err(|_| self.unknown(id))?;
         let mut w = self.world();
+        let nth = w.stopped.get(&self.tenant).map_or(1, |k| k + 1);
+        let scripted = w.stop_results.get(&(self.tenant.clone(), nth)).cloned();
         let job = w.jobs.get_mut(&n).ok_or_else(|| self.unknown(id))?;
         if job.state == JobState::Running {
+            match scripted {
+                Some(Err(message)) => {
+                    return Err(AgentError::Rejected {
+                        addr: self.addr,
+                        what: format!("POST /jobs/{id}/stop"),
+                        status: 500,
+                        message,
+                    })
+                }
+                Some(Ok(result)) => job.result = Some(result),
+                None => {}
+            }
             job.state = JobState::Stopped;
-            let tenant = job.tenant.clone();
-            *w.stopped.entry(tenant).or_default() += 1;
+            *w.stopped.entry(self.tenant.clone()).or_default() += 1;
         }
         w.status(n).ok_or_else(|| self.unknown(id))
     }
@@ -216,11 +244,33 @@ impl AgentApi for FakeAgent {
 
     fn health(&self) -> BoxFuture<'_, Result<Health, AgentError>> {
         Box::pin(async move {
-            Err(AgentError::Rejected {
-                addr: self.addr,
-                what: "GET /health".to_string(),
-                status: 501,
-                message: "a fake agent has no topology".to_string(),
+            self.down("GET /health")?;
+            let topology = TopologySummary {
+                logical: 1,
+                online: 1,
+                cores: 1,
+                packages: 1,
+                numa_nodes: 1,
+                smt_ways: 1,
+            };
+            Ok(Health {
+                version: "fake".to_string(),
+                topology: topology.clone(),
+                cpus: vec![0],
+                running_jobs: 0,
+                environment: Some(Environment {
+                    cpu_model: "Fake CPU".to_string(),
+                    kernel: fake_kernel(&self.tenant),
+                    clocksource: "fake-tsc".to_string(),
+                    governor: None,
+                    hypervisor: Some("fake-hv".to_string()),
+                    nnb_version: "fake".to_string(),
+                    command: Vec::new(),
+                    topology,
+                    steal_ticks: Some(0),
+                    steal_ticks_after: None,
+                    user_hz: 100,
+                }),
             })
         })
     }
@@ -240,6 +290,11 @@ impl AgentApi for FakeAgent {
     fn list(&self) -> BoxFuture<'_, Result<Vec<JobStatus>, AgentError>> {
         Box::pin(async move { self.list_now() })
     }
+}
+
+/// The kernel a fake agent of `tenant` reports.
+pub(super) fn fake_kernel(tenant: &str) -> String {
+    format!("fake-kernel-of-{tenant}")
 }
 
 /// A fake provider: its tenants are [`FakeAgent`]s of one [`World`]; it may have a

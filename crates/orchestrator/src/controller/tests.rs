@@ -4,19 +4,20 @@
 //!
 //! The plan of [`staircase`] is three steps, `busy/neighbors=0/rep=1`, `=1` and
 //! `=2`; a fake burn reports `1 + busy neighbors` seconds, so a step's sample value
-//! is 1, 2, 3.
+//! is 1, 2, 3. What the background jobs' stops answer is scripted per test, and
+//! read back from `background.jsonl`.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::testing::{FakeProvider, World};
+use super::testing::{fake_kernel, FakeProvider, World};
 use super::{execute_with, Cancel, Run, RunOptions, RunOutcome, RunStatus};
 use crate::experiment;
 use crate::journal::read_samples;
 use crate::plan;
 use crate::provider::{Provider, StaticProvider};
-use crate::results::{Sample, SampleStatus};
+use crate::results::{BackgroundRecord, Sample, SampleStatus};
 
 const HOST_CPUS: usize = 8;
 const STEPS: [&str; 3] = [
@@ -58,12 +59,32 @@ ops = 1000
 }
 
 fn create(results: &Path, on_failure: &str) -> Run {
-    let text = staircase(on_failure);
-    let exp = experiment::parse("fake.toml", &text, Some(HOST_CPUS)).expect("valid experiment");
-    let plan = plan::expand(&exp, HOST_CPUS);
-    let ids: Vec<&str> = plan.steps.iter().map(|s| s.id.as_str()).collect();
+    let run = create_from(results, &staircase(on_failure));
+    let ids: Vec<&str> = run.plan.steps.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, STEPS);
-    Run::create(results, "fake.toml", &text, exp, plan).expect("run created")
+    run
+}
+
+/// A new run of experiment `text` under `results`.
+fn create_from(results: &Path, text: &str) -> Run {
+    let exp = experiment::parse("fake.toml", text, Some(HOST_CPUS)).expect("valid experiment");
+    let plan = plan::expand(&exp, HOST_CPUS);
+    Run::create(results, "fake.toml", text, exp, plan).expect("run created")
+}
+
+/// The background jobs' ends the run recorded, ordered by tenant and first step.
+fn background(run: &Run) -> Vec<BackgroundRecord> {
+    let path = run.dir.background_path();
+    if !path.exists() {
+        return Vec::new();
+    }
+    let mut all: Vec<BackgroundRecord> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| nnb_format::parse_background(l).expect("a background record"))
+        .collect();
+    all.sort_by(|a, b| (&a.tenant, a.steps.first()).cmp(&(&b.tenant, b.steps.first())));
+    all
 }
 
 async fn go(run: &mut Run, provider: &mut FakeProvider, cancel: &Cancel) -> RunOutcome {
@@ -132,9 +153,10 @@ async fn every_step_is_measured_once_in_plan_order() {
         ]
     );
     assert_eq!((provider.launches, provider.shutdowns), (1, 1));
-    // Both busy neighbors were stopped when the run ended.
+    // Both busy neighbors were stopped when the run ended, nb-1 also when the
+    // background changed to two neighbors (every job restarts on a change).
     let w = world.lock().unwrap();
-    assert_eq!(w.stopped.get("nb-1"), Some(&1));
+    assert_eq!(w.stopped.get("nb-1"), Some(&2));
     assert_eq!(w.stopped.get("nb-2"), Some(&1));
     drop(w);
     let manifest = run.dir.read_manifest().unwrap();
@@ -380,4 +402,171 @@ async fn a_static_provider_cannot_make_tenants_come_and_go() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("cannot start or stop"), "{err}");
+}
+
+/// Every background job's final status lands in `background.jsonl` with the steps it
+/// ran through: nb-1's first job spans both repetitions of neighbors=1 and reports
+/// what its scripted stop returned, its second job those of neighbors=2; nb-2's stop
+/// fails, which is recorded as a failed job while every step is still measured.
+#[tokio::test]
+async fn background_results_are_recorded_with_the_steps_they_spanned() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = staircase("skip").replace("repetitions = 1", "repetitions = 2");
+    let mut run = create_from(dir.path(), &text);
+    let world = World::shared();
+    {
+        let mut w = world.lock().unwrap();
+        let busy = |ops: f64, per_sec: f64| {
+            Ok(serde_json::json!({"placement": {}, "slices": 9,
+            "total_ops": ops, "ops_per_sec": per_sec}))
+        };
+        w.stop_results.insert(("nb-1".into(), 1), busy(2e9, 1e8));
+        w.stop_results.insert(("nb-1".into(), 2), busy(1e9, 5e7));
+        w.stop_results
+            .insert(("nb-2".into(), 1), Err("the agent crashed".into()));
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 6, 0, 6, 0));
+    assert_eq!(busy_at_starts(&world), [0, 0, 1, 1, 2, 2]);
+    let steps = |n: usize| {
+        vec![
+            format!("busy/neighbors={n}/rep=1"),
+            format!("busy/neighbors={n}/rep=2"),
+        ]
+    };
+    let b = background(&run);
+    let seen: Vec<(&str, &str, &str, SampleStatus)> = b
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.role.as_str(), r.job.as_str(), r.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("nb-1", "neighbor", "busy", SampleStatus::Ok),
+            ("nb-1", "neighbor", "busy", SampleStatus::Ok),
+            ("nb-2", "neighbor", "busy", SampleStatus::Failed),
+        ]
+    );
+    assert_eq!(b[0].steps, steps(1));
+    assert_eq!(
+        (b[0].achieved.ops_per_sec, b[0].achieved.runtime_s),
+        (Some(1e8), Some(20.0))
+    );
+    assert_eq!(b[1].steps, steps(2));
+    assert_eq!(b[1].achieved.ops_per_sec, Some(5e7));
+    assert_eq!(b[2].steps, steps(2));
+    assert_eq!(b[2].state, None);
+    assert_eq!(b[2].achieved.ops_per_sec, None);
+    let error = b[2].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("stopping it failed") && error.contains("the agent crashed"),
+        "{error}"
+    );
+    assert!(samples(&run).iter().all(|s| s.1 == SampleStatus::Ok));
+}
+
+/// A staircase of two load neighbors (100 Mbit/s each) towards the endpoint.
+fn load_staircase() -> String {
+    staircase("skip").replace(
+        "neighbor_state = \"busy\"",
+        "neighbor_state = \"busy\"\n\n[scenario.busy]\nkind = \"load\"\nrate = \"100M\"",
+    )
+}
+
+/// A background load's record says what it sent and what arrived against its
+/// target, and the endpoint's `serve` is stopped at the end of the session and
+/// recorded with its final snapshot, over every step.
+#[tokio::test]
+async fn a_load_neighbors_rates_and_the_endpoints_snapshot_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), &load_staircase());
+    let world = World::shared();
+    {
+        let mut w = world.lock().unwrap();
+        w.stop_results.insert(
+            ("nb-1".into(), 1),
+            Ok(serde_json::json!({"target_bps": 1e8,
+                "sent": {"elapsed_s": 2.0, "payload_bps": 9e7},
+                "sink": {"rate_bps": 1.8e7, "streams_reported": 1}, "streams": [{}]})),
+        );
+        w.stop_results.insert(
+            ("endpoint".into(), 1),
+            Ok(serde_json::json!({"taken_ns": 5,
+                "reflector": {"reflected": 0, "send_failures": 2, "garbage": {"bad_magic": 1}},
+                "sink": {"streams": [], "totals": {}, "garbage": {"truncated": 4}}})),
+        );
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    let b = background(&run);
+    let jobs: Vec<(&str, &str, &[String])> = b
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.job.as_str(), r.steps.as_slice()))
+        .collect();
+    let at = |steps: &[&str]| steps.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        jobs,
+        [
+            ("endpoint", "serve", at(&STEPS).as_slice()),
+            ("nb-1", "load", at(&STEPS[1..2]).as_slice()),
+            ("nb-1", "load", at(&STEPS[2..]).as_slice()),
+            ("nb-2", "load", at(&STEPS[2..]).as_slice()),
+        ]
+    );
+    let ep = &b[0];
+    assert_eq!(
+        (ep.role.as_str(), ep.status),
+        ("endpoint", SampleStatus::Ok)
+    );
+    assert_eq!(
+        (ep.achieved.send_failures, ep.achieved.garbage),
+        (Some(2), Some(5))
+    );
+    let nb1 = &b[1];
+    assert_eq!(nb1.target_bps, Some(1e8));
+    assert_eq!(
+        (nb1.achieved.sent_bps, nb1.achieved.rate_bps),
+        (Some(9e7), Some(1.8e7))
+    );
+    // Unscripted stops end the job with no result: nothing achieved is claimed.
+    assert_eq!(b[3].target_bps, Some(1e8));
+    assert_eq!(
+        (b[3].status, b[3].achieved.sent_bps),
+        (SampleStatus::Ok, None)
+    );
+}
+
+/// Every tenant's record in the manifest, the endpoint's included, carries the
+/// environment its own agent reported (the fakes name their tenant in the kernel).
+#[tokio::test]
+async fn the_manifest_records_each_tenants_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), &load_staircase());
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    go(&mut run, &mut provider, &never()).await;
+    let manifest = run.dir.read_manifest().unwrap();
+    let tenants = &manifest.sessions[0].tenants;
+    let names: Vec<(&str, &str)> = tenants
+        .iter()
+        .map(|t| (t.name.as_str(), t.role.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("test", "test"),
+            ("nb-1", "neighbor"),
+            ("nb-2", "neighbor"),
+            ("endpoint", "endpoint")
+        ]
+    );
+    for t in tenants {
+        let env = t.environment.as_ref().expect("an environment");
+        assert_eq!(env["kernel"], fake_kernel(&t.name), "{}", t.name);
+        assert_eq!(env["clocksource"], "fake-tsc");
+        // Recorded once, in the tenant record, not again in the health.
+        assert!(t.health.as_ref().is_some_and(|h| h.environment.is_none()));
+    }
 }
