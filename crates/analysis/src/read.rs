@@ -1,7 +1,8 @@
-//! Reading one run directory (`docs/results-format.md`, versions 1 and 2) into a typed polars
+//! Reading one run directory (`docs/results-format.md`, versions 1 to 3) into a typed polars
 //! data frame: `manifest.json` into [`RunInfo`] (what analysis needs of
 //! [`nnb_format::Manifest`]), `samples.jsonl` into flat columns
-//! (the nested `result` object is skipped), HDR interval logs on demand.
+//! (the nested `result` object is skipped), `background.jsonl` (version 3; absent
+//! before) into [`Background`] records, HDR interval logs on demand.
 //!
 //! A torn last line and a last step with fewer than `parts` records (a crashed or
 //! running run) are tolerated and noted; any other unreadable line, or a
@@ -18,7 +19,10 @@ use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use nnb_format::quality::{Quality, ResultQuality};
-use nnb_format::{parse_sample, JobKind, LineError, Metric, Sample, SampleStatus};
+use nnb_format::{
+    parse_background, parse_sample, BackgroundRecord, JobKind, LineError, Metric, Sample,
+    SampleStatus, BACKGROUND,
+};
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use serde_json::Value;
 
@@ -27,6 +31,10 @@ pub use nnb_format::{columns, Scenario, FORMAT_VERSION, MANIFEST, SAMPLES};
 /// One record of `samples.jsonl` as analysis reads it: of the nested `result`, only
 /// its qualifiers ([`Quality`]).
 type Record = Sample<ResultQuality>;
+
+/// One line of `background.jsonl` as analysis reads it: a background job's end and
+/// what it achieved, its raw `result` skipped.
+pub type Background = BackgroundRecord<serde::de::IgnoredAny>;
 
 /// Why a run could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +90,7 @@ pub enum ReadError {
 /// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// Format version the run was written in (1 or 2).
+    /// Format version the run was written in (1 to 3).
     pub format_version: u32,
     /// The run id (the directory name).
     pub run_id: String,
@@ -163,6 +171,9 @@ pub struct Run {
     pub samples: DataFrame,
     /// The qualifiers of each record's result, in record order.
     pub qualities: Vec<Quality>,
+    /// How every background job ended and what it achieved (`background.jsonl`; empty
+    /// for runs before version 3 and runs without background jobs).
+    pub background: Vec<Background>,
     /// What was tolerated while reading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
 }
@@ -172,7 +183,16 @@ pub struct Run {
 pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
     let manifest = read_manifest(&dir.join(MANIFEST))?;
     let samples_path = dir.join(SAMPLES);
-    let (records, mut notes) = read_samples(&samples_path)?;
+    let (records, mut notes) = read_lines(&samples_path, parse_sample::<ResultQuality>)?;
+    let background_path = dir.join(BACKGROUND);
+    let background = if background_path.exists() {
+        let (records, torn) =
+            read_lines(&background_path, parse_background::<serde::de::IgnoredAny>)?;
+        notes.extend(torn);
+        records.into_iter().map(|(_, r)| r).collect()
+    } else {
+        Vec::new()
+    };
     let records = complete_steps(records, &mut notes);
     let (records, qualities) = qualify(records, &mut notes);
     let samples = frame(&records).map_err(|source| ReadError::Frame {
@@ -195,6 +215,7 @@ pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
         manifest,
         samples,
         qualities,
+        background,
         notes,
     })
 }
@@ -295,9 +316,15 @@ fn session_warnings(manifest: &Value) -> Vec<String> {
     out
 }
 
-/// Parses one line; a line that is not a record is returned as the error message.
-fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, String>, ReadError> {
-    match parse_sample(line) {
+/// Parses one line with `parse`; a line that is not a record is returned as the error
+/// message.
+fn parse_line<T>(
+    path: &Path,
+    number: usize,
+    line: &str,
+    parse: impl Fn(&str) -> Result<T, LineError>,
+) -> Result<Result<T, String>, ReadError> {
+    match parse(line) {
         Ok(r) => Ok(Ok(r)),
         Err(LineError::Version(found)) => Err(ReadError::Version {
             path: path.to_path_buf(),
@@ -309,11 +336,15 @@ fn parse_line(path: &Path, number: usize, line: &str) -> Result<Result<Record, S
 }
 
 /// Records with their 1-based line numbers, and notes on what was tolerated.
-type Lines = (Vec<(usize, Record)>, Vec<String>);
+type Lines<T> = (Vec<(usize, T)>, Vec<String>);
 
-/// Streams `samples.jsonl`: every record, and a note when the last line was torn.
-/// A line that does not parse is an error unless no line follows it.
-fn read_samples(path: &Path) -> Result<Lines, ReadError> {
+/// Streams a JSON Lines file of records read by `parse` (`samples.jsonl`,
+/// `background.jsonl`): every record, and a note when the last line was torn. A line
+/// that does not parse is an error unless no line follows it.
+fn read_lines<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, LineError>,
+) -> Result<Lines<T>, ReadError> {
     let file = File::open(path).map_err(io_error(path))?;
     let mut reader = BufReader::with_capacity(1 << 20, file);
     let mut records = Vec::new();
@@ -334,7 +365,7 @@ fn read_samples(path: &Path) -> Result<Lines, ReadError> {
         if let Some((at, message)) = pending.take() {
             return Err(corrupt(path, at, message));
         }
-        match parse_line(path, number, line)? {
+        match parse_line(path, number, line, &parse)? {
             Ok(r) => records.push((number, r)),
             Err(message) => pending = Some((number, message)),
         }

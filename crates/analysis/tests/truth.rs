@@ -1,15 +1,15 @@
 //! One hand-made run per wrong or misleading number of the measurement audit
-//! (`reviews/measurement-audit.md` W1-W4, W6, M3, M5, M6, m10): each copies a fixture, edits
-//! its manifest or records with plain JSON, and checks the figure against arithmetic
-//! written out here.
+//! (`reviews/measurement-audit.md` W1-W4, W6, M3, M5, M6, M8, m10): each copies a
+//! fixture, edits its manifest or records with plain JSON (and writes its background
+//! records), and checks the figure against arithmetic written out here.
 
 use std::path::Path;
 
 use nnb_analysis::read::{read_run, Run};
 use nnb_analysis::table::Cell;
 use nnb_analysis::tables::{
-    degradation, findings, isolation, knees, latency_vs_load, run_tables, throughput, tidy,
-    Analyses, Isolation, IsolationPair, PmaxSource,
+    achieved_background, degradation, findings, isolation, knees, latency_vs_load, run_tables,
+    throughput, tidy, Analyses, Isolation, IsolationPair, PmaxSource,
 };
 use nnb_format::Metric;
 use serde_json::{json, Value};
@@ -603,4 +603,251 @@ fn m10_without_capacity_or_unrestricted_the_largest_baseline_stands_in() {
          not to the resource maximum"
     );
     assert!(iso.table().notes.contains(&note));
+}
+
+/// `fixture` as a run of format `version`: its manifest and every record say so.
+fn as_version(fixture: &str, version: u64) -> (tempfile::TempDir, Run) {
+    edited(
+        fixture,
+        |m| m["format_version"] = json!(version),
+        |r| r["format_version"] = json!(version),
+    )
+}
+
+/// The steps of one staircase level: its warm-up and three repetitions.
+fn level_steps(group: &str, n: usize) -> Vec<String> {
+    std::iter::once(format!("{group}/neighbors={n}/warmup=1"))
+        .chain((1..=3).map(|r| format!("{group}/neighbors={n}/rep={r}")))
+        .collect()
+}
+
+/// A background record as `nnb run` writes one (format version 3), with `fields`
+/// (what it achieved, its status) over the defaults of a neighbor stopped cleanly.
+fn background_record(tenant: &str, job: &str, steps: &[String], fields: Value) -> Value {
+    let mut r = json!({"format_version": 3, "run_id": "20261122T100000Z-aaaaaa",
+        "tenant": tenant, "role": "neighbor", "job": job, "steps": steps, "status": "ok",
+        "state": "stopped", "error": null, "started_at": "2026-11-22T10:00:00.000Z",
+        "stopped_at": "2026-11-22T10:01:00.000Z", "ran_s": 60.0, "target_bps": null,
+        "runtime_s": null, "ops_per_sec": null, "sent_bps": null, "rate_bps": null,
+        "reflected": null, "send_failures": null, "garbage": null, "result": {"any": 1}});
+    for (k, v) in fields.as_object().unwrap() {
+        r[k] = v.clone();
+    }
+    r
+}
+
+/// `dir`'s run with `records` as its `background.jsonl`, read again.
+fn with_background(dir: &tempfile::TempDir, records: &[Value]) -> Run {
+    let lines: String = records.iter().map(|r| r.to_string() + "\n").collect();
+    std::fs::write(dir.path().join("background.jsonl"), lines).unwrap();
+    read_run(dir.path()).unwrap()
+}
+
+/// M8: a version-3 staircase whose busy neighbors' ends were recorded. At
+/// busy/neighbors=1, nb-1 burned 4e8 ops/s. At neighbors=2, nb-1 burned 3e8; nb-2's
+/// first job ended on its own during rep 1 after 2e8 ops/s (failed), its restart
+/// burned 3e8: its mean is (2e8 + 3e8) / 2 = 2.5e8, the level's sum 3e8 + 2.5e8 =
+/// 5.5e8 ops/s. Idle neighbors run nothing and stay out of the table; the failed job
+/// is in the verdict.
+#[test]
+fn m8_the_busy_neighbors_achieved_ops_per_level() {
+    let (dir, _) = as_version("staircase", 3);
+    let two = level_steps("busy", 2);
+    let ops = |v: f64| json!({"ops_per_sec": v, "runtime_s": 60.0});
+    let run = with_background(
+        &dir,
+        &[
+            background_record("nb-1", "busy", &level_steps("busy", 1), ops(4e8)),
+            background_record("nb-1", "busy", &two, ops(3e8)),
+            background_record(
+                "nb-2",
+                "busy",
+                &two[..2],
+                json!({"ops_per_sec": 2e8, "status": "failed", "state": "done",
+                    "error": "it ended done before it was stopped"}),
+            ),
+            background_record("nb-2", "busy", &two[1..], ops(3e8)),
+            background_record("nb-1", "idle", &level_steps("idle", 1), json!({})),
+        ],
+    );
+    assert_eq!(run.manifest.format_version, 3);
+    assert_eq!(run.background.len(), 5);
+    let b = achieved_background(&run).unwrap().unwrap();
+    let levels: Vec<(&str, &str, usize, usize, usize)> = b
+        .levels
+        .iter()
+        .map(|l| {
+            (
+                l.group.as_str(),
+                l.label.as_str(),
+                l.neighbors,
+                l.reported,
+                l.failed,
+            )
+        })
+        .collect();
+    assert_eq!(
+        levels,
+        [
+            ("busy", "neighbors=1", 1, 1, 0),
+            ("busy", "neighbors=2", 2, 2, 1)
+        ]
+    );
+    close(b.levels[0].ops_per_sec.unwrap(), 4e8);
+    close(b.levels[1].ops_per_sec.unwrap(), 5.5e8);
+    assert_eq!(b.levels[1].target_bps, None);
+    let t = b.table();
+    assert_eq!(
+        t.columns,
+        ["level", "neighbors", "reported", "failed", "ops/s"]
+    );
+    assert_eq!(t.rows[1][0], Cell::text("busy/neighbors=2"));
+    let a = Analyses::of(&run).unwrap();
+    assert!(
+        a.verdict.iter().any(|f| f.starts_with(
+            "1 background job(s) failed or could not be stopped (e.g. neighbor busy on nb-2: \
+             it ended done before it was stopped)"
+        )),
+        "{:?}",
+        a.verdict
+    );
+    let names: Vec<String> = run_tables(&run)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names[..2], ["degradation", "background"]);
+}
+
+/// M8: load neighbors of 100 Mbit/s each. At neighbors=1, nb-1 sent 95 Mbit/s of which
+/// 18 arrived: 18% of its target, which the verdict flags. At neighbors=2, nb-1 sent
+/// 100 and 99 arrived; nb-2 sent 98 but its sink report is incomplete (no received
+/// rate): target 200, sent 198, received 99 of nb-1's 100 = 99%. The endpoint's
+/// reflector failed to send 3 pongs.
+#[test]
+fn m8_a_load_neighbor_short_of_its_target_is_flagged() {
+    let (dir, _) = as_version("staircase", 3);
+    let load = |sent: f64, received: Option<f64>| json!({"target_bps": 1e8, "sent_bps": sent, "rate_bps": received, "runtime_s": 60.0});
+    let two = level_steps("busy", 2);
+    let all: Vec<String> = level_steps("busy", 0)
+        .into_iter()
+        .chain(level_steps("busy", 1))
+        .chain(two.clone())
+        .collect();
+    let run = with_background(
+        &dir,
+        &[
+            background_record(
+                "nb-1",
+                "load",
+                &level_steps("busy", 1),
+                load(9.5e7, Some(1.8e7)),
+            ),
+            background_record("nb-1", "load", &two, load(1e8, Some(9.9e7))),
+            background_record("nb-2", "load", &two, load(9.8e7, None)),
+            background_record(
+                "endpoint",
+                "serve",
+                &all,
+                json!({"role": "endpoint", "reflected": 1000, "send_failures": 3, "garbage": 0}),
+            ),
+        ],
+    );
+    let b = achieved_background(&run).unwrap().unwrap();
+    assert_eq!(b.levels.len(), 2);
+    let (one, both) = (&b.levels[0], &b.levels[1]);
+    close(one.target_bps.unwrap(), 1e8);
+    close(one.sent_bps.unwrap(), 9.5e7);
+    close(one.rate_bps.unwrap(), 1.8e7);
+    close(one.received_pct.unwrap(), 18.0);
+    assert_eq!((both.neighbors, both.reported, both.failed), (2, 2, 0));
+    close(both.target_bps.unwrap(), 2e8);
+    close(both.sent_bps.unwrap(), 1.98e8);
+    close(both.rate_bps.unwrap(), 9.9e7);
+    close(both.received_pct.unwrap(), 99.0);
+    assert_eq!(both.ops_per_sec, None);
+    let t = b.table();
+    assert_eq!(
+        t.columns,
+        [
+            "level",
+            "neighbors",
+            "reported",
+            "failed",
+            "target (Mbit/s)",
+            "sent (Mbit/s)",
+            "received (Mbit/s)",
+            "received %"
+        ]
+    );
+    let a = Analyses::of(&run).unwrap();
+    assert!(
+        a.verdict.iter().any(|f| f.starts_with(
+            "neighbor load below 90% of its target in 1 case(s), lowest nb-1 at \
+             busy/neighbors=1/warmup=1: 18.0 of 100.0 Mbit/s (18%)"
+        )),
+        "{:?}",
+        a.verdict
+    );
+    assert!(
+        a.verdict
+            .iter()
+            .any(|f| f.starts_with("the reflector could not send 3 pong(s)")),
+        "{:?}",
+        a.verdict
+    );
+    assert!(!a
+        .verdict
+        .iter()
+        .any(|f| f.contains("background job(s) failed")));
+    assert!(!a.verdict.iter().any(|f| f.contains("endpoint dropped")));
+}
+
+/// M8: runs of versions 1 and 2 have no background records and analyse as before:
+/// no background table, no background finding.
+#[test]
+fn m8_v1_and_v2_runs_without_background_records_still_analyse() {
+    for version in [1, 2] {
+        let (_d, run) = as_version("staircase", version);
+        assert_eq!(run.manifest.format_version, version as u32);
+        assert!(run.background.is_empty());
+        let a = Analyses::of(&run).unwrap();
+        assert!(a.background.is_none());
+        assert!(a.degradation.is_some());
+        let names: Vec<String> = run_tables(&run)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["degradation", "verdict"], "version {version}");
+    }
+}
+
+/// M8 for load-steps, whose neighbors' loads are measured jobs: at load=100M each of
+/// the two neighbors received 20 Mbit/s, 40 of 100 = 40% of the level, which the
+/// verdict flags beside the latency table's achieved column.
+#[test]
+fn m8_a_load_steps_level_short_of_its_target_is_flagged() {
+    let (_d, run) = edited(
+        "load-steps",
+        |_| {},
+        |r| {
+            if r["job"] == "load" && r["level_label"] == "load=100M" {
+                r["rate_bps"] = json!(2e7);
+                r["value"] = json!(2e7);
+            }
+        },
+    );
+    let lat = latency_vs_load(&run).unwrap().unwrap();
+    close(lat.levels[2].achieved_bps.unwrap(), 4e7);
+    let a = Analyses::of(&run).unwrap();
+    assert!(
+        a.verdict.iter().any(|f| f.starts_with(
+            "neighbor load below 90% of its target in 1 case(s), lowest the neighbors at \
+             load=100M: 40.0 of 100.0 Mbit/s (40%)"
+        )),
+        "{:?}",
+        a.verdict
+    );
+    assert!(a.background.is_none());
 }

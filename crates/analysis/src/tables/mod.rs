@@ -1,8 +1,10 @@
 //! The analyses of a run, each a typed result (what plots need) that renders to
-//! [`Table`]s: degradation per step, thread-sweep knees, the isolation matrix, latency
-//! vs neighbor load and per-node throughput. Each `fn` returns `Ok(None)` when the
-//! run's scenario does not support it.
+//! [`Table`]s: degradation per step, what the background neighbors achieved,
+//! thread-sweep knees, the isolation matrix, latency vs neighbor load and per-node
+//! throughput. Each `fn` returns `Ok(None)` when the run's scenario does not support
+//! it.
 
+mod background;
 mod degradation;
 mod isolation;
 mod knees;
@@ -11,13 +13,14 @@ mod throughput;
 mod tidy;
 mod verdict;
 
+pub use background::{achieved_background, AchievedBackground, BackgroundLevel};
 pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
 pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource};
 pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
-pub use verdict::{findings, verdict_table, BASELINE_DRIFT_PCT, NOISY_CV};
+pub use verdict::{findings, verdict_table, BASELINE_DRIFT_PCT, LOAD_SHORTFALL, NOISY_CV};
 
 use nnb_format::quality::Quality;
 use nnb_format::{Metric, MetricValues, Role, SampleStatus};
@@ -51,9 +54,10 @@ pub enum AnalysisError {
     },
 }
 
-/// Every table the run's scenario supports, in a fixed order (degradation, knees,
-/// isolation, latency, throughput), then the run's verdict. The first table's notes
-/// also carry what loading tolerated and how many failed steps were left out.
+/// Every table the run's scenario supports, in a fixed order (degradation, achieved
+/// background, knees, isolation, latency, throughput), then the run's verdict. The
+/// first table's notes also carry what loading tolerated and how many failed steps
+/// were left out.
 pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
     Ok(Analyses::of(run)?.tables(run))
 }
@@ -64,6 +68,8 @@ pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
 pub struct Analyses {
     /// Degradation per level ([`degradation`]).
     pub degradation: Option<Degradation>,
+    /// What the background neighbors achieved per level ([`achieved_background`]).
+    pub background: Option<AchievedBackground>,
     /// Thread-sweep knees ([`knees`]).
     pub knees: Option<Knees>,
     /// Isolation-matrix metrics ([`isolation`]).
@@ -83,6 +89,7 @@ impl Analyses {
     pub fn of(run: &Run) -> Result<Analyses, AnalysisError> {
         let mut a = Analyses {
             degradation: degradation(run)?,
+            background: achieved_background(run)?,
             knees: knees(run)?,
             isolation: isolation(run)?,
             latency: latency_vs_load(run)?,
@@ -99,6 +106,7 @@ impl Analyses {
     pub fn tables(&self, run: &Run) -> Vec<Table> {
         let mut tables = Vec::new();
         tables.extend(self.degradation.as_ref().map(Degradation::table));
+        tables.extend(self.background.as_ref().map(AchievedBackground::table));
         tables.extend(self.knees.as_ref().map(Knees::table));
         tables.extend(self.isolation.as_ref().map(Isolation::table));
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));

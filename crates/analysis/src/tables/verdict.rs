@@ -1,9 +1,11 @@
 //! The run's verdict, like hyperfine's warnings: one line per thing that qualifies the
 //! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
-//! reports, GSO fallbacks, pacer skips, steal, failed steps), or one line saying the
-//! run was quiet.
+//! reports, GSO fallbacks, pacer skips, steal, a neighbor load short of its target, a
+//! background job that failed, pongs the reflector could not send, failed steps), or
+//! one line saying the run was quiet.
 
 use nnb_format::Role;
+use nnb_format::{BackgroundJob, SampleStatus};
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -15,6 +17,9 @@ pub const NOISY_CV: f64 = 0.05;
 /// Busy and idle baselines (the same setup: the test node alone) further apart than
 /// this (percent) mean the machine changed between the passes.
 pub const BASELINE_DRIFT_PCT: f64 = 5.0;
+/// A neighbor load that achieved less than this fraction of its target did not load
+/// the host as the level says.
+pub const LOAD_SHORTFALL: f64 = 0.9;
 
 /// The findings about `run`, given its analyses.
 pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
@@ -67,6 +72,7 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     let mut rows = measured(run, Role::Test)?;
     rows.extend(measured(run, Role::Neighbor)?);
     out.extend(qualifier_findings(&rows));
+    out.extend(background_findings(run, a));
     if a.failed > 0 {
         out.push(format!(
             "{} step(s) failed after their retries and are left out",
@@ -199,6 +205,82 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
         out.push(format!(
             "socket buffer smaller than asked for in {capped} record(s) (net.core.wmem_max / \
              rmem_max; run the agents as root): loss there may be the buffer's, not the path's"
+        ));
+    }
+    out
+}
+
+/// What the neighbors' and the endpoint's jobs say: loads short of their target
+/// (background loads from their records, a load-steps level from the latency table's
+/// achieved load), background jobs that failed, and the endpoint's send failures and
+/// dropped datagrams.
+fn background_findings(run: &Run, a: &Analyses) -> Vec<String> {
+    let mut out = Vec::new();
+    let mbit = |bps: f64| bps / 1e6;
+    let short: Vec<(String, f64, f64)> = run
+        .background
+        .iter()
+        .filter_map(|b| {
+            let target = b.target_bps.filter(|t| *t > 0.0)?;
+            let got = b.achieved.rate_bps.or(b.achieved.sent_bps)?;
+            let at = b.steps.first().map_or("", String::as_str);
+            (got < LOAD_SHORTFALL * target).then(|| (format!("{} at {at}", b.tenant), got, target))
+        })
+        .chain(a.latency.iter().flat_map(|l| &l.levels).filter_map(|l| {
+            let got = l.achieved_bps?;
+            (l.load_bps > 0.0 && got < LOAD_SHORTFALL * l.load_bps)
+                .then(|| (format!("the neighbors at {}", l.label), got, l.load_bps))
+        }))
+        .collect();
+    if let Some((who, got, target)) = short
+        .iter()
+        .min_by(|x, y| (x.1 / x.2).total_cmp(&(y.1 / y.2)))
+    {
+        out.push(format!(
+            "neighbor load below {:.0}% of its target in {} case(s), lowest {who}: \
+             {:.1} of {:.1} Mbit/s ({:.0}%): those levels loaded the host less than they say",
+            LOAD_SHORTFALL * 100.0,
+            short.len(),
+            mbit(*got),
+            mbit(*target),
+            got / target * 100.0
+        ));
+    }
+    let failed: Vec<_> = run
+        .background
+        .iter()
+        .filter(|b| b.status == SampleStatus::Failed)
+        .collect();
+    if let Some(first) = failed.first() {
+        out.push(format!(
+            "{} background job(s) failed or could not be stopped (e.g. {} {} on {}: {}): \
+             what they did is unknown or cut short",
+            failed.len(),
+            first.role,
+            first.job,
+            first.tenant,
+            first.error.as_deref().unwrap_or("no reason given")
+        ));
+    }
+    let serve = run
+        .background
+        .iter()
+        .filter(|b| BackgroundJob::from_name(&b.job) == Some(BackgroundJob::Serve));
+    let (send_failures, garbage) = serve.fold((0, 0), |(f, g), b| {
+        (
+            f + b.achieved.send_failures.unwrap_or(0),
+            g + b.achieved.garbage.unwrap_or(0),
+        )
+    });
+    if send_failures > 0 {
+        out.push(format!(
+            "the reflector could not send {send_failures} pong(s): the probe counted them lost"
+        ));
+    }
+    if garbage > 0 {
+        out.push(format!(
+            "the endpoint dropped {garbage} datagram(s) that were not nnb's: something else \
+             sent to its ports"
         ));
     }
     out
