@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
+use nnb_orchestrator::jobs::{BurnScope, JobRequest, JobSpec, JobState};
 use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, TenantSpec};
 
 use crate::support::agents;
@@ -86,6 +86,7 @@ async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
         duration_ms: None,
         pin: "cores".into(),
         cpus: None,
+        scope: BurnScope::Tenant,
     };
     let id = test
         .start(&JobRequest {
@@ -190,7 +191,8 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
 async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
-    std::fs::write(&token, "cli-token\n").unwrap();
+    std::fs::write(&token, "cli-token-0123456\n").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_nnb"))
         .args(["agent", "--cpus", "0", "--token-file"])
         .arg(&token)
@@ -209,7 +211,7 @@ async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
         .parse()
         .unwrap();
     assert!(addr.ip().is_loopback(), "127.0.0.1 by default: {addr}");
-    let client = nnb_orchestrator::client::AgentClient::new(addr, "cli-token".into());
+    let client = nnb_orchestrator::client::AgentClient::new(addr, "cli-token-0123456".into());
     assert_eq!(
         client.health().await.unwrap().cpus,
         vec![0],

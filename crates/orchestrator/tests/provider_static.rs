@@ -7,22 +7,25 @@ use std::path::{Path, PathBuf};
 use nnb_orchestrator::agent::{self, Agent, Token};
 use nnb_orchestrator::provider::{load_static, ProviderError, Role};
 
+/// Writes a file readable by its owner only, as a token file must be.
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosts_file_names_agents_that_answer_with_the_token_file() {
     let dir = tempfile::tempdir().unwrap();
-    let token = write(dir.path(), "token", "static-secret\n");
+    let token = write(dir.path(), "token", "static-secret-0123\n");
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
         .unwrap();
     let addr = listener.local_addr().unwrap();
     let agent = Agent::new(
-        Token::new("static-secret").unwrap(),
+        Token::new("static-secret-0123").unwrap(),
         IpAddr::V4(Ipv4Addr::LOCALHOST),
     )
     .unwrap();
@@ -48,7 +51,7 @@ async fn a_hosts_file_names_agents_that_answer_with_the_token_file() {
 #[test]
 fn bad_hosts_files_name_the_line() {
     let dir = tempfile::tempdir().unwrap();
-    let token = write(dir.path(), "token", "t\n");
+    let token = write(dir.path(), "token", "token-of-16-chars\n");
     let cases = [
         (
             "a test 127.0.0.1:1\nb neighbor\n",

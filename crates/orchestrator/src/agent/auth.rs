@@ -16,6 +16,9 @@ use super::{error_response, Agent};
 
 /// Bytes of randomness in a generated token (hex-encoded: twice as many characters).
 const TOKEN_BYTES: usize = 32;
+/// Shortest token a token file may hold: 16 characters, 64 bits of hex at least,
+/// beyond online guessing through an agent's request rate.
+pub const MIN_TOKEN_LEN: usize = 16;
 
 /// Why a token could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,28 @@ pub enum TokenError {
     Empty {
         /// The file.
         path: String,
+    },
+    /// The token is too short to be a secret.
+    #[error(
+        "token file {path} holds a token of {len} characters: use at least {MIN_TOKEN_LEN} \
+         (e.g. `openssl rand -hex 32 > {path}`)"
+    )]
+    TooShort {
+        /// The file.
+        path: String,
+        /// The token's length.
+        len: usize,
+    },
+    /// Other users can read the token file.
+    #[error(
+        "token file {path} is readable by other users (mode {mode:03o}): the token is a \
+         secret; `chmod 600 {path}`"
+    )]
+    Exposed {
+        /// The file.
+        path: String,
+        /// Its permission bits.
+        mode: u32,
     },
 }
 
@@ -54,15 +79,36 @@ impl Token {
         (!t.is_empty()).then(|| Token(t.to_string()))
     }
 
-    /// Reads the token from the first line of a file (whitespace trimmed).
+    /// Reads the token from the first line of a file (whitespace trimmed). The file
+    /// must be readable by its owner only (no group or other permission bits) and
+    /// the token at least [`MIN_TOKEN_LEN`] characters long.
     pub fn from_file(path: &Path) -> Result<Token, TokenError> {
+        use std::os::unix::fs::PermissionsExt;
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
+        let read_err = |source| TokenError::Read {
             path: shown.clone(),
             source,
-        })?;
+        };
+        let mode = std::fs::metadata(path)
+            .map_err(read_err)?
+            .permissions()
+            .mode()
+            & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(TokenError::Exposed { path: shown, mode });
+        }
+        let text = std::fs::read_to_string(path).map_err(read_err)?;
         let first = text.lines().next().unwrap_or("");
-        Token::new(first).ok_or(TokenError::Empty { path: shown })
+        let token = Token::new(first).ok_or(TokenError::Empty {
+            path: shown.clone(),
+        })?;
+        if token.0.chars().count() < MIN_TOKEN_LEN {
+            return Err(TokenError::TooShort {
+                path: shown,
+                len: token.0.chars().count(),
+            });
+        }
+        Ok(token)
     }
 
     /// A fresh random token: 32 bytes from the OS generator, hex-encoded.
@@ -125,6 +171,41 @@ mod tests {
             assert!(!t.matches(wrong), "{wrong:?}");
         }
         assert!(Token::new(" \n").is_none(), "an empty token is refused");
+    }
+
+    /// Reliability review L12: a token file others can read, or a short token, is
+    /// refused with a message that says why and how to fix it.
+    #[test]
+    fn token_files_must_be_private_and_long() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str, mode: u32| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            p
+        };
+        let good = file("good", "0123456789abcdef\n", 0o600);
+        assert!(Token::from_file(&good).unwrap().matches("0123456789abcdef"));
+        for mode in [0o644, 0o640, 0o604] {
+            let p = file(&format!("m{mode:o}"), "0123456789abcdef\n", mode);
+            let err = Token::from_file(&p).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("mode {mode:03o}")) && err.contains("chmod 600"),
+                "{err}"
+            );
+        }
+        let short = file("short", "abcde\n", 0o600);
+        let err = Token::from_file(&short).unwrap_err().to_string();
+        assert!(
+            err.contains("5 characters") && err.contains("at least 16"),
+            "{err}"
+        );
+        let empty = file("empty", "\n", 0o400);
+        assert!(Token::from_file(&empty)
+            .unwrap_err()
+            .to_string()
+            .contains("is empty"));
     }
 
     #[test]
