@@ -346,6 +346,36 @@ fn dry_run_prints_the_plan_without_starting_agents() {
     assert!(!results.exists(), "a dry run wrote results");
 }
 
+/// The isolation matrix's dry run: the capacity step first (1 + 4 + 12 levels, 3
+/// repetitions each), tenant a burning on every host CPU; the unrestricted baseline
+/// runs over the host's CPUs too, and the table says so.
+#[test]
+fn the_isolation_matrix_dry_run_measures_the_capacity_first() {
+    let exp = "experiments/isolation-matrix.toml";
+    let plan = nnb_json(&["run", exp, "--dry-run", "--json"]);
+    let steps = plan["steps"].as_array().cloned().unwrap_or_default();
+    assert_eq!(steps.len(), (1 + 4 + 12) * 3);
+    let cap = &steps[0];
+    assert_eq!(cap["id"], "capacity/capacity/rep=1");
+    assert_eq!(cap["group"], "capacity");
+    let job = &cap["measure"][0]["job"];
+    assert_eq!(cap["measure"][0]["tenant"], "a");
+    assert_eq!(job["kind"], "burn");
+    assert_eq!(job["pin"], "compact");
+    assert_eq!(job["scope"], "host", "{job}");
+    let unrestricted = steps
+        .iter()
+        .find(|s| s["id"] == "baseline/a=unrestricted/rep=1")
+        .unwrap_or_else(|| panic!("no unrestricted baseline"));
+    assert_eq!(unrestricted["measure"][0]["job"]["scope"], "host");
+    // A tenant-scope burn leaves the field out, as older agents expect.
+    assert!(steps[3]["measure"][0]["job"].get("scope").is_none());
+    let out = nnb(&["run", exp, "--dry-run"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("pin=compact over the host's CPUs"), "{text}");
+}
+
 #[test]
 fn schema_is_json_for_editors() {
     let schema = nnb_json(&["schema"]);

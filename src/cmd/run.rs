@@ -23,7 +23,7 @@ use nnb_burn::topology::{format_list, Topology};
 use nnb_format::Metric;
 use nnb_orchestrator::controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
 use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
-use nnb_orchestrator::jobs::JobSpec;
+use nnb_orchestrator::jobs::{BurnScope, JobSpec};
 use nnb_orchestrator::plan::{self, Assignment, Plan};
 use nnb_orchestrator::provider::local::carve_cpus;
 use nnb_orchestrator::results::{summarize, SummaryRow};
@@ -220,6 +220,7 @@ fn describe(job: &JobSpec) -> String {
             ops,
             duration_ms,
             pin,
+            scope,
             ..
         } => {
             let amount = match (ops, duration_ms) {
@@ -227,7 +228,11 @@ fn describe(job: &JobSpec) -> String {
                 (_, Some(ms)) => format!("{ms} ms"),
                 _ => String::new(),
             };
-            format!("burn {workload} x{threads} {amount} pin={pin}")
+            let over = match scope {
+                BurnScope::Tenant => "",
+                BurnScope::Host => " over the host's CPUs",
+            };
+            format!("burn {workload} x{threads} {amount} pin={pin}{over}")
         }
         JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
         JobSpec::Idle => "idle".to_string(),

@@ -29,8 +29,15 @@ pub enum JobSpec {
         duration_ms: Option<u64>,
         /// Pinning strategy: "none", "cores", "smt-sibling", "compact".
         pin: String,
-        /// Explicit CPU list (overrides `pin`); `None` = the agent's own CPUs.
+        /// Explicit CPU list (overrides `pin`); `None` = the CPUs of `scope`.
         cpus: Option<Vec<usize>>,
+        /// Which CPUs the threads are placed over (and an explicit `cpus` list is
+        /// checked against): `tenant` (the default, left out of the JSON) = the
+        /// agent's own CPUs; `host` = every online CPU of the machine, beyond the
+        /// agent's affinity, for a tenant without set boundaries (Volpert et al.'s
+        /// unrestricted state, the isolation matrix's capacity step).
+        #[serde(default, skip_serializing_if = "BurnScope::is_tenant")]
+        scope: BurnScope,
     },
     /// Steal/hiccup detection (`nnb steal`) on the given CPUs.
     Steal {
@@ -84,6 +91,30 @@ pub enum JobSpec {
     },
     /// Nothing, until stopped: an idle neighbor that is nonetheless "up".
     Idle,
+}
+
+/// Which CPUs a `burn` job's threads may use.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "controller", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum BurnScope {
+    /// The agent's own CPUs (its affinity mask: a local tenant's carved set).
+    #[default]
+    Tenant,
+    /// Every online CPU of the machine (`/sys/devices/system/cpu/online`): the
+    /// agent widens the burner threads' affinity to them before starting them, so
+    /// unpinned threads are scheduled over the whole host and pinned ones may take
+    /// any online CPU. A CPU outside a cgroup cpuset still cannot be used: pinning
+    /// to one fails, and unpinned threads get what the kernel allows (the result's
+    /// `cpus` says which).
+    Host,
+}
+
+impl BurnScope {
+    /// Whether this is the default scope, [`BurnScope::Tenant`].
+    pub fn is_tenant(&self) -> bool {
+        *self == BurnScope::Tenant
+    }
 }
 
 impl JobSpec {
@@ -157,8 +188,10 @@ pub struct JobStatus {
     pub kind: String,
     /// Where the job is.
     pub state: JobState,
-    /// The result as JSON, by kind: `burn` `{placement, clock, burn}` (placement,
-    /// `ClockInfo` and `BurnResult` of nnb_burn); `busy` `{placement, slices,
+    /// The result as JSON, by kind: `burn` `{placement, clock, burn, steal, scope,
+    /// cpus}` (placement, `ClockInfo` and `BurnResult` of nnb_burn, the steal on
+    /// the pinned CPUs, the job's [`BurnScope`], and the CPUs its threads were
+    /// allowed on, read back from the kernel); `busy` `{placement, slices,
     /// total_ops, ops_per_sec}` of one steady burn (`slices`: stop checks over all
     /// threads); `steal` a `StealReport`; `latency` a netlat
     /// `ProbeReport`; `load` a netlat `LoadReport`; `serve` `{reflector, sink}`

@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::experiment::{
-    Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Resource, Role,
-    Scenario, Staircase, TenantDef, ThreadSweep,
+    Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Network,
+    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep,
 };
-use crate::jobs::JobSpec;
+use crate::jobs::{BurnScope, JobSpec};
 
 /// Target placeholder for the endpoint's UDP sink, resolved by the controller.
 pub const SINK: &str = "@sink";
@@ -27,6 +27,9 @@ const UNDERCOMMIT: f64 = 0.5;
 const OVERCOMMIT_CPU: f64 = 2.0;
 const OVERCOMMIT_NET: f64 = 1.5;
 const UNRESTRICTED_NET: f64 = 10.0;
+/// Streams of the network capacity step: several, so that no single sender's pace
+/// limits what reaches the sink.
+const CAPACITY_STREAMS: usize = 4;
 
 /// One job on one tenant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,9 +46,10 @@ pub struct Step {
     /// Stable id, unique within the plan, e.g. `busy/neighbors=2/rep=3`.
     pub id: String,
     /// Part of the scenario: `busy`/`idle` (staircase), `sweep`, `load`,
-    /// `baseline`/`pair` (isolation matrix).
+    /// `capacity`/`baseline`/`pair` (isolation matrix).
     pub group: String,
-    /// Numeric level: neighbors, threads, aggregate load in bit/s, or Table 1 id.
+    /// Numeric level: neighbors, threads, aggregate load in bit/s, or Table 1 id
+    /// (0 for the isolation matrix's capacity step).
     pub level: f64,
     /// The level as people read it, e.g. `neighbors=2`, `load=50M`, `a_s b_o`.
     pub level_label: String,
@@ -115,7 +119,8 @@ fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<
 }
 
 /// Expands `exp` into its plan. `host_cpus` (online CPUs of the host the tenants
-/// share) sets the thread count of an unrestricted CPU tenant.
+/// share) sets the thread count of an unrestricted CPU tenant and of the isolation
+/// matrix's capacity step.
 pub fn expand(exp: &Experiment, host_cpus: usize) -> Plan {
     let mut b = Builder {
         exp,
@@ -255,12 +260,22 @@ impl Builder<'_> {
         }
     }
 
+    /// The isolation matrix: the resource's capacity (id 0, `p_max`), a alone in
+    /// each state (ids 1-4), then a beside b (ids 5-16, Volpert et al.'s Table 1).
     fn matrix(&mut self, m: &IsolationMatrix, host_cpus: usize) {
         use MatrixState::*;
         let a = self.test().clone();
         let Some(b) = self.neighbors().first().map(|t| (*t).clone()) else {
             return;
         };
+        self.level(Level {
+            group: "capacity".to_string(),
+            level: 0.0,
+            label: "capacity".to_string(),
+            background: Vec::new(),
+            measure: vec![capacity(m, &self.exp.network, &a, host_cpus)],
+            estimate: Some(m.duration),
+        });
         let mut id = 0;
         for state in [Undercommitted, Saturated, Overcommitted, Unrestricted] {
             id += 1;
@@ -318,8 +333,13 @@ impl MatrixState {
                     MatrixState::Saturated => (v, "cores"),
                     // More threads than vCPUs: unpinned, sharing the tenant's CPUs.
                     MatrixState::Overcommitted => (v * OVERCOMMIT_CPU, "none"),
-                    // As many threads as the host has CPUs, placed by the scheduler.
+                    // As many threads as the host has CPUs, placed by the scheduler
+                    // over all of them: no set boundaries.
                     MatrixState::Unrestricted => (host_cpus.max(1) as f64, "none"),
+                };
+                let scope = match self {
+                    MatrixState::Unrestricted => BurnScope::Host,
+                    _ => BurnScope::Tenant,
                 };
                 JobSpec::Burn {
                     workload: m.workload.clone(),
@@ -328,6 +348,7 @@ impl MatrixState {
                     duration_ms: Some(millis(m.duration)),
                     pin: pin.to_string(),
                     cpus: None,
+                    scope,
                 }
             }
             Resource::Network => {
@@ -345,6 +366,39 @@ impl MatrixState {
             tenant: t.name.clone(),
             job,
         }
+    }
+}
+
+/// The isolation matrix's capacity step: tenant `a` alone using the whole resource
+/// of the host, whose mean is `p_max`, "the maximum possible utilisation a resource
+/// can achieve" (Volpert et al., eq. 4). cpu: one burner thread pinned on each of
+/// the host's `host_cpus` online CPUs (host scope: beyond a's own CPUs); its ops/s
+/// is the host's throughput in the metric's own units. network: several streams
+/// asking for far more than the link carries (10x a tenant's share, and at least
+/// twice an emulated host NIC), so that the sink receives the link's capacity.
+fn capacity(m: &IsolationMatrix, network: &Network, a: &TenantDef, host_cpus: usize) -> Assignment {
+    let job = match m.resource {
+        Resource::Cpu => JobSpec::Burn {
+            workload: m.workload.clone(),
+            threads: host_cpus.max(1),
+            ops: None,
+            duration_ms: Some(millis(m.duration)),
+            pin: "compact".to_string(),
+            cpus: None,
+            scope: BurnScope::Host,
+        },
+        Resource::Network => {
+            let link = match network {
+                Network::Emulated { host_bw_bps } => 2.0 * host_bw_bps,
+                Network::None => 0.0,
+            };
+            let rate = (m.share_bps.unwrap_or(0.0) * UNRESTRICTED_NET).max(link);
+            load(rate, CAPACITY_STREAMS, m.msg_size, Some(m.duration))
+        }
+    };
+    Assignment {
+        tenant: a.name.clone(),
+        job,
     }
 }
 
@@ -387,6 +441,7 @@ fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
             duration_ms,
             pin: b.pin.clone(),
             cpus: None,
+            scope: BurnScope::Tenant,
         },
     }
 }

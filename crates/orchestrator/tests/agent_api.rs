@@ -8,7 +8,7 @@ use std::time::Duration;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use nnb_orchestrator::agent::{self, Agent, Token};
 use nnb_orchestrator::client::{AgentClient, AgentError};
-use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
+use nnb_orchestrator::jobs::{BurnScope, JobRequest, JobSpec, JobState};
 use serde_json::Value;
 
 const TOKEN: &str = "s3cret-token-for-tests";
@@ -133,6 +133,14 @@ async fn bad_requests_are_400_with_a_reason_and_the_agent_keeps_serving() {
             r#"{"spec":{"kind":"burn","workload":"int","threads":1,"ops":10,"duration_ms":5,"pin":"cores","cpus":null},"deadline_ms":1000}"#,
             "exactly one of",
         ),
+        (
+            r#"{"spec":{"kind":"burn","workload":"int","threads":1,"ops":10,"duration_ms":null,"pin":"cores","cpus":null,"scope":"galaxy"},"deadline_ms":1000}"#,
+            "unknown variant",
+        ),
+        (
+            r#"{"spec":{"kind":"burn","workload":"int","threads":1,"ops":10,"duration_ms":null,"pin":"cores","cpus":null,"scope":"host","cores":2},"deadline_ms":1000}"#,
+            "unknown field",
+        ),
     ];
     for (body, why) in cases {
         let (status, err) = post_raw(addr, Some(&auth), body).await;
@@ -167,6 +175,7 @@ async fn a_burn_job_returns_its_result_with_placement() {
         duration_ms: None,
         pin: "cores".into(),
         cpus: None,
+        scope: BurnScope::Tenant,
     };
     let id = start_job(&c, spec, 60_000).await;
     let st = c.wait(&id, Duration::from_secs(60)).await.unwrap();
@@ -183,6 +192,9 @@ async fn a_burn_job_returns_its_result_with_placement() {
         result["burn"]["threads"][0]["cpu_start"].as_u64(),
         Some(slot_cpu as u64)
     );
+    // Tenant scope (the default): the one pinned thread was allowed on its CPU only.
+    assert_eq!(result["scope"], "tenant");
+    assert_eq!(result["cpus"], serde_json::json!([slot_cpu]));
     // The steal on the burn's CPU while it ran (this kernel has the steal column).
     assert_eq!(result["steal"]["cpus"], serde_json::json!([slot_cpu]));
     assert!(result["steal"]["ticks"].is_u64(), "{result}");
@@ -398,6 +410,7 @@ async fn an_uninterruptible_job_past_its_deadline_is_timed_out_and_keeps_its_lat
         duration_ms: Some(1000),
         pin: "cores".into(),
         cpus: None,
+        scope: BurnScope::Tenant,
     };
     let id = start_job(&c, spec, 100).await;
     let st = c.wait(&id, Duration::from_secs(10)).await.unwrap();

@@ -1,7 +1,7 @@
 //! Plan expansion: step counts and ids for each scenario, and what runs where.
 
 use nnb_orchestrator::experiment::parse;
-use nnb_orchestrator::jobs::JobSpec;
+use nnb_orchestrator::jobs::{BurnScope, JobSpec};
 use nnb_orchestrator::plan::{expand, Plan, REFLECTOR, SINK};
 
 fn plan(src: &str) -> Plan {
@@ -113,40 +113,101 @@ fn load_steps_split_the_load_over_neighbors() {
 }
 
 #[test]
-fn isolation_matrix_is_4_baselines_then_12_pairs() {
+fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
     let src = "name = \"m\"\nrepetitions = 1\n[[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 4\n[[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 4\n[scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\n";
     let p = plan(src);
-    assert_eq!(p.steps.len(), 16);
-    assert!(p.steps[..4]
+    assert_eq!(p.steps.len(), 1 + 4 + 12);
+    let cap = &p.steps[0];
+    assert_eq!(cap.id, "capacity/capacity/rep=1");
+    assert_eq!((cap.group.as_str(), cap.level), ("capacity", 0.0));
+    assert_eq!(cap.measure.len(), 1);
+    assert_eq!(cap.measure[0].tenant, "a");
+    // The capacity: tenant a alone, one thread pinned on each of the host's 64 CPUs,
+    // placed over the host's CPUs rather than a's 4.
+    match &cap.measure[0].job {
+        JobSpec::Burn {
+            threads,
+            pin,
+            cpus,
+            scope,
+            duration_ms,
+            ..
+        } => {
+            assert_eq!((*threads, pin.as_str()), (64, "compact"));
+            assert_eq!((cpus, *scope), (&None, BurnScope::Host));
+            assert!(duration_ms.is_some());
+        }
+        other => panic!("not a burn: {other:?}"),
+    }
+    assert!(p.steps[1..5]
         .iter()
         .all(|s| s.group == "baseline" && s.measure.len() == 1));
-    assert!(p.steps[4..]
+    assert!(p.steps[5..]
         .iter()
         .all(|s| s.group == "pair" && s.measure.len() == 2));
-    assert_eq!(p.steps[3].id, "baseline/a=unrestricted/rep=1");
-    assert_eq!(p.steps[10].id, "pair/a=saturated,b=overcommitted/rep=1");
-    assert_eq!(p.steps[10].level, 11.0);
-    let threads = |s: usize, t: usize| match &p.steps[s].measure[t].job {
-        JobSpec::Burn { threads, .. } => *threads,
+    assert_eq!(p.steps[4].id, "baseline/a=unrestricted/rep=1");
+    assert_eq!(p.steps[11].id, "pair/a=saturated,b=overcommitted/rep=1");
+    assert_eq!(p.steps[11].level, 11.0);
+    let burn = |s: usize, t: usize| match &p.steps[s].measure[t].job {
+        JobSpec::Burn {
+            threads,
+            pin,
+            scope,
+            ..
+        } => (*threads, pin.clone(), *scope),
         other => panic!("not a burn: {other:?}"),
     };
+    let threads = |s: usize, t: usize| burn(s, t).0;
     // a undercommitted = half its vCPUs, saturated = all, overcommitted = twice;
-    // b unrestricted = every host CPU.
+    // unrestricted = every host CPU.
     assert_eq!(
-        (threads(0, 0), threads(1, 0), threads(2, 0), threads(3, 0)),
+        (threads(1, 0), threads(2, 0), threads(3, 0), threads(4, 0)),
         (2, 4, 8, 64)
     );
-    assert_eq!(threads(7, 1), 64);
+    assert_eq!(threads(8, 1), 64);
+    // Only the unrestricted tenant leaves its own CPUs: a alone (id 4) and b beside
+    // a (id 8, a_u b_f), unpinned over the host's CPUs.
+    let host = (64, "none".to_string(), BurnScope::Host);
+    assert_eq!(burn(4, 0), host);
+    assert_eq!(burn(8, 1), host);
+    assert_eq!(burn(8, 0).2, BurnScope::Tenant);
+    for s in [1, 2, 3, 6, 7, 11] {
+        for t in 0..p.steps[s].measure.len() {
+            assert_eq!(burn(s, t).2, BurnScope::Tenant, "{}", p.steps[s].id);
+        }
+    }
 
     let net = src.replace(
         "resource = \"cpu\"",
         "resource = \"network\"\nshare = \"100M\"",
     );
     let p = plan(&net);
-    assert_eq!(p.steps.len(), 16);
+    assert_eq!(p.steps.len(), 17);
     assert!(p.needs_endpoint());
-    match &p.steps[15].measure[1].job {
+    // The link's capacity: a alone, 4 streams asking for 10 x 100M = 1G.
+    match &p.steps[0].measure[0].job {
+        JobSpec::Load {
+            target,
+            rate_bps,
+            streams,
+            ..
+        } => {
+            assert_eq!((target.as_str(), *streams), (SINK, 4));
+            assert!((rate_bps - 1e9).abs() < 1.0, "{rate_bps}");
+        }
+        other => panic!("not a load: {other:?}"),
+    }
+    match &p.steps[16].measure[1].job {
         JobSpec::Load { rate_bps, .. } => assert!((rate_bps - 1e9).abs() < 1.0),
+        other => panic!("not a load: {other:?}"),
+    }
+    // On an emulated 3G NIC, 10 x 100M would not fill the link: twice the NIC, 6G.
+    let emulated = net.replace(
+        "[scenario]",
+        "[network]\nmode = \"emulated\"\nhost_bw = \"3G\"\n[scenario]",
+    );
+    match &plan(&emulated).steps[0].measure[0].job {
+        JobSpec::Load { rate_bps, .. } => assert!((rate_bps - 6e9).abs() < 1.0, "{rate_bps}"),
         other => panic!("not a load: {other:?}"),
     }
 }
@@ -157,7 +218,7 @@ fn example_experiments_expand() {
     for (file, steps) in [
         ("local-cpu-staircase.toml", 2 * 3 * (1 + 3)),
         ("local-latency-load.toml", 5 * 3),
-        ("isolation-matrix.toml", 16 * 3),
+        ("isolation-matrix.toml", (1 + 4 + 12) * 3),
     ] {
         let exp = nnb_orchestrator::experiment::load(&root.join(file), Some(2))
             .unwrap_or_else(|e| panic!("{e}"));

@@ -6,6 +6,7 @@
 //! runs on a blocking thread and polls the job's stop flag where the library allows
 //! it (busy, idle, serve, and the probes and load generator, which take a flag).
 
+use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -21,12 +22,13 @@ use nnb_netlat::hist::HistLog;
 use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_sys::affinity::restrict_to_cpus;
 use nnb_units::Rate;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::job_table::{JobShared, Outcome};
-use crate::jobs::JobSpec;
+use crate::jobs::{BurnScope, JobSpec};
 
 /// How often an idle or serving job checks its stop flag.
 const POLL: Duration = Duration::from_millis(20);
@@ -45,6 +47,17 @@ pub(super) struct JobEnv {
     pub bind_ip: IpAddr,
 }
 
+impl JobEnv {
+    /// The CPUs a burn of `scope` is placed over: the agent's own, or every online
+    /// CPU of the host (from the topology's sysfs `online` list).
+    fn scope_cpus(&self, scope: BurnScope) -> Vec<usize> {
+        match scope {
+            BurnScope::Tenant => self.cpus.clone(),
+            BurnScope::Host => self.topology.online().map(|c| c.id).collect(),
+        }
+    }
+}
+
 /// A checked job, ready to run.
 #[derive(Debug)]
 pub(super) enum Job {
@@ -56,6 +69,11 @@ pub(super) enum Job {
         work: Work,
         /// Where the threads go.
         placement: Placement,
+        /// Whose CPUs the threads may use.
+        scope: BurnScope,
+        /// With [`BurnScope::Host`], the host's online CPUs: the job widens its own
+        /// affinity to them before starting the threads, which inherit it.
+        widen_to: Option<Vec<usize>>,
     },
     /// A steady burn until stopped: threads pinned and workload prepared once.
     Busy {
@@ -95,6 +113,14 @@ pub(super) struct BurnJobResult {
     /// The hypervisor's steal on the burn's CPUs while it ran (`None` without a
     /// steal column in /proc/stat, or for unpinned threads).
     pub steal: Option<StepSteal>,
+    /// Whose CPUs the threads were placed over: the agent's (`tenant`) or the
+    /// host's (`host`).
+    pub scope: BurnScope,
+    /// The CPUs the threads were allowed on, ascending: the union of their affinity
+    /// masks as read back from the kernel (each pinned thread's one CPU; for
+    /// unpinned threads the mask they inherited, the host's online CPUs with scope
+    /// `host`).
+    pub cpus: Vec<usize>,
 }
 
 /// The result of a `busy` job: how much it burned until stopped.
@@ -143,6 +169,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
             duration_ms,
             pin,
             cpus,
+            scope,
         } => {
             let work = match (ops, duration_ms) {
                 (Some(n), None) => Work::Ops(*n),
@@ -155,13 +182,16 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
             };
             // Unpinned threads may outnumber the CPUs (an overcommitted tenant).
             let oversubscribe = strategy == PinStrategy::None;
+            let allowed = env.scope_cpus(*scope);
             let placement =
-                placement::plan(&env.topology, &strategy, *threads, &env.cpus, oversubscribe)
+                placement::plan(&env.topology, &strategy, *threads, &allowed, oversubscribe)
                     .map_err(|e| e.to_string())?;
             Ok(Job::Burn {
                 workload: workload(name)?,
                 work,
                 placement,
+                scope: *scope,
+                widen_to: (*scope == BurnScope::Host).then_some(allowed),
             })
         }
         JobSpec::Busy {
@@ -293,6 +323,25 @@ fn latency_with_hdr_log(cfg: &ProbeConfig, shared: &JobShared) -> Outcome {
     Ok(json)
 }
 
+/// Runs `f` on a thread of its own whose affinity is first widened to `cpus`, so
+/// that the threads `f` starts inherit it while the calling thread (one of the
+/// runtime's pooled threads, confined to the agent's CPUs) keeps its own.
+fn widened<T: Send>(cpus: &[usize], f: impl FnOnce() -> T + Send) -> Result<T, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            restrict_to_cpus(cpus).map_err(|e| {
+                format!(
+                    "cannot widen the burn to the host's CPUs ({}): {e}",
+                    nnb_burn::topology::format_list(cpus)
+                )
+            })?;
+            Ok(f())
+        })
+        .join()
+        .unwrap_or_else(|_| Err("the burn's host-scope thread panicked".to_string()))
+    })
+}
+
 fn to_json<T: Serialize>(v: &T) -> Outcome {
     serde_json::to_value(v).map_err(|e| format!("cannot encode the result as JSON: {e}"))
 }
@@ -306,21 +355,34 @@ impl Job {
                 workload,
                 work,
                 placement,
+                scope,
+                widen_to,
             } => {
                 let clock = clock();
                 let before = read_proc_stat_steal();
-                let burn = burner::burn(clock, &workload, work, &placement.slots)
-                    .map_err(|e| e.to_string())?;
-                let cpus: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
+                let run = || burner::burn(clock, &workload, work, &placement.slots);
+                let burn = match widen_to {
+                    None => run(),
+                    Some(host) => widened(&host, run)?,
+                }
+                .map_err(|e| e.to_string())?;
+                let pinned: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
                 let steal = before
                     .zip(read_proc_stat_steal())
-                    .filter(|_| !cpus.is_empty())
-                    .map(|(b, a)| StepSteal::between(&cpus, &b, &a));
+                    .filter(|_| !pinned.is_empty())
+                    .map(|(b, a)| StepSteal::between(&pinned, &b, &a));
+                let cpus: BTreeSet<usize> = burn
+                    .threads
+                    .iter()
+                    .flat_map(|t| t.affinity.iter().copied())
+                    .collect();
                 to_json(&BurnJobResult {
                     placement,
                     clock: clock.info(),
                     burn,
                     steal,
+                    scope,
+                    cpus: cpus.into_iter().collect(),
                 })
             }
             Job::Busy {
@@ -409,6 +471,95 @@ mod tests {
             Some((tid, minflt))
         })
         .collect()
+    }
+
+    /// A host-scope burn started by an agent confined to CPU 0 (a local tenant's
+    /// carved set) runs beyond it: two pinned threads take CPUs 0 and 1 and run
+    /// there, and unpinned threads inherit the host's online CPUs, 1 included. The
+    /// same burn in tenant scope has only CPU 0 for its two pinned threads, and the
+    /// agent's own thread is still confined afterwards.
+    #[test]
+    fn a_host_scope_burn_uses_cpus_beyond_the_agents() {
+        let topology = Topology::host().expect("topology");
+        let allowed = placement::allowed_cpus();
+        if !(allowed.contains(&0) && allowed.contains(&1)) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI needs CPUs 0 and 1 allowed, this process has {allowed:?}"
+            );
+            eprintln!("skipped: CPUs 0 and 1 are not both allowed here ({allowed:?})");
+            return;
+        }
+        let (pinned, unpinned, tenant, after) = std::thread::spawn(move || {
+            restrict_to_cpus(&[0]).expect("confine the agent to CPU 0");
+            let env = JobEnv {
+                topology,
+                cpus: placement::allowed_cpus(),
+                bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            };
+            assert_eq!(env.cpus, [0]);
+            let burn = |pin: &str, scope| {
+                let spec = JobSpec::Burn {
+                    workload: "int".into(),
+                    threads: 2,
+                    ops: None,
+                    duration_ms: Some(50),
+                    pin: pin.into(),
+                    cpus: None,
+                    scope,
+                };
+                prepare(&spec, &env).map(|job| job.run(&JobShared::default()))
+            };
+            (
+                burn("compact", BurnScope::Host),
+                burn("none", BurnScope::Host),
+                burn("compact", BurnScope::Tenant),
+                placement::allowed_cpus(),
+            )
+        })
+        .join()
+        .expect("agent thread");
+        let pinned = pinned.expect("a valid job").expect("a pinned host burn");
+        let at = |v: &Value, ptr: &str| -> Vec<u64> {
+            v.pointer(ptr)
+                .and_then(Value::as_array)
+                .unwrap_or_else(|| panic!("no {ptr} in {v}"))
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect()
+        };
+        let slots: Vec<u64> = (0..2)
+            .map(|i| {
+                pinned["placement"]["slots"][i]["cpu"]
+                    .as_u64()
+                    .expect("cpu")
+            })
+            .collect();
+        assert_eq!(slots, [0, 1], "{pinned}");
+        let seen: Vec<u64> = (0..2)
+            .map(|i| {
+                pinned["burn"]["threads"][i]["cpu_start"]
+                    .as_u64()
+                    .expect("cpu")
+            })
+            .collect();
+        assert_eq!(seen, [0, 1], "{pinned}");
+        assert_eq!(at(&pinned, "/cpus"), [0, 1]);
+        assert_eq!(pinned["scope"], "host");
+
+        let unpinned = unpinned
+            .expect("a valid job")
+            .expect("an unpinned host burn");
+        let cpus = at(&unpinned, "/cpus");
+        assert!(cpus.contains(&0) && cpus.contains(&1), "{unpinned}");
+        for i in 0..2 {
+            let mask = at(&unpinned, &format!("/burn/threads/{i}/affinity"));
+            assert_eq!(mask, cpus, "{unpinned}");
+        }
+
+        let err = tenant.expect_err("two pinned threads on the agent's one CPU");
+        assert!(err.contains("2 threads but only 1 usable CPUs"), "{err}");
+        assert_eq!(after, [0], "the widening leaked to the agent's thread");
     }
 
     /// A busy `mem` neighbor is one steady load: over a second its one thread keeps
