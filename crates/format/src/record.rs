@@ -307,7 +307,9 @@ pub struct Session<H = Value, C = Value> {
     pub started_at: String,
     /// When it ended, if it did.
     pub finished_at: Option<String>,
-    /// `running`, `completed`, `interrupted`, `aborted` or `failed`.
+    /// `running`, `completed`, `interrupted`, `aborted` or `failed`; `died` for a
+    /// session found still `running` when the run was resumed: its process ended
+    /// without closing it (a `kill -9`, a crash, a power loss).
     pub status: String,
     /// The controller's command line.
     pub command: Vec<String>,

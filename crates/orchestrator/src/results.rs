@@ -53,6 +53,55 @@ pub enum ResultsError {
         /// What is wrong.
         message: String,
     },
+    /// Another process is writing the run directory.
+    #[error(
+        "{path} is being written by another nnb ({holder}): two writers would measure \
+         steps twice and interleave their records; wait for it to finish or stop it"
+    )]
+    Locked {
+        /// The run directory.
+        path: PathBuf,
+        /// Who holds the lock, as it wrote itself into the lock file.
+        holder: String,
+    },
+}
+
+/// Takes the run directory's lock and writes this process into the lock file, or
+/// says who holds it.
+fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError> {
+    let path = dir.join(LOCK);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err("cannot open", &path))?;
+    if !nnb_sys::file::try_lock_exclusive(&file).map_err(io_err("cannot lock", &path))? {
+        let mut holder = String::new();
+        // Bounded: the holder wrote one short line.
+        let _ = (&file).take(4096).read_to_string(&mut holder);
+        let holder = holder.trim();
+        return Err(ResultsError::Locked {
+            path: dir.to_path_buf(),
+            holder: if holder.is_empty() {
+                "unknown".to_string()
+            } else {
+                holder.to_string()
+            },
+        });
+    }
+    let me = format!(
+        "pid {}, `{}`, since {}\n",
+        std::process::id(),
+        std::env::args().collect::<Vec<_>>().join(" "),
+        nnb_format::timestamp(SystemTime::now())
+    );
+    file.set_len(0)
+        .and_then(|()| file.write_all(me.as_bytes()))
+        .and_then(|()| file.sync_data())
+        .map_err(io_err("cannot write", &path))?;
+    Ok(std::sync::Arc::new(file))
 }
 
 /// Wraps an I/O error with what was done to which path.
@@ -104,28 +153,41 @@ impl StepRecord for Step {
     }
 }
 
-/// A run's directory.
+/// The lock file of a run directory: one writer at a time holds an exclusive
+/// advisory lock on it (see [`RunDir`]).
+pub const LOCK: &str = ".lock";
+
+/// A run's directory, locked for writing: while a `RunDir` (or a clone) lives, this
+/// process holds an exclusive lock on its `.lock` file, which also says who holds it
+/// (pid, command, start). The kernel drops the lock when the process ends, even by
+/// `kill -9`, so a dead writer never blocks a resume.
 #[derive(Debug, Clone)]
 pub struct RunDir {
     /// `<results>/<run-id>`.
     pub path: PathBuf,
     /// The run id.
     pub run_id: String,
+    /// The locked `.lock` file, kept open for the directory's lifetime.
+    _lock: std::sync::Arc<File>,
 }
 
 impl RunDir {
-    /// Creates `<results>/<run_id>` (which must not exist yet).
+    /// Creates `<results>/<run_id>` (which must not exist yet), locked.
     pub fn create(results: &Path, run_id: &str) -> Result<RunDir, ResultsError> {
         fs::create_dir_all(results).map_err(io_err("cannot create", results))?;
         let path = results.join(run_id);
         fs::create_dir(&path).map_err(io_err("cannot create", &path))?;
+        let lock = lock_dir(&path)?;
         Ok(RunDir {
             path,
             run_id: run_id.to_string(),
+            _lock: lock,
         })
     }
 
-    /// Opens the existing run `run_id` under `results`.
+    /// Opens the existing run `run_id` under `results`, locked; a run another process
+    /// is writing is refused with [`ResultsError::Locked`]. A manifest's temporary
+    /// file that a killed writer left behind is removed.
     pub fn open(results: &Path, run_id: &str) -> Result<RunDir, ResultsError> {
         let path = results.join(run_id);
         if !path.join(MANIFEST).is_file() {
@@ -134,9 +196,16 @@ impl RunDir {
                 message: format!("no run `{run_id}` here (no {MANIFEST})"),
             });
         }
+        let lock = lock_dir(&path)?;
+        let tmp = path.join(format!("{MANIFEST}.tmp"));
+        if tmp.exists() {
+            tracing::info!("removing {}, left by a writer that died", tmp.display());
+            fs::remove_file(&tmp).map_err(io_err("cannot remove", &tmp))?;
+        }
         Ok(RunDir {
             path,
             run_id: run_id.to_string(),
+            _lock: lock,
         })
     }
 
@@ -406,6 +475,35 @@ mod tests {
             "stopped_at": "2026-11-22T10:00:01.000Z", "ran_s": 1.0, "target_bps": null,
             "result": null}))
         .expect("a background record")
+    }
+
+    /// Reliability review H2: one writer per run directory. A second open is refused
+    /// and names the holder; once the holder is gone (dropped here; a killed process
+    /// loses its lock the same way) the run opens again, and a manifest temporary
+    /// file the dead writer left is cleaned up.
+    #[test]
+    fn a_run_directory_has_one_writer_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::create(dir.path(), "r").unwrap();
+        fs::write(run.path.join(MANIFEST), "{}").unwrap();
+        let err = RunDir::open(dir.path(), "r").unwrap_err();
+        let ResultsError::Locked { holder, .. } = &err else {
+            panic!("{err}");
+        };
+        assert!(
+            holder.starts_with(&format!("pid {},", std::process::id())),
+            "{holder}"
+        );
+        assert!(
+            err.to_string().contains("being written by another nnb"),
+            "{err}"
+        );
+        let tmp = run.path.join(format!("{MANIFEST}.tmp"));
+        fs::write(&tmp, "half a manifest").unwrap();
+        drop(run);
+        let again = RunDir::open(dir.path(), "r").unwrap();
+        assert!(!tmp.exists(), "the dead writer's temporary file is removed");
+        assert!(again.path.join(LOCK).is_file());
     }
 
     #[test]

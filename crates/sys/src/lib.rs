@@ -11,6 +11,7 @@
 
 pub mod affinity;
 pub mod clock;
+pub mod file;
 pub mod mmsg;
 pub mod process;
 pub mod socket;

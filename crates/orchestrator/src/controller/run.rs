@@ -62,10 +62,23 @@ impl Run {
 
     /// Opens run `run_id` under `results` to resume it: the experiment is re-read
     /// from the text stored in its manifest, so the plan (and its step ids) is the
-    /// one the run started with.
+    /// one the run started with. The directory is locked ([`RunDir::open`]), so a
+    /// session still marked `running` has no living writer: it is marked `died`.
     pub fn open(results: &Path, run_id: &str, host_cpus: usize) -> Result<Run, ControllerError> {
         let dir = RunDir::open(results, run_id)?;
-        let manifest = dir.read_manifest()?;
+        let mut manifest = dir.read_manifest()?;
+        for s in manifest
+            .sessions
+            .iter_mut()
+            .filter(|s| s.status == "running")
+        {
+            tracing::warn!(
+                "run {run_id}: the session started at {} ended without closing (killed?); \
+                 marking it `died`",
+                s.started_at
+            );
+            s.status = "died".to_string();
+        }
         let experiment = experiment::parse(
             &manifest.experiment_file,
             &manifest.experiment_text,

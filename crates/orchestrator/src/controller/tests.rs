@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::testing::{fake_kernel, FakeProvider, World};
-use super::{execute_with, Cancel, Run, RunOptions, RunOutcome, RunStatus};
+use super::{execute_with, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus};
 use crate::experiment;
 use crate::journal::read_samples;
 use crate::plan;
 use crate::provider::{Provider, StaticProvider};
-use crate::results::{BackgroundRecord, Sample, SampleStatus};
+use crate::results::{BackgroundRecord, ResultsError, Sample, SampleStatus};
 
 const HOST_CPUS: usize = 8;
 const STEPS: [&str; 3] = [
@@ -333,6 +333,21 @@ async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
         "the step in flight is dropped"
     );
     assert_eq!(provider.shutdowns, 1);
+    // A second writer is refused while this one holds the run directory.
+    match Run::open(dir.path(), &run_id, HOST_CPUS) {
+        Err(ControllerError::Results(ResultsError::Locked { holder, .. })) => {
+            assert!(
+                holder.contains(&format!("pid {}", std::process::id())),
+                "{holder}"
+            )
+        }
+        other => panic!("a second writer got in: {:?}", other.map(|r| r.dir.run_id)),
+    }
+    // As a kill -9 leaves it: the session never closed, and the lock dies with it.
+    let mut m = run.dir.read_manifest().unwrap();
+    m.sessions[0].status = "running".to_string();
+    run.dir.write_manifest(&m).unwrap();
+    drop(run);
 
     let mut resumed = Run::open(dir.path(), &run_id, HOST_CPUS).expect("run reopens");
     let world = World::shared();
@@ -354,7 +369,7 @@ async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
         .iter()
         .map(|s| (s.status.as_str(), s.steps_run))
         .collect();
-    assert_eq!(ends, [("interrupted", 1), ("completed", 2)]);
+    assert_eq!(ends, [("died", 1), ("completed", 2)]);
 }
 
 #[tokio::test]
