@@ -321,6 +321,13 @@ fn m5_m6_latency_shows_loss_and_the_achieved_load() {
         "{:?}",
         a.verdict
     );
+    assert!(
+        a.verdict
+            .iter()
+            .any(|f| f.contains("2 RTT sample(s) above")),
+        "{:?}",
+        a.verdict
+    );
 }
 
 /// The verdict of a quiet run says so; a noisy one names the level and its CV. Busy

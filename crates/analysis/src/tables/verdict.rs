@@ -82,53 +82,94 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     Ok(out)
 }
 
+/// The qualifiers of a set of records, counted once: the run verdict words them in
+/// full over the run, a table row in short over one level.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Records timed with a clock other than the TSC, and one such warning.
+    clock: usize,
+    clock_example: Option<String>,
+    /// Records with steal, and the seconds stolen in all.
+    stolen_records: usize,
+    stolen_s: f64,
+    /// Probe pings sent and lost, and RTT samples clamped.
+    sent: u64,
+    lost: u64,
+    clamped: u64,
+    /// Load records without a complete sink report, and with a GSO fallback.
+    partial: usize,
+    gso: usize,
+    /// Pacer slots skipped and sends refused over the load records.
+    skipped: u64,
+    errors: u64,
+    /// Records whose socket buffer was capped below the size asked for.
+    capped: usize,
+}
+
+impl Tally {
+    fn of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Tally {
+        let mut t = Tally::default();
+        for q in rows.into_iter().map(|r| &r.quality) {
+            if let Some(w) = q.clock_warning() {
+                t.clock += 1;
+                t.clock_example.get_or_insert(w);
+            }
+            if let Some(s) = q.steal.filter(|s| s.ticks > 0) {
+                t.stolen_records += 1;
+                t.stolen_s += s.seconds();
+            }
+            if let Some(c) = q.counts {
+                t.sent += c.sent;
+                t.lost += c.lost;
+            }
+            t.clamped += q.clamped.unwrap_or(0);
+            // A load's result has its sender's totals.
+            if let Some(x) = q.sent {
+                t.partial += usize::from(!q.sink_complete());
+                t.gso += usize::from(q.gso_fallback());
+                t.skipped += x.skipped;
+                t.errors += x.send_errors;
+            }
+            t.capped += usize::from(q.buffer_capped());
+        }
+        t
+    }
+
+    fn loss_pct(&self) -> f64 {
+        self.lost as f64 / self.sent.max(1) as f64 * 100.0
+    }
+}
+
 /// The qualifiers of one level's records, short, for the level's row of a table:
 /// the same findings as the verdict's, where they happened.
 pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
+    let t = Tally::of(rows.iter().copied());
     let mut out = Vec::new();
-    let (sent, lost) = rows
-        .iter()
-        .filter_map(|r| r.quality.counts)
-        .fold((0u64, 0u64), |(s, l), c| (s + c.sent, l + c.lost));
-    if lost > 0 {
-        out.push(format!(
-            "loss {:.2}%",
-            lost as f64 / sent.max(1) as f64 * 100.0
-        ));
+    if t.lost > 0 {
+        out.push(format!("loss {:.2}%", t.loss_pct()));
     }
-    let clamped: u64 = rows.iter().filter_map(|r| r.quality.clamped).sum();
-    if clamped > 0 {
-        out.push(format!("{clamped} clamped"));
+    if t.clamped > 0 {
+        out.push(format!("{} clamped", t.clamped));
     }
-    if rows.iter().any(|r| r.quality.clock_warning().is_some()) {
+    if t.clock > 0 {
         out.push("clock fallback".to_string());
     }
-    let stolen: f64 = rows
-        .iter()
-        .filter_map(|r| r.quality.steal)
-        .map(|s| s.seconds())
-        .sum();
-    if stolen > 0.0 {
-        out.push(format!("steal {stolen:.2} s"));
+    if t.stolen_records > 0 {
+        out.push(format!("steal {:.2} s", t.stolen_s));
     }
-    let loads: Vec<&&Row> = rows.iter().filter(|r| r.quality.sent.is_some()).collect();
-    if loads.iter().any(|r| !r.quality.sink_complete()) {
+    if t.partial > 0 {
         out.push("sink gaps".to_string());
     }
-    if loads.iter().any(|r| r.quality.gso_fallback()) {
+    if t.gso > 0 {
         out.push("GSO fallback".to_string());
     }
-    let (skipped, errors) = loads
-        .iter()
-        .filter_map(|r| r.quality.sent)
-        .fold((0u64, 0u64), |(s, e), x| (s + x.skipped, e + x.send_errors));
-    if skipped > 0 {
-        out.push(format!("{skipped} skipped"));
+    if t.skipped > 0 {
+        out.push(format!("{} skipped", t.skipped));
     }
-    if errors > 0 {
-        out.push(format!("{errors} send errors"));
+    if t.errors > 0 {
+        out.push(format!("{} send errors", t.errors));
     }
-    if rows.iter().any(|r| r.quality.buffer_capped()) {
+    if t.capped > 0 {
         out.push("buffer capped".to_string());
     }
     out
@@ -136,75 +177,63 @@ pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
 
 /// What the records' qualifiers say, counted over the run.
 fn qualifier_findings(rows: &[Row]) -> Vec<String> {
+    let t = Tally::of(rows);
     let mut out = Vec::new();
-    let count = |f: &dyn Fn(&Row) -> bool| rows.iter().filter(|r| f(r)).count();
-    let clock = count(&|r| r.quality.clock_warning().is_some());
-    if clock > 0 {
-        let example = rows
-            .iter()
-            .find_map(|r| r.quality.clock_warning())
-            .unwrap_or_default();
+    if t.clock > 0 {
         out.push(format!(
-            "clock fallback in {clock} record(s) ({example}): their times are less precise"
+            "clock fallback in {} record(s) ({}): their times are less precise",
+            t.clock,
+            t.clock_example.as_deref().unwrap_or_default()
         ));
     }
-    let stolen: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.quality.steal)
-        .filter(|s| s.ticks > 0)
-        .map(|s| s.seconds())
-        .collect();
-    if !stolen.is_empty() {
+    if t.stolen_records > 0 {
         out.push(format!(
             "steal in {} record(s), {:.2} s in all: the hypervisor ran something else on \
              the test CPUs",
-            stolen.len(),
-            stolen.iter().sum::<f64>()
+            t.stolen_records, t.stolen_s
         ));
     }
-    let (sent, lost) = rows
-        .iter()
-        .filter_map(|r| r.quality.counts)
-        .fold((0u64, 0u64), |(s, l), c| (s + c.sent, l + c.lost));
-    if lost > 0 {
+    if t.lost > 0 {
         out.push(format!(
-            "probe loss: {lost} of {sent} pings ({:.2}%) unanswered; RTTs describe the \
-             answered ones",
-            lost as f64 / sent.max(1) as f64 * 100.0
+            "probe loss: {} of {} pings ({:.2}%) unanswered; RTTs describe the answered ones",
+            t.lost,
+            t.sent,
+            t.loss_pct()
         ));
     }
-    // A load's result has its sender's totals.
-    let loads: Vec<&Row> = rows.iter().filter(|r| r.quality.sent.is_some()).collect();
-    let partial = loads.iter().filter(|r| !r.quality.sink_complete()).count();
-    if partial > 0 {
+    if t.clamped > 0 {
         out.push(format!(
-            "sink reports missing for {partial} load record(s): no received rate there"
+            "{} RTT sample(s) above the histogram's ceiling, clamped to it",
+            t.clamped
         ));
     }
-    let gso = loads.iter().filter(|r| r.quality.gso_fallback()).count();
-    if gso > 0 {
+    if t.partial > 0 {
         out.push(format!(
-            "GSO fallback in {gso} load record(s): plain sends, higher CPU cost per datagram"
+            "sink reports missing for {} load record(s): no received rate there",
+            t.partial
         ));
     }
-    let (skipped, errors) = loads
-        .iter()
-        .filter_map(|r| r.quality.sent)
-        .fold((0u64, 0u64), |(s, e), x| (s + x.skipped, e + x.send_errors));
-    if skipped > 0 {
+    if t.gso > 0 {
         out.push(format!(
-            "the load pacer dropped {skipped} datagram slot(s) after stalls: the neighbor load \
-             was below its target there"
+            "GSO fallback in {} load record(s): plain sends, higher CPU cost per datagram",
+            t.gso
         ));
     }
-    if errors > 0 {
-        out.push(format!("{errors} send error(s) in the neighbor load"));
-    }
-    let capped = rows.iter().filter(|r| r.quality.buffer_capped()).count();
-    if capped > 0 {
+    if t.skipped > 0 {
         out.push(format!(
-            "socket buffer smaller than asked for in {capped} record(s) (net.core.wmem_max / \
-             rmem_max; run the agents as root): loss there may be the buffer's, not the path's"
+            "the load pacer dropped {} datagram slot(s) after stalls: the neighbor load \
+             was below its target there",
+            t.skipped
+        ));
+    }
+    if t.errors > 0 {
+        out.push(format!("{} send error(s) in the neighbor load", t.errors));
+    }
+    if t.capped > 0 {
+        out.push(format!(
+            "socket buffer smaller than asked for in {} record(s) (net.core.wmem_max / \
+             rmem_max; run the agents as root): loss there may be the buffer's, not the path's",
+            t.capped
         ));
     }
     out
