@@ -5,14 +5,23 @@
 //! before) into [`Background`] records, HDR interval logs on demand.
 //!
 //! A torn last line and a last step with fewer than `parts` records (a crashed or
-//! running run) are tolerated and noted; any other unreadable line, or a
+//! running run) are tolerated and noted; any other unreadable line (not JSON, not
+//! UTF-8, longer than [`MAX_LINE_BYTES`]), a value no measurement can have (a negative
+//! or non-finite runtime, rate or RTT; a `part` outside `1..=parts`), or a
 //! `format_version` this nnb does not read ([`nnb_format::READABLE_VERSIONS`]), is an
-//! error naming the file and line.
+//! error naming the file and line. A record whose step, tenant and part an earlier line
+//! already had is ignored and noted (see [`Run::duplicates`]).
+//!
+//! A run directory is untrusted input, and reading it stays bounded: every file read
+//! must be a regular file (a FIFO or a link to `/dev/zero` is refused, never read), the
+//! manifest and each HDR log have a size limit ([`MAX_MANIFEST_BYTES`],
+//! [`MAX_HDR_BYTES`]), JSON Lines are read a bounded line at a time, and an `hdr_log`
+//! must name a file inside the run directory (symlinks resolved).
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Component, Path, PathBuf};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
@@ -27,6 +36,16 @@ use polars::prelude::{Column, DataFrame, NamedFrom, Series};
 use serde_json::Value;
 
 pub use nnb_format::{columns, Scenario, FORMAT_VERSION, MANIFEST, SAMPLES};
+
+/// The longest line, with its newline, read from `samples.jsonl` or
+/// `background.jsonl`: a record is a few KiB, so a longer line is not one. Only this much
+/// of a line is held in memory; the rest is skipped and the line is unreadable.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+/// The largest `manifest.json` read: a manifest is a few KiB plus a few per session.
+pub const MAX_MANIFEST_BYTES: u64 = 16 << 20;
+/// The largest HDR interval log read: one compressed histogram per second, so a
+/// day-long job writes a few tens of MiB.
+pub const MAX_HDR_BYTES: u64 = 256 << 20;
 
 /// One record of `samples.jsonl` as analysis reads it: of the nested `result`, only
 /// its qualifiers ([`Quality`]).
@@ -67,6 +86,15 @@ pub enum ReadError {
         line: usize,
         /// The version found.
         found: u64,
+    },
+    /// A file analysis does not read: not a regular file, over its size limit, or (an
+    /// `hdr_log`) outside the run directory.
+    #[error("{path}: refused: {message}")]
+    Refused {
+        /// The file, or the run directory for an `hdr_log` outside it.
+        path: PathBuf,
+        /// Why it is refused.
+        message: String,
     },
     /// An HDR interval log could not be decoded.
     #[error("{path}: {message}")]
@@ -174,6 +202,12 @@ pub struct Run {
     /// How every background job ended and what it achieved (`background.jsonl`; empty
     /// for runs before version 3 and runs without background jobs).
     pub background: Vec<Background>,
+    /// Records ignored because an earlier line had the same step, tenant and part, as
+    /// two writers appending to one run leave them: the first copy is kept (a complete
+    /// measurement of the step), the later ones would count the step twice, narrowing
+    /// its interval and weighting its level. Flagged (a note and a verdict finding)
+    /// rather than refused, so that a run damaged this way still analyses honestly.
+    pub duplicates: usize,
     /// What was tolerated while reading, e.g. `samples.jsonl:1043: torn last line ignored`.
     pub notes: Vec<String>,
 }
@@ -184,6 +218,8 @@ pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
     let manifest = read_manifest(&dir.join(MANIFEST))?;
     let samples_path = dir.join(SAMPLES);
     let (records, mut notes) = read_lines(&samples_path, parse_sample::<ResultQuality>)?;
+    check_values(&samples_path, &records)?;
+    let (records, duplicates) = drop_duplicates(records, &mut notes);
     let background_path = dir.join(BACKGROUND);
     let background = if background_path.exists() {
         let (records, torn) =
@@ -216,6 +252,7 @@ pub fn read_run(dir: &Path) -> Result<Run, ReadError> {
         samples,
         qualities,
         background,
+        duplicates,
         notes,
     })
 }
@@ -235,9 +272,80 @@ fn corrupt(path: &Path, line: usize, message: impl Into<String>) -> ReadError {
     }
 }
 
+fn refused(path: &Path, message: impl Into<String>) -> ReadError {
+    ReadError::Refused {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+/// What a file that is not a regular file is, for an error message.
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Opens `path` (following symlinks) if it is a regular file, with its size. It is
+/// opened without blocking and checked once open, so a FIFO neither hangs the open nor
+/// is read, and a device such as `/dev/zero` is refused before a byte is read from it.
+fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(io_error(path))?;
+    let meta = file.metadata().map_err(io_error(path))?;
+    if !meta.is_file() {
+        return Err(refused(
+            path,
+            format!("{}, not a regular file", file_kind(meta.file_type())),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// The whole of the regular file `path`, refused when longer than `limit` bytes: by
+/// its size before reading, and by reading no more than `limit + 1` bytes should it
+/// grow meanwhile.
+fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let too_large = || refused(path, format!("larger than {} MiB, the limit", limit >> 20));
+    let (file, len) = open_regular(path)?;
+    if len > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_error(path))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
 /// Reads and checks `manifest.json`.
 fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(io_error(path))?;
+    let text = String::from_utf8(read_limited(path, MAX_MANIFEST_BYTES)?).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        corrupt(path, line, "not valid UTF-8")
+    })?;
     let v: Value = serde_json::from_str(&text)
         .map_err(|e| corrupt(path, e.line(), format!("not valid JSON: {e}")))?;
     let field_line = |name: &str| {
@@ -338,34 +446,74 @@ fn parse_line<T>(
 /// Records with their 1-based line numbers, and notes on what was tolerated.
 type Lines<T> = (Vec<(usize, T)>, Vec<String>);
 
+/// Reads the next line of `reader` into `buf` (with its newline, if it has one),
+/// holding at most [`MAX_LINE_BYTES`] of it: `None` at the end of the input, else
+/// whether the whole line fit (the rest of a longer line is skipped, unread into
+/// memory).
+fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let (mut any, mut whole) = (false, true);
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            break;
+        }
+        any = true;
+        let end = chunk.iter().position(|&b| b == b'\n');
+        let len = end.map_or(chunk.len(), |i| i + 1);
+        let room = MAX_LINE_BYTES - buf.len();
+        whole &= len <= room;
+        buf.extend_from_slice(&chunk[..len.min(room)]);
+        reader.consume(len);
+        if end.is_some() {
+            break;
+        }
+    }
+    Ok(any.then_some(whole))
+}
+
 /// Streams a JSON Lines file of records read by `parse` (`samples.jsonl`,
-/// `background.jsonl`): every record, and a note when the last line was torn. A line
-/// that does not parse is an error unless no line follows it.
+/// `background.jsonl`), which must be a regular file, a bounded line at a time
+/// ([`next_line`]): every record, and a note when the last line was torn. A line that
+/// does not parse (including one that is not UTF-8 or is longer than
+/// [`MAX_LINE_BYTES`]) is an error naming its line unless no line follows it.
 fn read_lines<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, LineError>,
 ) -> Result<Lines<T>, ReadError> {
-    let file = File::open(path).map_err(io_error(path))?;
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut reader = BufReader::with_capacity(1 << 20, open_regular(path)?.0);
     let mut records = Vec::new();
     let mut pending: Option<(usize, String)> = None;
-    let mut buf = String::new();
+    let mut buf = Vec::new();
     let mut number = 0;
-    loop {
-        buf.clear();
-        let read = reader.read_line(&mut buf).map_err(io_error(path))?;
-        if read == 0 {
-            break;
-        }
+    while let Some(whole) = next_line(&mut reader, &mut buf).map_err(io_error(path))? {
         number += 1;
-        let line = buf.trim_end_matches(['\n', '\r']);
-        if line.trim().is_empty() {
+        let line = match std::str::from_utf8(&buf) {
+            _ if !whole => Err(format!(
+                "longer than {} MiB, the limit for a line",
+                MAX_LINE_BYTES >> 20
+            )),
+            Ok(text) => Ok(text.trim_end_matches(['\n', '\r'])),
+            Err(e) => Err(format!(
+                "not valid UTF-8 (at byte {} of the line)",
+                e.valid_up_to() + 1
+            )),
+        };
+        if line.as_ref().is_ok_and(|l| l.trim().is_empty()) {
             continue;
         }
         if let Some((at, message)) = pending.take() {
             return Err(corrupt(path, at, message));
         }
-        match parse_line(path, number, line, &parse)? {
+        let parsed = match line {
+            Ok(line) => parse_line(path, number, line, &parse)?,
+            Err(message) => Err(message),
+        };
+        match parsed {
             Ok(r) => records.push((number, r)),
             Err(message) => pending = Some((number, message)),
         }
@@ -379,6 +527,72 @@ fn read_lines<T>(
         .into_iter()
         .collect();
     Ok((records, notes))
+}
+
+/// Refuses a record with a value no measurement can have, naming its line: a `part`
+/// outside `1..=parts` (its step could never be complete, or would count without all
+/// its records), or a negative or non-finite elapsed time, value or metric (runtimes,
+/// rates, RTTs and times per operation are all positive; a negative runtime would read
+/// as a degradation of -150%).
+fn check_values(path: &Path, records: &[(usize, Record)]) -> Result<(), ReadError> {
+    for (line, r) in records {
+        if r.part == 0 || r.part > r.parts {
+            return Err(corrupt(
+                path,
+                *line,
+                format!("part {} of {}: not a part of the step", r.part, r.parts),
+            ));
+        }
+        let values = [("elapsed_ms", Some(r.elapsed_ms)), ("value", r.value)]
+            .into_iter()
+            .chain(r.metrics.iter().map(|(m, v)| (m.name(), v)));
+        for (name, v) in values {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(corrupt(
+                    path,
+                    *line,
+                    format!("`{name}` is {v}: no measurement is negative or infinite"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Keeps the first record of each step, tenant and part and drops later copies (see
+/// [`Run::duplicates`]), noting how many and where the first copy is; returns the
+/// records kept and the number dropped.
+fn drop_duplicates(
+    records: Vec<(usize, Record)>,
+    notes: &mut Vec<String>,
+) -> (Vec<(usize, Record)>, usize) {
+    let mut seen: HashMap<(String, String, usize), usize> = HashMap::new();
+    let mut first_copy: Option<(usize, usize)> = None;
+    let mut dropped = 0;
+    let kept = records
+        .into_iter()
+        .filter(|(line, r)| {
+            let key = (r.step.clone(), r.tenant.clone(), r.part);
+            match seen.get(&key) {
+                Some(&original) => {
+                    dropped += 1;
+                    first_copy.get_or_insert((*line, original));
+                    false
+                }
+                None => {
+                    seen.insert(key, *line);
+                    true
+                }
+            }
+        })
+        .collect();
+    if let Some((line, original)) = first_copy {
+        notes.push(format!(
+            "{SAMPLES}:{line}: {dropped} duplicated record(s) ignored (the same step, tenant \
+             and part as an earlier line, here line {original}; the first copy is kept)"
+        ));
+    }
+    (kept, dropped)
 }
 
 /// Drops the records of steps with fewer than `parts` records (a step torn by a crash),
@@ -529,12 +743,40 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
 }
 
 impl Run {
+    /// The file a sample's `hdr_log` names: a relative path of plain names whose real
+    /// path (symlinks resolved) is inside the run directory's; any other is refused.
+    fn hdr_path(&self, rel: &str) -> Result<PathBuf, ReadError> {
+        let plain = Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        if rel.is_empty() || !plain {
+            return Err(refused(
+                &self.dir,
+                format!("hdr_log {rel:?} is not a relative path inside the run directory"),
+            ));
+        }
+        let dir = self.dir.canonicalize().map_err(io_error(&self.dir))?;
+        let path = self.dir.join(rel);
+        let real = path.canonicalize().map_err(io_error(&path))?;
+        if !real.starts_with(&dir) {
+            return Err(refused(
+                &self.dir,
+                format!(
+                    "hdr_log {rel:?} leads to {}, outside the run directory",
+                    real.display()
+                ),
+            ));
+        }
+        Ok(real)
+    }
+
     /// The sum of all histograms of an HDR interval log named relative to the run
     /// directory (a sample's `hdr_log`), tagged `rtt` or untagged (open-loop
-    /// `rtt_intended` entries are left out).
+    /// `rtt_intended` entries are left out). The log must be a regular file inside the
+    /// run directory, of at most [`MAX_HDR_BYTES`].
     pub fn hdr(&self, rel: &str) -> Result<Histogram<u64>, ReadError> {
-        let path = self.dir.join(rel);
-        let bytes = std::fs::read(&path).map_err(io_error(&path))?;
+        let path = self.hdr_path(rel)?;
+        let bytes = read_limited(&path, MAX_HDR_BYTES)?;
         let hdr_err = |message: String| ReadError::Hdr {
             path: path.clone(),
             message,

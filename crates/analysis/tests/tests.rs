@@ -2,6 +2,8 @@
 //! so the crate and any shared helpers are linked once.
 
 mod fixture;
+#[cfg(unix)]
+mod hostile;
 mod plots;
 mod report;
 mod tables;

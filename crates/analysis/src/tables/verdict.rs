@@ -1,8 +1,8 @@
 //! The run's verdict, like hyperfine's warnings: one line per thing that qualifies the
 //! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
 //! reports, GSO fallbacks, pacer skips, steal, a neighbor load short of its target, a
-//! background job that failed, pongs the reflector could not send, failed steps), or
-//! one line saying the run was quiet.
+//! background job that failed, pongs the reflector could not send, duplicated records,
+//! failed steps), or one line saying the run was quiet.
 
 use nnb_format::Role;
 use nnb_format::{BackgroundJob, SampleStatus};
@@ -73,6 +73,13 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     rows.extend(measured(run, Role::Neighbor)?);
     out.extend(qualifier_findings(&rows));
     out.extend(background_findings(run, a));
+    if run.duplicates > 0 {
+        out.push(format!(
+            "{} duplicated record(s) ignored: the same step, tenant and part written more \
+             than once, as two writers appending to one run leave them (the first copy counts)",
+            run.duplicates
+        ));
+    }
     if a.failed > 0 {
         out.push(format!(
             "{} step(s) failed after their retries and are left out",
@@ -92,9 +99,10 @@ struct Tally {
     /// Records with steal, and the seconds stolen in all.
     stolen_records: usize,
     stolen_s: f64,
-    /// Probe pings sent and lost, and RTT samples clamped.
+    /// Probe pings sent, lost and (open loop) never sent, and RTT samples clamped.
     sent: u64,
     lost: u64,
+    unsent: u64,
     clamped: u64,
     /// Load records without a complete sink report, and with a GSO fallback.
     partial: usize,
@@ -121,6 +129,7 @@ impl Tally {
             if let Some(c) = q.counts {
                 t.sent += c.sent;
                 t.lost += c.lost;
+                t.unsent += c.unsent;
             }
             t.clamped += q.clamped.unwrap_or(0);
             // A load's result has its sender's totals.
@@ -147,6 +156,9 @@ pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
     let mut out = Vec::new();
     if t.lost > 0 {
         out.push(format!("loss {:.2}%", t.loss_pct()));
+    }
+    if t.unsent > 0 {
+        out.push(format!("{} unsent", t.unsent));
     }
     if t.clamped > 0 {
         out.push(format!("{} clamped", t.clamped));
@@ -199,6 +211,12 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
             t.lost,
             t.sent,
             t.loss_pct()
+        ));
+    }
+    if t.unsent > 0 {
+        out.push(format!(
+            "{} open-loop ping(s) never sent: the probe fell behind its rate",
+            t.unsent
         ));
     }
     if t.clamped > 0 {
