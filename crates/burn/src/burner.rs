@@ -125,8 +125,12 @@ pub struct BurnResult {
 /// When a burner thread stops.
 #[derive(Debug, Clone, Copy)]
 enum Limit<'a> {
-    /// After this many ops.
-    Ops(u64),
+    /// After this many ops, or at the first check (every [`Workload::check_every`]
+    /// ops) after `stop` was raised.
+    Ops {
+        n: u64,
+        stop: Option<&'a AtomicBool>,
+    },
     /// At the first check (every [`Workload::check_every`] ops) after `duration` has
     /// passed (never without one) or after `stop` was raised.
     Until {
@@ -142,11 +146,35 @@ pub fn burn(
     work: Work,
     slots: &[Slot],
 ) -> Result<BurnResult, BurnError> {
+    burn_limited(clock, workload, work, slots, None)
+}
+
+/// [`burn`] that also ends early once `stop` is raised: every thread checks the flag
+/// every [`Workload::check_every`] ops (tens to hundreds of microseconds, one relaxed
+/// load each) and leaves, so a stopped or timed-out burn leaves no thread behind.
+/// A fixed-work burn stopped early reports the ops it did (fewer than asked).
+pub fn burn_stoppable(
+    clock: &Clock,
+    workload: &Workload,
+    work: Work,
+    slots: &[Slot],
+    stop: &AtomicBool,
+) -> Result<BurnResult, BurnError> {
+    burn_limited(clock, workload, work, slots, Some(stop))
+}
+
+fn burn_limited(
+    clock: &Clock,
+    workload: &Workload,
+    work: Work,
+    slots: &[Slot],
+    stop: Option<&AtomicBool>,
+) -> Result<BurnResult, BurnError> {
     let limit = match work {
-        Work::Ops(n) => Limit::Ops(n),
+        Work::Ops(n) => Limit::Ops { n, stop },
         Work::Duration(d) => Limit::Until {
             duration: Some(d),
-            stop: None,
+            stop,
         },
     };
     let threads = run_threads(clock, workload, limit, slots, "burn")?;
@@ -286,9 +314,17 @@ fn run_thread(
     let cpu_start = current_cpu();
     let start = clock.start_now();
     let (end, ops, checksum, clock_reads) = match limit {
-        Limit::Ops(n) => {
+        Limit::Ops { n, stop: None } => {
             let checksum = runner.run_ops(n);
             (clock.now(), n, checksum, 2)
+        }
+        Limit::Ops {
+            n,
+            stop: Some(stop),
+        } => {
+            let (ops, checksum) =
+                runner.run_ops_until(n, workload.check_every(), || stop.load(Ordering::Relaxed));
+            (clock.now(), ops, checksum, 2)
         }
         Limit::Until { duration, stop } => {
             let deadline = duration.map_or(u64::MAX, |d| {
@@ -488,6 +524,32 @@ mod tests {
             panic!("{:?}", r.work);
         };
         assert!((ran.as_nanos() as f64 - r.wall_ns).abs() < 1.0);
+    }
+
+    /// A stoppable burn ends promptly when its flag is raised, in both modes: a
+    /// fixed-work burn of about a minute of ops and a one-hour fixed-time burn each
+    /// end within seconds of a stop raised 100 ms in, with the ops they did.
+    #[test]
+    fn a_stoppable_burn_ends_at_its_stop_flag() {
+        let clock = Clock::calibrate();
+        for work in [
+            Work::Ops(100_000_000_000),
+            Work::Duration(Duration::from_secs(3600)),
+        ] {
+            let stop = AtomicBool::new(false);
+            let started = std::time::Instant::now();
+            let r = std::thread::scope(|s| {
+                s.spawn(|| {
+                    std::thread::sleep(Duration::from_millis(100));
+                    stop.store(true, Ordering::Relaxed);
+                });
+                burn_stoppable(&clock, &Workload::Int, work, &[slot(0, None)], &stop)
+            })
+            .unwrap();
+            assert!(started.elapsed() < Duration::from_secs(10), "{work:?}");
+            let t = &r.threads[0];
+            assert!(t.ops > 0 && t.ops < 100_000_000_000, "{work:?}: {}", t.ops);
+        }
     }
 
     #[test]

@@ -216,6 +216,27 @@ enum State {
 }
 
 impl Runner {
+    /// Runs `n` ops in chunks of `chunk` (at least 1), calling `stop` before each
+    /// chunk and ending early when it returns true. Returns the ops done and the
+    /// checksum [`Runner::run_ops`] gives for that many ops in one call (sums add up
+    /// over chunks; the others are the state after the last op).
+    pub fn run_ops_until(
+        &mut self,
+        n: u64,
+        chunk: u64,
+        mut stop: impl FnMut() -> bool,
+    ) -> (u64, u64) {
+        let sums = matches!(self.state, State::Primes { .. } | State::Mem { .. });
+        let (mut done, mut checksum) = (0u64, 0u64);
+        while done < n && !stop() {
+            let k = chunk.max(1).min(n - done);
+            let c = self.run_ops(k);
+            checksum = if sums { checksum.wrapping_add(c) } else { c };
+            done += k;
+        }
+        (done, checksum)
+    }
+
     /// Runs `n` ops and returns a checksum of the result (keep it: it is what stops
     /// the compiler from removing the work).
     pub fn run_ops(&mut self, n: u64) -> u64 {
@@ -373,6 +394,28 @@ mod tests {
             let whole = a.run_ops(300);
             b.run_ops(100);
             assert_eq!(b.run_ops(200), whole, "{w}");
+        }
+    }
+
+    /// Chunks with a stop check give one run's checksum for every workload, and a
+    /// raised stop ends the run at the next chunk.
+    #[test]
+    fn run_ops_until_matches_one_run_and_stops() {
+        let mem = Workload::Mem { bytes: 4096 };
+        let primes = Workload::Primes { max_prime: 50 };
+        for w in [Workload::FpAdd, Workload::Fma, Workload::Int, mem, primes] {
+            let whole = w.runner().run_ops(1000);
+            assert_eq!(
+                w.runner().run_ops_until(1000, 64, || false),
+                (1000, whole),
+                "{w}"
+            );
+            let mut checks = 0;
+            let stopped = w.runner().run_ops_until(1000, 64, || {
+                checks += 1;
+                checks > 3
+            });
+            assert_eq!(stopped.0, 192, "{w}");
         }
     }
 
