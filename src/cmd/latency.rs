@@ -384,6 +384,14 @@ fn print_probe(out: &mut Out, r: &ProbeReport, embedded: bool) -> io::Result<()>
             String::new()
         }
     )?;
+    if c.unsent > 0 {
+        writeln!(
+            out,
+            "unsent {}: the sender fell behind its schedule and stopped when the schedule's \
+             time was over",
+            c.unsent
+        )?;
+    }
     Ok(())
 }
 

@@ -256,7 +256,7 @@ fn m5_m6_latency_shows_loss_and_the_achieved_load() {
                     "load/load=100M/rep=1" => json!({"counts": {"sent": 1000, "answered": 700,
                     "lost": 300, "late": 5}, "clamped": 0}),
                     "load/load=100M/rep=2" => json!({"counts": {"sent": 1000, "answered": 1000,
-                    "lost": 0, "late": 0}, "clamped": 2}),
+                    "lost": 0, "late": 0, "unsent": 40}, "clamped": 2}),
                     "load/load=0/rep=2" => json!({"counts": {"sent": 500, "answered": 0,
                     "lost": 500, "late": 0}}),
                     _ => json!({"counts": {"sent": 1000, "answered": 1000, "lost": 0}}),
@@ -302,6 +302,13 @@ fn m5_m6_latency_shows_loss_and_the_achieved_load() {
         a.verdict
             .iter()
             .any(|f| f.contains("2 RTT sample(s) above")),
+        "{:?}",
+        a.verdict
+    );
+    assert!(
+        a.verdict
+            .iter()
+            .any(|f| f.contains("40 open-loop ping(s) never sent")),
         "{:?}",
         a.verdict
     );

@@ -66,6 +66,8 @@ pub struct ProbeCounts {
     pub lost: u64,
     /// Pongs that came after their timeout.
     pub late: u64,
+    /// Open loop: pings of the schedule never sent, the sender having fallen behind.
+    pub unsent: u64,
 }
 
 /// The clock a burn was timed with (`clock`).

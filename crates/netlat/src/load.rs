@@ -95,11 +95,15 @@ impl LoadConfig {
         }
     }
 
-    /// Checks the settings, explaining what is wrong.
+    /// Checks the settings, explaining what is wrong: every count and size is
+    /// bounded here, before a thread or a buffer is made for it.
     pub fn validate(&self) -> Result<(), LoadError> {
         let bad = |m: String| Err(LoadError::Invalid(m));
-        if self.streams == 0 {
-            return bad("at least one stream is needed".into());
+        if !(1..=MAX_STREAMS).contains(&self.streams) {
+            return bad(format!(
+                "{} streams: between 1 and {MAX_STREAMS} (one thread each)",
+                self.streams
+            ));
         }
         if !self.tcp && !(HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&self.msg_size) {
             return bad(format!(
@@ -115,9 +119,22 @@ impl LoadConfig {
             if !(v.is_finite() && v > 0.0) {
                 return bad(format!("rate {r} must be above zero"));
             }
+            if v > MAX_RATE_BPS {
+                return bad(format!(
+                    "rate {r} is beyond the {} any sender can pace",
+                    nnb_units::format_bits_per_sec(MAX_RATE_BPS)
+                ));
+            }
         }
         if self.duration.is_zero() {
             return bad("the duration must be above zero".into());
+        }
+        if self.duration > nnb_units::MAX_DURATION {
+            return bad(format!(
+                "the duration {:?} is longer than the {:?} nnb accepts",
+                self.duration,
+                nnb_units::MAX_DURATION
+            ));
         }
         Ok(())
     }
@@ -132,6 +149,11 @@ impl LoadConfig {
         }
     }
 }
+
+/// Most streams one load runs (one thread and one socket each).
+pub const MAX_STREAMS: usize = 256;
+/// Fastest rate a load accepts, bit/s: 1 Tbit/s, beyond any NIC a sender paces.
+pub const MAX_RATE_BPS: f64 = 1e12;
 
 /// Why a load run failed.
 #[derive(Debug, Error)]
@@ -300,7 +322,7 @@ pub fn run_with_intervals(
     let live: Vec<LiveCounters> = (0..cfg.streams).map(|_| LiveCounters::default()).collect();
     // Every stream starts on the same schedule, a moment after its thread is up.
     let start_ns = now_ns() + 5_000_000;
-    let end_ns = start_ns + duration_ns(cfg.duration);
+    let end_ns = start_ns.saturating_add(duration_ns(cfg.duration));
     let results = std::thread::scope(|s| {
         let handles: Vec<_> = (0..cfg.streams)
             .map(|i| {
@@ -541,7 +563,7 @@ fn request_report(
         if let Err(e) = sock.send(&req) {
             tracing::debug!("report request for stream {stream} failed: {e}");
         }
-        let deadline = now_ns() + duration_ns(wait);
+        let deadline = now_ns().saturating_add(duration_ns(wait));
         while now_ns() < deadline {
             match sock.recv(&mut buf) {
                 Ok(len) => match decode_report(&buf[..len]) {

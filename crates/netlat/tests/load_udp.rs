@@ -87,7 +87,10 @@ fn streams_split_the_rate_and_report_intervals() {
     assert_eq!(r.streams.len(), 2);
     for s in &r.streams {
         assert_eq!(s.gso, Some(GsoUse::Off));
-        assert!(within(s.sent.pps, 2000.0, 0.05), "{:?}", s.sent);
+        // Each stream keeps half the schedule: what it sent plus the slots a stall of
+        // this busy machine made it skip (no catch-up).
+        let slots = (s.sent.datagrams + s.sent.skipped) as f64 / s.sent.elapsed_s;
+        assert!(within(slots, 2000.0, 0.05), "{:?}", s.sent);
         let sink = s.sink.as_ref().expect("per-stream sink report");
         assert_eq!(sink.stream, s.stream);
         assert_eq!(sink.peer, s.local);
@@ -230,7 +233,33 @@ fn bad_settings_are_explained() {
         ..LoadConfig::new(target, None)
     };
     let e = load::run(&cfg, &stop).expect_err("no streams");
-    assert!(e.to_string().contains("at least one stream"), "{e}");
+    assert!(e.to_string().contains("between 1 and 256"), "{e}");
+    // Reliability review L16, M10: counts, rates and durations nobody can honour are
+    // refused before a thread is made, never an abort or an empty run reported done.
+    let cases = [
+        (
+            LoadConfig {
+                streams: 100_000,
+                ..LoadConfig::new(target, None)
+            },
+            "100000 streams",
+        ),
+        (
+            LoadConfig::new(target, Some(Rate::BitsPerSec(1e30))),
+            "beyond the 1.00 Tbit/s",
+        ),
+        (
+            LoadConfig {
+                duration: Duration::from_secs(10_000_000 * 3600),
+                ..LoadConfig::new(target, None)
+            },
+            "longer than the",
+        ),
+    ];
+    for (cfg, says) in cases {
+        let e = load::run(&cfg, &stop).expect_err(says);
+        assert!(e.to_string().contains(says), "{e}");
+    }
     let cfg = LoadConfig {
         msg_size: 10,
         ..LoadConfig::new(target, None)

@@ -314,6 +314,31 @@ fn open_loop_reports_intended_and_actual_latency() {
     assert_ordered(&r);
 }
 
+/// Reliability review M11: an open-loop schedule the sender cannot keep (20M pings/s)
+/// ends when its time is over, not when every ping went out (4M pings, which would
+/// take this sender tens of seconds); the pings left are counted `unsent`, not lost.
+#[test]
+fn open_loop_stops_at_the_end_of_its_schedule() {
+    let server = reflector();
+    let cfg = ProbeConfig {
+        rate_pps: Some(20e6),
+        warmup: Duration::ZERO,
+        length: ProbeLength::Duration(Duration::from_millis(200)),
+        timeout: Duration::from_millis(200),
+        ..ProbeConfig::new(server.reflector_addr().expect("reflector address"))
+    };
+    let started = std::time::Instant::now();
+    let r = run(&cfg);
+    let took = started.elapsed();
+    assert!(r.counts.unsent > 0, "{:?}", r.counts);
+    assert_eq!(r.counts.sent + r.counts.unsent, 4_000_000, "{:?}", r.counts);
+    assert_eq!(r.counts.answered + r.counts.lost, r.counts.sent);
+    // 200 ms of schedule, then at most the 200 ms wait for the last pong: generous
+    // bounds for a busy machine, far below what sending all 4M pings takes.
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+    assert!(r.elapsed_s < 2.0, "{}", r.elapsed_s);
+}
+
 #[test]
 fn bad_settings_are_explained() {
     let cfg = ProbeConfig {

@@ -6,6 +6,12 @@ use crate::number::split_number;
 use crate::UnitError;
 
 const KIND: &str = "duration";
+
+/// The longest duration any flag or experiment key accepts: 7 days. Longer is no
+/// benchmark anyone waits for, and a bound keeps every deadline's arithmetic (start
+/// plus duration, in nanoseconds or clock ticks) far from overflow, so a typo like
+/// `10000000h` is refused instead of wrapping into an empty run reported as done.
+pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
 const EXPECTED: &str = "a duration like 100ns, 250us, 500ms, 1.5s, 10m (or 10min) or 1h";
 
 /// Parses a duration: a number and one of the units `ns`, `us`/`µs`, `ms`,
@@ -14,7 +20,7 @@ const EXPECTED: &str = "a duration like 100ns, 250us, 500ms, 1.5s, 10m (or 10min
 /// A bare number is refused with a message naming the units to add: it used to mean
 /// seconds in some places, and `settle = "500"` is more likely a typo for `500ms`.
 /// Only a bare `0` is accepted, being zero in every unit. Negative values, values
-/// that are not numbers and durations beyond what [`Duration`] holds are refused.
+/// that are not numbers and durations beyond [`MAX_DURATION`] are refused.
 pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
     let (value, unit) = split_number(s, KIND, EXPECTED)?;
     let input = || s.trim().to_string();
@@ -42,11 +48,16 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
             })
         }
     };
-    Duration::try_from_secs_f64(value * secs_per_unit).map_err(|_| UnitError::OutOfRange {
+    let too_long = || UnitError::OutOfRange {
         kind: KIND,
         input: input(),
-        why: "the duration is too long",
-    })
+        why: "the duration is longer than the 7 days (168h) nnb accepts",
+    };
+    let d = Duration::try_from_secs_f64(value * secs_per_unit).map_err(|_| too_long())?;
+    if d > MAX_DURATION {
+        return Err(too_long());
+    }
+    Ok(d)
 }
 
 /// Parses a duration as [`parse_duration`] does and refuses zero: for run lengths,
@@ -122,5 +133,13 @@ mod tests {
             parse_duration(&huge),
             Err(UnitError::OutOfRange { .. })
         ));
+        // Reliability review M10/L18: a week is the longest; beyond it the message
+        // says "too long", never "expected a number".
+        assert_eq!(parse_duration("168h"), Ok(MAX_DURATION));
+        assert!(parse_duration("7d").is_err());
+        for long in ["169h", "100000h", "10000000h", "604801s"] {
+            let err = parse_duration(long).unwrap_err().to_string();
+            assert!(err.contains("longer than the 7 days"), "{long}: {err}");
+        }
     }
 }

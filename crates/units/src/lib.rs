@@ -32,7 +32,7 @@ mod size;
 pub mod wire;
 
 pub use cpulist::{cpu_list_arg, format_cpu_list, parse_cpu_list, CpuList, CpuListError, MAX_CPUS};
-pub use duration::{parse_duration, parse_positive_duration};
+pub use duration::{parse_duration, parse_positive_duration, MAX_DURATION};
 pub use format::{
     format_bits_per_sec, format_duration, format_ns, format_per_sec, format_secs, format_si,
 };

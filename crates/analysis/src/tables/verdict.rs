@@ -99,9 +99,10 @@ struct Tally {
     /// Records with steal, and the seconds stolen in all.
     stolen_records: usize,
     stolen_s: f64,
-    /// Probe pings sent and lost, and RTT samples clamped.
+    /// Probe pings sent, lost and (open loop) never sent, and RTT samples clamped.
     sent: u64,
     lost: u64,
+    unsent: u64,
     clamped: u64,
     /// Load records without a complete sink report, and with a GSO fallback.
     partial: usize,
@@ -128,6 +129,7 @@ impl Tally {
             if let Some(c) = q.counts {
                 t.sent += c.sent;
                 t.lost += c.lost;
+                t.unsent += c.unsent;
             }
             t.clamped += q.clamped.unwrap_or(0);
             // A load's result has its sender's totals.
@@ -154,6 +156,9 @@ pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
     let mut out = Vec::new();
     if t.lost > 0 {
         out.push(format!("loss {:.2}%", t.loss_pct()));
+    }
+    if t.unsent > 0 {
+        out.push(format!("{} unsent", t.unsent));
     }
     if t.clamped > 0 {
         out.push(format!("{} clamped", t.clamped));
@@ -206,6 +211,12 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
             t.lost,
             t.sent,
             t.loss_pct()
+        ));
+    }
+    if t.unsent > 0 {
+        out.push(format!(
+            "{} open-loop ping(s) never sent: the probe fell behind its rate",
+            t.unsent
         ));
     }
     if t.clamped > 0 {

@@ -125,6 +125,11 @@ pub struct ProbeCounts {
     pub reordered: u64,
     /// Datagrams that were not valid pongs of this probe.
     pub garbage: u64,
+    /// Open loop: measured pings of the schedule never sent because the sender fell
+    /// so far behind that the schedule's time was over (it stops there rather than
+    /// run past `--duration`). Not counted in `sent` nor `lost`.
+    #[serde(default)]
+    pub unsent: u64,
 }
 
 impl ProbeCounts {

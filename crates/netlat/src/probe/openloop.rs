@@ -108,16 +108,23 @@ pub(crate) fn run(
         let report = receiver
             .join()
             .map_err(|_| ProbeError::Invalid("the open-loop receiver panicked".into()))??;
-        sent_result??;
+        let unsent = sent_result??;
+        let mut counts = report.counts;
+        // The warm-up pings come first: any left unsent are measured ones.
+        counts.unsent = unsent.min(measured);
         Ok(ProbeReport {
             rate_pps: Some(rate),
             recv_buffer: Some(recv_buffer),
+            counts,
             ..report
         })
     })
 }
 
-/// Sends the scheduled pings; stops early on `stop`.
+/// Sends the scheduled pings; stops early on `stop`, and when the schedule's time is
+/// over (the last ping's slot has passed) while pings are still due: a sender that
+/// fell behind stops at the schedule's end rather than overrun it. Returns how many
+/// pings it left unsent for that reason (0 when it kept up or was stopped).
 fn send_pings(
     cfg: &ProbeConfig,
     sock: &UdpSocket,
@@ -125,13 +132,17 @@ fn send_pings(
     stop: &AtomicBool,
     sent: &AtomicU64,
     last_send_ns: &AtomicU64,
-) -> Result<(), ProbeError> {
+) -> Result<u64, ProbeError> {
     pin(cfg.pin)?;
     crate::clock::precise_sleeps();
     let mut buf = vec![0u8; cfg.msg_size];
+    let schedule_end = schedule.intended_ns(schedule.total);
     for seq in 0..schedule.total {
         if stop.load(Ordering::Relaxed) {
             break;
+        }
+        if now_ns() > schedule_end {
+            return Ok(schedule.total - seq);
         }
         wait_until(schedule.intended_ns(seq), SPIN_NS);
         let t = now_ns();
@@ -166,7 +177,7 @@ fn send_pings(
             }
         }
     }
-    Ok(())
+    Ok(0)
 }
 
 /// What the receiver knows of the sender's progress.

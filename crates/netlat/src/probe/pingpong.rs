@@ -214,7 +214,7 @@ pub(crate) fn run(
     pin(cfg.pin)?;
     let mut p = Pinger::new(cfg)?;
     let mut seq = 0u64;
-    let warmup_end = now_ns() + duration_ns(cfg.warmup);
+    let warmup_end = now_ns().saturating_add(duration_ns(cfg.warmup));
     while now_ns() < warmup_end && !stop.load(Ordering::Relaxed) {
         p.ping(seq)?;
         seq += 1;
