@@ -7,15 +7,12 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context;
 use nnb_orchestrator::agent::{self, Agent, Token};
+use nnb_orchestrator::jobs::limits::SHUTDOWN_GRACE;
 
 use crate::out::Out;
-
-/// How long the agent waits for job threads after shutdown before exiting anyway.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 
 /// Arguments of `nnb agent`.
 #[derive(Debug, clap::Args)]

@@ -145,6 +145,177 @@ pub struct JobRequest {
     pub deadline_ms: u64,
 }
 
+/// Bounds on what one agent accepts, checked before anything is allocated or
+/// started: a request beyond one is a 400 (or, for the job pool, a 503) whose
+/// message names the limit.
+pub mod limits {
+    use std::time::Duration;
+
+    /// Most threads of one `burn` or `busy` job (placements allocate one slot per
+    /// thread, and unpinned threads may outnumber the CPUs).
+    pub const MAX_THREADS: usize = 1024;
+    /// Most streams of one `load` job (one socket and one thread each).
+    pub const MAX_STREAMS: usize = 256;
+    /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
+    /// 7 days. Longer runs go on until stopped or until their deadline instead.
+    pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
+    /// Highest aggregate rate of a `load` job, bits per second (1 Tbit/s).
+    pub const MAX_RATE_BPS: f64 = 1e12;
+    /// Most jobs whose threads run at once on one agent (idle ones included); a
+    /// start beyond it is a 503 "busy".
+    pub const MAX_RUNNING_JOBS: usize = 64;
+    /// Finished jobs an agent remembers for collection; the oldest are forgotten
+    /// first (running jobs are always kept).
+    pub const MAX_FINISHED_JOBS: usize = 1024;
+    /// Most HTTP connections an agent holds open; a connection beyond it makes the
+    /// agent close its oldest one (so a flood of idle connections cannot lock out
+    /// a controller's new one).
+    pub const MAX_CONNECTIONS: usize = 1024;
+    /// A connection must send a request's whole header within this time, and an
+    /// idle keep-alive connection is closed after it.
+    pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// How long an agent that was told to shut down (or that closes a connection
+    /// over [`MAX_CONNECTIONS`]) lets requests in flight finish before it closes
+    /// their connections, and waits for its jobs' threads to end.
+    pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+}
+
+/// Why a `POST /jobs` body is not a job request the agent accepts (a 400).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Not JSON, or not the shape of a [`JobRequest`].
+    #[error("invalid job request: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Valid JSON but a value out of bounds.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl JobRequest {
+    /// Decodes and checks a `POST /jobs` body: it must be a JSON object (not the
+    /// array form serde would take), its `spec` an object without unknown fields
+    /// (the unit variant `idle` included), its deadline above zero and every number
+    /// within [`limits`].
+    pub fn from_json(body: &[u8]) -> Result<JobRequest, RequestError> {
+        let value: serde_json::Value = serde_json::from_slice(body)?;
+        let spec = match &value {
+            serde_json::Value::Object(map) => map.get("spec"),
+            _ => return Err(invalid("a job request must be a JSON object")),
+        };
+        if let Some(serde_json::Value::Object(spec)) = spec {
+            if let Some(extra) = spec
+                .keys()
+                .find(|k| *k != "kind")
+                .filter(|_| spec.get("kind").and_then(|k| k.as_str()) == Some("idle"))
+            {
+                return Err(invalid(&format!(
+                    "unknown field `{extra}`: an idle job takes no fields"
+                )));
+            }
+        } else if spec.is_some() {
+            return Err(invalid("`spec` must be a JSON object"));
+        }
+        // Typed decoding from the bytes, not the value: it refuses duplicate keys.
+        let req: JobRequest = serde_json::from_slice(body)?;
+        if req.deadline_ms == 0 {
+            return Err(invalid("deadline_ms must be above zero"));
+        }
+        req.spec.check_limits().map_err(RequestError::Invalid)?;
+        Ok(req)
+    }
+}
+
+fn invalid(message: &str) -> RequestError {
+    RequestError::Invalid(message.to_string())
+}
+
+/// Checks that a duration field is above zero and at most [`limits::MAX_DURATION_MS`].
+fn check_duration(field: &str, ms: u64) -> Result<(), String> {
+    if ms == 0 {
+        return Err(format!("{field} must be above zero"));
+    }
+    check_at_most(field, ms, limits::MAX_DURATION_MS, "ms (7 days)")
+}
+
+fn check_at_most<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: T,
+    max: T,
+    unit: &str,
+) -> Result<(), String> {
+    if value > max {
+        return Err(format!(
+            "{field} = {value} is above the agent's limit of {max} {unit}"
+        ));
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// Checks the spec's numbers against [`limits`] (durations above zero and at
+    /// most 7 days, thread and stream counts, load rates whose datagram period
+    /// fits between 1 ns and the longest duration); the error names the field and
+    /// the limit. Checks that need the agent's machine (CPUs, addresses, workload
+    /// names) come after, when the agent prepares the job.
+    pub fn check_limits(&self) -> Result<(), String> {
+        match self {
+            JobSpec::Burn {
+                threads,
+                ops,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")?;
+                if *ops == Some(0) {
+                    return Err("ops must be above zero".into());
+                }
+                duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+            }
+            JobSpec::Busy { threads, .. } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")
+            }
+            JobSpec::Steal { duration_ms, .. } => check_duration("duration_ms", *duration_ms),
+            JobSpec::Latency {
+                duration_ms,
+                warmup_ms,
+                ..
+            } => {
+                check_duration("duration_ms", *duration_ms)?;
+                check_at_most(
+                    "warmup_ms",
+                    *warmup_ms,
+                    limits::MAX_DURATION_MS,
+                    "ms (7 days)",
+                )
+            }
+            JobSpec::Load {
+                rate_bps,
+                streams,
+                msg_size,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("streams", *streams, limits::MAX_STREAMS, "streams")?;
+                check_at_most("rate_bps", *rate_bps, limits::MAX_RATE_BPS, "bit/s")?;
+                // Each stream sends one `msg_size` datagram per period: a period
+                // under a nanosecond or beyond the longest duration cannot be paced.
+                let period_ns = *msg_size as f64 * 8.0 * *streams as f64 / *rate_bps * 1e9;
+                if *rate_bps > 0.0
+                    && !(1.0..=limits::MAX_DURATION_MS as f64 * 1e6).contains(&period_ns)
+                {
+                    return Err(format!(
+                        "rate_bps = {rate_bps} gives one {msg_size}-byte datagram per stream every {period_ns} ns, \
+                         outside the agent's limits of 1 ns to {} ms",
+                        limits::MAX_DURATION_MS
+                    ));
+                }
+                duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+            }
+            JobSpec::Serve { .. } | JobSpec::Idle => Ok(()),
+        }
+    }
+}
+
 /// Identifier an agent gives a started job (unique within that agent).
 pub type JobId = String;
 

@@ -1,7 +1,9 @@
 //! The agent's table of jobs: their state, stop flags and results.
 //!
-//! Entries are kept for the agent's lifetime so a controller can collect a result
-//! after the job ended; ids are small increasing integers (as strings).
+//! A job is kept while its thread runs and, once it ended, among the last
+//! [`MAX_FINISHED_JOBS`] finished ones so a controller can collect its result; ids
+//! are small increasing integers (as strings). At most [`MAX_RUNNING_JOBS`] jobs'
+//! threads run at once.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::jobs::limits::{MAX_FINISHED_JOBS, MAX_RUNNING_JOBS};
 use crate::jobs::{JobId, JobState, JobStatus};
 
 /// What a running job shares with the agent: the stop flag it polls and a slot for
@@ -41,6 +44,8 @@ struct Entry {
     result: Option<Value>,
     error: Option<String>,
     stop_requested: bool,
+    /// Whether the job's thread still runs (a timed-out or abandoned job's may).
+    thread_running: bool,
     shared: Arc<JobShared>,
     ended: watch::Sender<bool>,
 }
@@ -70,9 +75,13 @@ fn parse_id(id: &str) -> Option<u64> {
 }
 
 impl JobTable {
-    /// Registers a new running job and returns its id and shared state.
-    pub(super) fn insert(&self, kind: &'static str) -> (JobId, Arc<JobShared>) {
+    /// Registers a new running job and returns its id and shared state; `None` when
+    /// [`MAX_RUNNING_JOBS`] jobs' threads already run.
+    pub(super) fn insert(&self, kind: &'static str) -> Option<(JobId, Arc<JobShared>)> {
         let mut t = lock(&self.inner);
+        if t.running() >= MAX_RUNNING_JOBS {
+            return None;
+        }
         t.next_id += 1;
         let id = t.next_id;
         let shared = Arc::new(JobShared::default());
@@ -85,11 +94,12 @@ impl JobTable {
                 result: None,
                 error: None,
                 stop_requested: false,
+                thread_running: true,
                 shared: Arc::clone(&shared),
                 ended,
             },
         );
-        (id.to_string(), shared)
+        Some((id.to_string(), shared))
     }
 
     /// A job's status; `None` for an unknown id.
@@ -105,13 +115,9 @@ impl JobTable {
         t.jobs.iter().map(|(n, e)| status_of(*n, e)).collect()
     }
 
-    /// Jobs still running.
+    /// Jobs whose thread still runs (whatever their state says).
     pub(super) fn running(&self) -> usize {
-        let t = lock(&self.inner);
-        t.jobs
-            .values()
-            .filter(|e| e.state == JobState::Running)
-            .count()
+        lock(&self.inner).running()
     }
 
     /// Raises a job's stop flag and returns a receiver that turns `true` when the job
@@ -136,12 +142,15 @@ impl JobTable {
     }
 
     /// Records how a job's thread ended. A job already ended (timed out or
-    /// abandoned) keeps its state but gains the late result.
+    /// abandoned) keeps its state but gains the late result, or the failure that
+    /// ended it ahead of its deadline note. Forgets the oldest finished jobs beyond
+    /// [`MAX_FINISHED_JOBS`].
     pub(super) fn finish(&self, id: &str, outcome: Outcome) {
         let mut t = lock(&self.inner);
         let Some(e) = parse_id(id).and_then(|n| t.jobs.get_mut(&n)) else {
             return;
         };
+        e.thread_running = false;
         let running = e.state == JobState::Running;
         match outcome {
             Ok(v) => {
@@ -158,10 +167,14 @@ impl JobTable {
                 if running {
                     e.state = JobState::Failed;
                 }
-                e.error.get_or_insert(msg);
+                e.error = Some(match e.error.take() {
+                    Some(note) => format!("{msg} ({note})"),
+                    None => msg,
+                });
             }
         }
         e.ended.send_replace(true);
+        t.forget_oldest_finished();
     }
 
     /// Marks a job that outlived its deadline: raises its stop flag and sets
@@ -182,7 +195,8 @@ impl JobTable {
     }
 
     /// Marks a stopped job whose thread did not end within the grace period as
-    /// `Stopped` and abandoned (it cannot be interrupted; its thread runs to its end).
+    /// `Stopped` and abandoned (its thread runs to its end, and counts as running
+    /// until then).
     pub(super) fn abandon(&self, id: &str, grace_ms: u64) {
         let mut t = lock(&self.inner);
         let Some(e) = parse_id(id).and_then(|n| t.jobs.get_mut(&n)) else {
@@ -199,6 +213,30 @@ impl JobTable {
     }
 }
 
+impl Table {
+    fn running(&self) -> usize {
+        self.jobs.values().filter(|e| e.thread_running).count()
+    }
+
+    /// Drops the oldest finished jobs while more than [`MAX_FINISHED_JOBS`] are kept.
+    fn forget_oldest_finished(&mut self) {
+        let finished = self.jobs.len() - self.running();
+        if finished <= MAX_FINISHED_JOBS {
+            return;
+        }
+        let old: Vec<u64> = self
+            .jobs
+            .iter()
+            .filter(|(_, e)| !e.thread_running)
+            .map(|(n, _)| *n)
+            .take(finished - MAX_FINISHED_JOBS)
+            .collect();
+        for n in old {
+            self.jobs.remove(&n);
+        }
+    }
+}
+
 fn status_of(n: u64, e: &Entry) -> JobStatus {
     let result = match (&e.result, e.state) {
         (Some(v), _) => Some(v.clone()),
@@ -211,5 +249,61 @@ fn status_of(n: u64, e: &Entry) -> JobStatus {
         state: e.state,
         result,
         error: e.error.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// L3: the table keeps the running jobs and the last [`MAX_FINISHED_JOBS`]
+    /// finished ones, forgetting the oldest (50,000 one-millisecond jobs grew it
+    /// without bound).
+    #[test]
+    fn finished_jobs_are_forgotten_oldest_first() {
+        let table = JobTable::default();
+        let (running, _) = table.insert("idle").expect("a free slot");
+        for _ in 0..MAX_FINISHED_JOBS + 10 {
+            let (id, _) = table.insert("idle").expect("a free slot");
+            table.finish(&id, Ok(Value::Null));
+        }
+        let jobs = table.list();
+        assert_eq!(jobs.len(), MAX_FINISHED_JOBS + 1);
+        assert_eq!(jobs[0].id, running, "the running job is kept");
+        assert_eq!(jobs[1].id, "12", "jobs 2 to 11 are forgotten");
+        assert!(table.status("2").is_none());
+        assert_eq!(table.running(), 1);
+    }
+
+    /// M12: at most [`MAX_RUNNING_JOBS`] jobs' threads run; a timed-out job whose
+    /// thread has not ended still counts, until it ends.
+    #[test]
+    fn the_pool_is_bounded_and_counts_threads_still_running() {
+        let table = JobTable::default();
+        let ids: Vec<JobId> = (0..MAX_RUNNING_JOBS)
+            .map(|_| table.insert("busy").expect("a free slot").0)
+            .collect();
+        assert!(table.insert("idle").is_none(), "the pool is full");
+        table.time_out(&ids[0], 10);
+        assert_eq!(table.running(), MAX_RUNNING_JOBS, "its thread still runs");
+        assert!(table.insert("idle").is_none());
+        table.finish(&ids[0], Ok(Value::Null));
+        assert_eq!(table.running(), MAX_RUNNING_JOBS - 1);
+        assert!(table.insert("idle").is_some());
+    }
+
+    /// L4: a job that fails after its deadline keeps the failure that ended it, and
+    /// the deadline note.
+    #[test]
+    fn a_timed_out_job_keeps_its_real_failure() {
+        let table = JobTable::default();
+        let (id, _) = table.insert("burn").expect("a free slot");
+        table.time_out(&id, 100);
+        table.finish(&id, Err("cannot start a burner thread: EAGAIN".into()));
+        let st = table.status(&id).expect("the job");
+        assert_eq!(st.state, JobState::TimedOut);
+        let error = st.error.expect("an error");
+        assert!(error.contains("cannot start a burner thread"), "{error}");
+        assert!(error.contains("deadline of 100 ms"), "{error}");
     }
 }

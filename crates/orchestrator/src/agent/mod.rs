@@ -3,13 +3,17 @@
 //! Routes (all need `Authorization: Bearer <token>`): `GET /health`, `POST /jobs`
 //! (a [`JobRequest`] → `{"id": ..}`), `GET /jobs`, `GET /jobs/{id}`,
 //! `POST /jobs/{id}/stop`. Errors are JSON `{"error": "..."}` with a 4xx status; a
-//! bad request never stops the agent. Each job runs on a blocking thread
-//! (`spawn_blocking`) calling `nnb_burn` / `nnb_netlat`; the async side only
-//! supervises deadlines and answers requests, it never times anything.
+//! bad request never stops the agent. Each job runs on a thread of its own
+//! calling `nnb_burn` / `nnb_netlat`, which ends when the job is stopped or
+//! outlives its deadline; the async side only supervises deadlines and answers
+//! requests, it never times anything. Every number a request carries, the jobs
+//! running at once, the connections and their header time are bounded
+//! ([`crate::jobs::limits`]).
 
 pub mod auth;
 mod job_table;
 mod runner;
+mod server;
 
 use std::future::Future;
 use std::net::IpAddr;
@@ -18,13 +22,14 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use nnb_burn::env::Environment;
 use nnb_burn::topology::Topology;
 
+use crate::jobs::limits::MAX_RUNNING_JOBS;
 use crate::jobs::{ErrorBody, Health, JobRequest, Started};
 pub use auth::Token;
 use job_table::JobTable;
@@ -84,20 +89,31 @@ pub fn router(agent: Arc<Agent>) -> Router {
             auth::require_token,
         ))
         .fallback(not_found)
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(agent)
 }
 
 /// Serves `agent` on `listener` until `shutdown` completes, then stops every job.
+/// Connections are bounded in number and header time ([`server`]); at shutdown
+/// the jobs' stop flags are raised at once, requests in flight get
+/// [`SHUTDOWN_GRACE`](crate::jobs::limits::SHUTDOWN_GRACE) to finish before
+/// their connections are closed, and job threads as long again to end.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     agent: Arc<Agent>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), AgentError> {
     let app = router(Arc::clone(&agent));
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
-    agent.jobs.stop_all();
+    let stopping = Arc::clone(&agent);
+    server::serve(listener, app, async move {
+        shutdown.await;
+        stopping.jobs.stop_all();
+    })
+    .await;
+    let grace = tokio::time::Instant::now() + crate::jobs::limits::SHUTDOWN_GRACE;
+    while agent.jobs.running() > 0 && tokio::time::Instant::now() < grace {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 
@@ -113,10 +129,32 @@ pub(crate) fn error_response(status: StatusCode, message: &str) -> Response {
 }
 
 async fn not_found() -> Response {
-    error_response(
-        StatusCode::NOT_FOUND,
-        "no such endpoint: use GET /health, GET|POST /jobs, GET /jobs/{id}, POST /jobs/{id}/stop",
-    )
+    error_response(StatusCode::NOT_FOUND, "no such endpoint")
+}
+
+/// Makes every error answer the documented `{"error": ...}` JSON, also those axum
+/// writes itself (413 body too large, 405 wrong method): their text, or the
+/// status's reason when they have none, becomes the message.
+async fn json_errors(resp: Response) -> Response {
+    let status = resp.status();
+    let is_json = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return resp;
+    }
+    let (parts, body) = resp.into_parts();
+    let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
+    let message = match String::from_utf8_lossy(&text).trim() {
+        "" => status.canonical_reason().unwrap_or("error").to_lowercase(),
+        t => t.to_string(),
+    };
+    let mut json = error_response(status, &message);
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        json.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    json
 }
 
 async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
@@ -131,25 +169,24 @@ async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
 
 async fn start_job(State(agent): State<Arc<Agent>>, body: Bytes) -> Response {
     // The body is decoded here rather than by axum's `Json` extractor so that every
-    // malformed request (bad JSON, unknown kind, missing field) is a 400 with a
-    // JSON explanation, whatever the content type.
-    let req: JobRequest = match serde_json::from_slice(&body) {
+    // malformed request (bad JSON, unknown kind, missing field, a number out of
+    // bounds) is a 400 with a JSON explanation, whatever the content type.
+    let req = match JobRequest::from_json(&body) {
         Ok(r) => r,
-        Err(e) => {
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid job request: {e}"),
-            )
-        }
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, &e.to_string()),
     };
-    if req.deadline_ms == 0 {
-        return error_response(StatusCode::BAD_REQUEST, "deadline_ms must be above zero");
-    }
     let job = match runner::prepare(&req.spec, &agent.job_env()) {
         Ok(j) => j,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),
     };
-    let (id, shared) = agent.jobs.insert(req.spec.kind());
+    let Some((id, shared)) = agent.jobs.insert(req.spec.kind()) else {
+        return error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!(
+                "busy: {MAX_RUNNING_JOBS} jobs already run on this agent (its limit); stop one first"
+            ),
+        );
+    };
     tracing::info!(id = %id, kind = req.spec.kind(), deadline_ms = req.deadline_ms, "job started");
     tokio::spawn(supervise(
         Arc::clone(&agent),
@@ -171,7 +208,8 @@ impl Agent {
     }
 }
 
-/// Runs a job on a blocking thread and enforces its deadline.
+/// Runs a job on a thread of its own and enforces its deadline: past it, the job's
+/// stop flag is raised and its thread still counts as running until it has ended.
 async fn supervise(
     agent: Arc<Agent>,
     id: String,
@@ -179,17 +217,29 @@ async fn supervise(
     shared: Arc<job_table::JobShared>,
     deadline_ms: u64,
 ) {
+    let (sender, mut ended) = tokio::sync::oneshot::channel();
     let thread_shared = Arc::clone(&shared);
-    let mut handle = tokio::task::spawn_blocking(move || job.run(&thread_shared));
-    let joined = match tokio::time::timeout(Duration::from_millis(deadline_ms), &mut handle).await {
-        Ok(joined) => joined,
-        Err(_) => {
-            tracing::warn!(id = %id, deadline_ms, "job outlived its deadline: stopping it");
-            agent.jobs.time_out(&id, deadline_ms);
-            handle.await
+    let spawned = std::thread::Builder::new()
+        .name(format!("job-{id}"))
+        .spawn(move || {
+            // The receiver is gone only if the supervisor was dropped (runtime end).
+            let _ = sender.send(job.run(&thread_shared));
+        });
+    let outcome = match spawned {
+        Err(e) => Err(format!("cannot start the job's thread: {e}")),
+        Ok(_) => {
+            let deadline = Duration::from_millis(deadline_ms);
+            let joined = match tokio::time::timeout(deadline, &mut ended).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    tracing::warn!(id = %id, deadline_ms, "job outlived its deadline: stopping it");
+                    agent.jobs.time_out(&id, deadline_ms);
+                    ended.await
+                }
+            };
+            joined.unwrap_or_else(|_| Err("job thread panicked".to_string()))
         }
     };
-    let outcome = joined.unwrap_or_else(|e| Err(format!("job thread panicked: {e}")));
     if let Err(e) = &outcome {
         tracing::warn!(id = %id, error = %e, "job failed");
     }

@@ -3,8 +3,9 @@
 //!
 //! [`prepare`] checks a spec against this agent (workload names, pinning, addresses)
 //! so that a bad spec is a 400 at once rather than a failed job; [`Job::run`] then
-//! runs on a blocking thread and polls the job's stop flag where the library allows
-//! it (busy, idle, serve, and the probes and load generator, which take a flag).
+//! runs on a thread of its own and polls the job's stop flag where the library
+//! allows it (burn, busy, idle, serve, and the probes and load generator, which
+//! take a flag; only a steal scan runs to its end, bounded by its duration).
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -360,7 +361,9 @@ impl Job {
             } => {
                 let clock = clock();
                 let before = read_proc_stat_steal();
-                let run = || burner::burn(clock, &workload, work, &placement.slots);
+                let run = || {
+                    burner::burn_stoppable(clock, &workload, work, &placement.slots, &shared.stop)
+                };
                 let burn = match widen_to {
                     None => run(),
                     Some(host) => widened(&host, run)?,
