@@ -155,12 +155,12 @@ pub mod limits {
     /// thread, and unpinned threads may outnumber the CPUs).
     pub const MAX_THREADS: usize = 1024;
     /// Most streams of one `load` job (one socket and one thread each).
-    pub const MAX_STREAMS: usize = 256;
+    pub const MAX_STREAMS: usize = nnb_netlat::load::MAX_STREAMS;
     /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
     /// 7 days. Longer runs go on until stopped or until their deadline instead.
-    pub const MAX_DURATION_MS: u64 = 7 * 24 * 3600 * 1000;
+    pub const MAX_DURATION_MS: u64 = nnb_units::MAX_DURATION.as_millis() as u64;
     /// Highest aggregate rate of a `load` job, bits per second (1 Tbit/s).
-    pub const MAX_RATE_BPS: f64 = 1e12;
+    pub const MAX_RATE_BPS: f64 = nnb_netlat::load::MAX_RATE_BPS;
     /// Most jobs whose threads run at once on one agent (idle ones included); a
     /// start beyond it is a 503 "busy".
     pub const MAX_RUNNING_JOBS: usize = 64;
