@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod jobs;
 #[cfg(feature = "controller")]
 pub mod journal;
+mod lockfile;
 #[cfg(feature = "controller")]
 pub mod plan;
 #[cfg(feature = "controller")]

@@ -70,38 +70,13 @@ pub enum ResultsError {
 /// says who holds it.
 fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError> {
     let path = dir.join(LOCK);
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(&path)
-        .map_err(io_err("cannot open", &path))?;
-    if !nnb_sys::file::try_lock_exclusive(&file).map_err(io_err("cannot lock", &path))? {
-        let mut holder = String::new();
-        // Bounded: the holder wrote one short line.
-        let _ = (&file).take(4096).read_to_string(&mut holder);
-        let holder = holder.trim();
-        return Err(ResultsError::Locked {
+    match crate::lockfile::try_hold(&path).map_err(io_err("cannot lock", &path))? {
+        Ok(file) => Ok(std::sync::Arc::new(file)),
+        Err(holder) => Err(ResultsError::Locked {
             path: dir.to_path_buf(),
-            holder: if holder.is_empty() {
-                "unknown".to_string()
-            } else {
-                holder.to_string()
-            },
-        });
+            holder,
+        }),
     }
-    let me = format!(
-        "pid {}, `{}`, since {}\n",
-        std::process::id(),
-        std::env::args().collect::<Vec<_>>().join(" "),
-        nnb_format::timestamp(SystemTime::now())
-    );
-    file.set_len(0)
-        .and_then(|()| file.write_all(me.as_bytes()))
-        .and_then(|()| file.sync_data())
-        .map_err(io_err("cannot write", &path))?;
-    Ok(std::sync::Arc::new(file))
 }
 
 /// Wraps an I/O error with what was done to which path.

@@ -13,6 +13,11 @@
 //! *thread* that spawned the child exits: launch the fleet from a thread that
 //! outlives it (a tokio worker thread or the main thread, not a `spawn_blocking`
 //! task).
+//!
+//! Two local runs on the same CPUs double each other's runtimes. Each local fleet
+//! holds a lock per CPU it carved (`/run/nnb/cpuN.lock`, [`hold_cpus`]) for its
+//! lifetime; a second run that finds a CPU held warns loudly, naming the other run,
+//! and records the warning in its manifest, so its numbers are never taken as clean.
 
 use std::cmp::Reverse;
 use std::io::{BufRead, BufReader, Write};
@@ -135,7 +140,12 @@ pub async fn launch_local(
     let bin = opts.binary()?;
     let topo = Topology::host()?;
     let allowed = nnb_burn::placement::allowed_cpus();
-    let (sets, warnings) = carve_cpus(&topo, &allowed, specs)?;
+    let (sets, mut warnings) = carve_cpus(&topo, &allowed, specs)?;
+    let (cpu_locks, shared) = hold_cpus(&cpu_lock_dir(), sets.iter().flatten().copied());
+    for w in &shared {
+        tracing::warn!("{w}");
+    }
+    warnings.extend(shared);
     // The fleet carries them to whoever reports the run (`nnb run` says each once).
     for w in &warnings {
         tracing::debug!("{w}");
@@ -148,6 +158,7 @@ pub async fn launch_local(
         children: Vec::new(),
         net: None,
         cloud: Default::default(),
+        _cpu_locks: cpu_locks,
     };
     let net = match opts.network {
         Network::None => None,
@@ -243,6 +254,67 @@ pub async fn launch_local(
     drop(scratch);
     tracing::info!(agents = fleet.children.len(), "local fleet up");
     Ok(fleet)
+}
+
+/// Where the per-CPU locks of local runs live: `/run/nnb`, shared by every user
+/// (sticky, like `/tmp`), or a directory under the temporary directory where `/run`
+/// cannot be written.
+fn cpu_lock_dir() -> PathBuf {
+    let run = Path::new("/run/nnb");
+    let made = std::fs::create_dir_all(run).and_then(|()| {
+        let mode = std::fs::metadata(run)?.permissions().mode();
+        if mode & 0o1777 != 0o1777 {
+            // Only the creator (or root) may widen it; others just use it.
+            let _ = std::fs::set_permissions(run, std::fs::Permissions::from_mode(0o1777));
+        }
+        Ok(())
+    });
+    match made {
+        Ok(()) => run.to_path_buf(),
+        Err(_) => std::env::temp_dir().join("nnb-locks"),
+    }
+}
+
+/// Takes the lock of each of `cpus` under `dir`: the locks held (keep them for the
+/// fleet's lifetime), and one warning per other run found on some of the CPUs.
+/// Locking is best effort: a lock file that cannot be made is logged and skipped.
+fn hold_cpus(
+    dir: &Path,
+    cpus: impl IntoIterator<Item = usize>,
+) -> (Vec<std::fs::File>, Vec<String>) {
+    let wanted: std::collections::BTreeSet<usize> = cpus.into_iter().collect();
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        tracing::debug!("no CPU locks in {}: {e}", dir.display());
+        return (Vec::new(), Vec::new());
+    }
+    let mut held = Vec::new();
+    let mut others: Vec<(String, Vec<usize>)> = Vec::new();
+    for cpu in wanted {
+        let path = dir.join(format!("cpu{cpu}.lock"));
+        match crate::lockfile::try_hold(&path) {
+            Ok(Ok(file)) => held.push(file),
+            Ok(Err(holder)) => match others.iter_mut().find(|(h, _)| *h == holder) {
+                Some((_, cpus)) => cpus.push(cpu),
+                None => others.push((holder, vec![cpu])),
+            },
+            Err(e) => tracing::debug!("cannot lock {}: {e}", path.display()),
+        }
+    }
+    let warnings = others
+        .into_iter()
+        .map(|(holder, cpus)| {
+            let which = match cpus.as_slice() {
+                [one] => format!("CPU {one} is"),
+                _ => format!("CPUs {} are", format_list(&cpus)),
+            };
+            format!(
+                "{which} in use by another local nnb run ({holder}): two runs on the same \
+                 CPUs slow each other down, so this run's numbers are contaminated; run them \
+                 one after the other, or give each its own CPUs (taskset)"
+            )
+        })
+        .collect();
+    (held, warnings)
 }
 
 /// The local provider: [`launch_local`] with the experiment's options, and tenants
@@ -466,6 +538,28 @@ async fn wait_healthy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reliability review M13: a second local run on the same CPUs is told, with the
+    /// first run named, while a run on other CPUs goes ahead quietly; once the first
+    /// ends (its locks closed) the CPUs are free again.
+    #[test]
+    fn a_second_run_on_the_same_cpus_is_warned() {
+        let dir = tempfile::tempdir().unwrap();
+        let (first, none) = hold_cpus(dir.path(), [0, 1, 1]);
+        assert_eq!((first.len(), none.len()), (2, 0));
+        let (second, warned) = hold_cpus(dir.path(), [1, 2]);
+        assert_eq!(second.len(), 1, "CPU 2 was free");
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        let me = format!("pid {}", std::process::id());
+        assert!(
+            warned[0].starts_with("CPU 1 is in use by another local nnb run")
+                && warned[0].contains(&me),
+            "{warned:?}"
+        );
+        drop(first);
+        let (third, clear) = hold_cpus(dir.path(), [0, 1]);
+        assert_eq!((third.len(), clear.len()), (2, 0));
+    }
 
     fn spec(name: &str, role: Role, vcpus: usize) -> TenantSpec {
         TenantSpec {

@@ -259,6 +259,8 @@ pub struct Fleet {
     children: Vec<(String, Child)>,
     net: Option<netns::NetLab>,
     cloud: CloudLease,
+    /// A local fleet's per-CPU locks, held while it lives (see [`local`]).
+    _cpu_locks: Vec<std::fs::File>,
 }
 
 /// Time given to the agents' jobs to stop during [`Fleet::shutdown`].
@@ -275,6 +277,7 @@ impl Fleet {
             children: Vec::new(),
             net: None,
             cloud: CloudLease::default(),
+            _cpu_locks: Vec::new(),
         }
     }
 
