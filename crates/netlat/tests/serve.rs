@@ -470,6 +470,38 @@ fn tcp_sink_refuses_beyond_its_bound() {
     drop((held, extra));
 }
 
+/// Reliability review L14: idle connections cannot hold the TCP sink's slots: one
+/// that sends nothing for the idle timeout is closed (the client reads the end), and
+/// the slot serves a new client, which still gets its report.
+#[test]
+fn tcp_sink_closes_idle_connections() {
+    let cfg = ServeConfig {
+        max_tcp_connections: 2,
+        tcp_idle_timeout: Duration::from_millis(300),
+        ..ServeConfig::default()
+    };
+    let server = Server::start(&cfg).unwrap();
+    let tcp = server.tcp_addr().unwrap();
+    let idle: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(tcp).unwrap()).collect();
+    wait_for(&server, |s| s.tcp.as_ref().unwrap().active == 2);
+    let snap = wait_for(&server, |s| s.tcp.as_ref().unwrap().idle_closed == 2);
+    assert_eq!(snap.tcp.unwrap().active, 0);
+    for mut c in idle {
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut b = [0u8; 16];
+        // The sink closed it: end of stream (or a reset), never a wait.
+        assert!(matches!(std::io::Read::read(&mut c, &mut b), Ok(0) | Err(_)));
+    }
+    let mut s = TcpStream::connect(tcp).unwrap();
+    s.write_all(&[7u8; 1000]).unwrap();
+    s.shutdown(Shutdown::Write).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut line = String::new();
+    BufReader::new(&s).read_line(&mut line).unwrap();
+    let report: TcpReport = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(report.bytes, 1000);
+}
+
 #[test]
 fn stop_releases_the_ports() {
     let server = Server::start(&ServeConfig::default()).unwrap();

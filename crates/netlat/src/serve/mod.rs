@@ -58,6 +58,9 @@ pub struct ServeConfig {
     pub max_streams: usize,
     /// Most TCP connections served at once; more are closed on accept.
     pub max_tcp_connections: usize,
+    /// A TCP connection that sends nothing for this long is closed, so idle clients
+    /// cannot hold the sink's connection slots forever.
+    pub tcp_idle_timeout: Duration,
     /// Socket receive buffer to ask for, in bytes (`SO_RCVBUFFORCE` when allowed, else
     /// `SO_RCVBUF`, which the kernel caps at `net.core.rmem_max`); `None` keeps the
     /// system default.
@@ -77,6 +80,7 @@ impl Default for ServeConfig {
             sink_cpu: None,
             max_streams: sink::DEFAULT_MAX_STREAMS,
             max_tcp_connections: tcp_sink::DEFAULT_MAX_CONNECTIONS,
+            tcp_idle_timeout: tcp_sink::DEFAULT_IDLE_TIMEOUT,
             recv_buffer: Some(8 << 20),
         }
     }
@@ -223,13 +227,13 @@ impl Server {
                 source,
             })?;
             let shared = Arc::new(tcp_sink::TcpShared::default());
-            let (stop, sh, max) = (
-                Arc::clone(&server.stop),
-                Arc::clone(&shared),
-                cfg.max_tcp_connections.max(1),
-            );
+            let limits = tcp_sink::Limits {
+                max_connections: cfg.max_tcp_connections.max(1),
+                idle_timeout: cfg.tcp_idle_timeout,
+            };
+            let (stop, sh) = (Arc::clone(&server.stop), Arc::clone(&shared));
             server.spawn("TCP sink", None, move || {
-                tcp_sink::run(listener, max, stop, sh)
+                tcp_sink::run(listener, limits, stop, sh)
             })?;
             server.tcp_addr = Some(addr);
             server.tcp = Some(shared);

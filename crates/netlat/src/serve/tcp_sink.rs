@@ -16,6 +16,17 @@ use super::{lock, monotonic_ns};
 
 /// Default bound on connections served at once; more are closed on accept.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default time a connection may send nothing before the sink closes it.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What bounds the TCP sink's connections.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Connections served at once.
+    pub(crate) max_connections: usize,
+    /// Silence after which a connection is closed.
+    pub(crate) idle_timeout: Duration,
+}
 /// Finished connections kept for snapshots.
 const RECENT: usize = 64;
 /// How often blocked accept and read calls wake to check for a stop.
@@ -44,6 +55,9 @@ pub struct TcpSnapshot {
     pub accepted: u64,
     /// Connections closed at once because the bound was reached.
     pub refused: u64,
+    /// Connections closed after sending nothing for the idle timeout.
+    #[serde(default)]
+    pub idle_closed: u64,
     /// Connections being served now.
     pub active: u64,
     /// Bytes received over all connections, live ones included.
@@ -57,6 +71,7 @@ pub struct TcpSnapshot {
 pub(crate) struct TcpShared {
     accepted: AtomicU64,
     refused: AtomicU64,
+    idle_closed: AtomicU64,
     active: AtomicU64,
     bytes: AtomicU64,
     recent: Mutex<VecDeque<TcpReport>>,
@@ -68,6 +83,7 @@ impl TcpShared {
         TcpSnapshot {
             accepted: self.accepted.load(Ordering::Relaxed),
             refused: self.refused.load(Ordering::Relaxed),
+            idle_closed: self.idle_closed.load(Ordering::Relaxed),
             active: self.active.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
             recent: lock(&self.recent).iter().cloned().collect(),
@@ -79,10 +95,11 @@ impl TcpShared {
 /// serves each on its own thread, joins them all before returning.
 pub(crate) fn run(
     listener: TcpListener,
-    max_connections: usize,
+    limits: Limits,
     stop: Arc<AtomicBool>,
     shared: Arc<TcpShared>,
 ) {
+    let max_connections = limits.max_connections;
     let mut conns: Vec<JoinHandle<()>> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         if !nnb_sys::socket::wait_readable(&listener, POLL) {
@@ -97,8 +114,14 @@ pub(crate) fn run(
         };
         conns.retain(|h| !h.is_finished());
         if conns.len() >= max_connections {
-            shared.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(%peer, "TCP sink full ({max_connections} connections), refusing");
+            // Said once, then only counted: a client must not flood the log.
+            if shared.refused.fetch_add(1, Ordering::Relaxed) == 0 {
+                tracing::warn!(
+                    %peer,
+                    "TCP sink full ({max_connections} connections), refusing; further \
+                     refusals are only counted"
+                );
+            }
             continue;
         }
         shared.accepted.fetch_add(1, Ordering::Relaxed);
@@ -107,7 +130,8 @@ pub(crate) fn run(
         let spawned = std::thread::Builder::new()
             .name("nnb-tcp-conn".into())
             .spawn(move || {
-                if let Err(e) = serve_connection(stream, peer, &stop, &shared2) {
+                if let Err(e) = serve_connection(stream, peer, limits.idle_timeout, &stop, &shared2)
+                {
                     tracing::debug!(%peer, "TCP connection ended: {e}");
                 }
                 shared2.active.fetch_sub(1, Ordering::Relaxed);
@@ -131,17 +155,21 @@ pub(crate) fn run(
 fn serve_connection(
     mut stream: TcpStream,
     peer: SocketAddr,
+    idle_timeout: Duration,
     stop: &AtomicBool,
     shared: &TcpShared,
 ) -> io::Result<()> {
-    stream.set_read_timeout(Some(POLL))?;
+    stream.set_read_timeout(Some(POLL.min(idle_timeout)))?;
     let mut buf = vec![0u8; 256 * 1024];
     let (mut bytes, mut first_bytes, mut first_ns, mut last_ns) = (0u64, 0u64, 0u64, 0u64);
+    let idle_ns = u64::try_from(idle_timeout.as_nanos()).unwrap_or(u64::MAX);
+    let mut active_ns = monotonic_ns();
     loop {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
                 last_ns = monotonic_ns();
+                active_ns = last_ns;
                 if bytes == 0 {
                     first_ns = last_ns;
                     first_bytes = n as u64;
@@ -157,6 +185,13 @@ fn serve_connection(
             {
                 if stop.load(Ordering::Relaxed) {
                     return Ok(());
+                }
+                if monotonic_ns().saturating_sub(active_ns) >= idle_ns {
+                    shared.idle_closed.fetch_add(1, Ordering::Relaxed);
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("nothing received for {idle_timeout:?}: closed"),
+                    ));
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
