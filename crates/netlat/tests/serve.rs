@@ -490,7 +490,10 @@ fn tcp_sink_closes_idle_connections() {
         c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut b = [0u8; 16];
         // The sink closed it: end of stream (or a reset), never a wait.
-        assert!(matches!(std::io::Read::read(&mut c, &mut b), Ok(0) | Err(_)));
+        assert!(matches!(
+            std::io::Read::read(&mut c, &mut b),
+            Ok(0) | Err(_)
+        ));
     }
     let mut s = TcpStream::connect(tcp).unwrap();
     s.write_all(&[7u8; 1000]).unwrap();
