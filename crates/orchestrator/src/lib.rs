@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod jobs;
 #[cfg(feature = "controller")]
 pub mod journal;
+#[cfg(feature = "controller")]
 mod lockfile;
 #[cfg(feature = "controller")]
 pub mod plan;
