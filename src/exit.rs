@@ -84,6 +84,36 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
     if e.is::<nnb_orchestrator::experiment::ExperimentError>() {
         return true;
     }
+    // A results file that is not what nnb writes, or a run that is not there
+    // (`--resume nope`): the user's input, not a failure of the machine.
+    #[cfg(feature = "controller")]
+    {
+        use nnb_orchestrator::controller::ControllerError;
+        use nnb_orchestrator::results::ResultsError;
+        // `ControllerError::Results` is transparent: the results error is not a
+        // separate link of the chain.
+        let results = e.downcast_ref::<ResultsError>().or_else(|| {
+            match e.downcast_ref::<ControllerError>() {
+                Some(ControllerError::Results(r)) => Some(r),
+                _ => None,
+            }
+        });
+        if matches!(results, Some(ResultsError::Format { .. })) {
+            return true;
+        }
+    }
+    #[cfg(feature = "analysis")]
+    if matches!(
+        e.downcast_ref::<nnb_analysis::read::ReadError>(),
+        Some(
+            nnb_analysis::read::ReadError::Corrupt { .. }
+                | nnb_analysis::read::ReadError::Version { .. }
+                | nnb_analysis::read::ReadError::Refused { .. }
+                | nnb_analysis::read::ReadError::Hdr { .. }
+        )
+    ) {
+        return true;
+    }
     #[cfg(feature = "aws")]
     if matches!(
         e.downcast_ref::<nnb_aws::s3::S3Error>(),

@@ -161,13 +161,15 @@ fn missing_or_foreign_directories_exit_2() {
 }
 
 #[test]
-fn corrupt_runs_exit_1_naming_file_and_line() {
+fn corrupt_runs_exit_2_naming_file_and_line() {
+    // A results file that is not what nnb writes is bad input (reliability review
+    // L11): exit 2, like a malformed experiment file.
     let o = nnb(&["analyze", &fixture("corrupt")]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("samples.jsonl:5: "), "{err}");
     let o = nnb(&["analyze", &fixture("wrong-version")]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("samples.jsonl:3: format_version 9 is not supported"),
         "{}",

@@ -329,6 +329,24 @@ fn an_invalid_file_exits_2_and_names_the_line() {
     assert!(err.contains("3 | settle = \"100 parsecs\""), "{err}");
 }
 
+/// Reliability review L11: resuming a run that is not there is bad input, exit 2.
+#[test]
+fn resuming_a_run_that_is_not_there_exits_2() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let results = dir.path().join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    let out = nnb(&[
+        "run",
+        "--results",
+        results.to_str().unwrap_or_default(),
+        "--resume",
+        "nope",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no run `nope` here"), "{err}");
+}
+
 #[test]
 fn dry_run_prints_the_plan_without_starting_agents() {
     let (_dir, exp, results) = scratch(&staircase(2, 1000));

@@ -225,8 +225,19 @@ pub async fn execute_with(
         s.status = status.to_string();
         s.steps_run = outcome.measured + outcome.failed;
     }
-    run.dir.write_manifest(&run.manifest)?;
-    outcome.status = result?;
+    let closed = run.dir.write_manifest(&run.manifest);
+    // The run's own failure comes first (reliability review L7: on a full disk the
+    // journal's failed append is the cause, the manifest's failure only follows it).
+    outcome.status = match (result, closed) {
+        (Err(e), Err(m)) => {
+            tracing::error!("and the manifest could not be closed either: {m}");
+            return Err(e);
+        }
+        (result, closed) => {
+            closed?;
+            result?
+        }
+    };
     Ok(outcome)
 }
 
