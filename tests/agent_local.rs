@@ -244,3 +244,20 @@ fn nnb_agent_without_a_readable_token_file_is_a_usage_error() {
     assert!(err.contains("/nonexistent/token"), "{err}");
     assert!(out.stdout.is_empty(), "nothing may be listening");
 }
+
+#[test]
+fn nnb_agent_on_a_cpu_it_may_not_use_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "cli-token-0123456\n").unwrap();
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
+        .args(["agent", "--cpus", "4095", "--token-file"])
+        .arg(&token)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--cpus: CPU 4095 is not available"), "{err}");
+    assert!(out.stdout.is_empty(), "nothing may be listening");
+}

@@ -153,6 +153,12 @@ fn bad_input_exits_2_with_a_reason() {
             &["latency", "--neighbor-load", "5G:1G:1G"][..],
             "TO is below FROM",
         ),
+        // Reliability review L11: a CPU this process may not use is named, exit 2,
+        // not the kernel's bare EINVAL with exit 1.
+        (
+            &["latency", "--pin", "4095", "--count", "5"][..],
+            "--pin: CPU 4095 is not available to this process",
+        ),
     ] {
         let out = nnb(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -92,7 +92,9 @@ fn bad_input_exits_2_with_a_reason() {
     for (args, needle) in [
         (&["load", "--rate", "10X"][..], "unknown unit"),
         (&["load", "--rate", "0"][..], "zero rate"),
-        (&["load", "--streams", "0"][..], "at least one stream"),
+        (&["load", "--streams", "0"][..], "between 1 and 256"),
+        // Reliability review L16: a clean refusal, not an abort.
+        (&["load", "--streams", "100000"][..], "100000 streams"),
         (&["load", "--cpus", "4096"][..], "not available"),
     ] {
         let out = nnb(args);

@@ -35,6 +35,7 @@ pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
     if let Some(list) = &args.cpus {
         let cpus =
             nnb_burn::placement::parse_cpu_list(list).with_context(|| format!("--cpus {list}"))?;
+        super::common::check_available("--cpus", &cpus)?;
         agent::restrict_to_cpus(&cpus)
             .with_context(|| format!("cannot restrict the agent to CPUs {list}"))?;
     }

@@ -67,16 +67,24 @@ pub(crate) fn stream_cpus(
     if no_pin {
         return Ok(Vec::new());
     }
-    let allowed = allowed_cpus();
     let Some(nnb_units::CpuList(given)) = given else {
-        return Ok(allowed);
+        return Ok(allowed_cpus());
     };
-    if let Some(bad) = given.iter().find(|c| !allowed.contains(c)) {
-        return Err(usage(format!(
-            "{flag}: CPU {bad} is not available to this process (available: {allowed:?})"
-        )));
-    }
+    check_available(flag, given)?;
     Ok(given.to_vec())
+}
+
+/// Refuses, as bad input (exit 2), a CPU given to `flag` that this process may not
+/// run on, naming the ones it may: better than the kernel's bare EINVAL later.
+pub(crate) fn check_available(flag: &str, cpus: &[usize]) -> anyhow::Result<()> {
+    let allowed = allowed_cpus();
+    match cpus.iter().find(|c| !allowed.contains(c)) {
+        Some(bad) => Err(usage(format!(
+            "{flag}: CPU {bad} is not available to this process (available: {})",
+            nnb_units::format_cpu_list(&allowed)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Which services the embedded `serve` runs.

@@ -105,6 +105,11 @@ pub(crate) struct LatencyArgs {
 
 /// Runs `nnb latency`.
 pub(crate) fn run(args: LatencyArgs, out: &mut Out) -> anyhow::Result<()> {
+    for (flag, cpu) in [("--pin", args.pin), ("--recv-pin", args.recv_pin)] {
+        if let Some(cpu) = cpu {
+            super::common::check_available(flag, &[cpu])?;
+        }
+    }
     // The embedded reflector busy-polls with --busy-poll; the embedded sink for the
     // neighbor load never does (a second spinning thread would starve the probe).
     let reflector_server = match args.target {
