@@ -159,6 +159,8 @@ fn bad_input_exits_2_with_a_reason() {
             &["latency", "--pin", "4095", "--count", "5"][..],
             "--pin: CPU 4095 is not available to this process",
         ),
+        // L5: zero pings would measure nothing and exit 0.
+        (&["latency", "--count", "0"][..], "--count"),
     ] {
         let out = nnb(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -133,6 +133,8 @@ fn bad_input_exits_with_code_2() {
         &["serve", "--no-reflector", "--no-sink", "--no-tcp"][..],
         &["serve", "--interval", "0s"],
         &["serve", "--duration", "soon"],
+        // L5: a zero duration serves nothing and used to exit 0.
+        &["serve", "--duration", "0s"],
         &["serve", "--bind", "not-an-ip"],
     ] {
         let out = Command::new(NNB).args(args).output().unwrap();

@@ -40,7 +40,7 @@ pub(crate) struct LatencyArgs {
     #[arg(long, value_parser = parse_duration, conflicts_with = "count", value_name = "DURATION")]
     duration: Option<Duration>,
     /// Measure this many pings after the warm-up instead of a duration.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     count: Option<u64>,
     /// UDP payload bytes per ping, nnb's 32-byte header included.
     #[arg(long, default_value_t = 64, value_parser = parse_bytes, value_name = "BYTES")]

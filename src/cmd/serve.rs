@@ -59,7 +59,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_parser = parse_duration, value_name = "INTERVAL")]
     interval: Option<Duration>,
     /// Stop after this long (e.g. 10s, 2m); default: until Ctrl-C or SIGTERM.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = nnb_units::parse_positive_duration, value_name = "DURATION")]
     duration: Option<Duration>,
     /// JSON lines on stdout instead of human-readable text.
     #[arg(long)]
