@@ -60,8 +60,9 @@ fn steal_loop(c: &mut Criterion) {
     const ITERATIONS: u64 = 1_000_000;
     let mut g = c.benchmark_group("steal_loop");
     g.throughput(Throughput::Elements(ITERATIONS));
+    let never = std::sync::atomic::AtomicBool::new(false);
     g.bench_function("iteration", |b| {
-        b.iter(|| scan(&clock, u64::MAX, ITERATIONS, threshold).map(|s| s.iterations))
+        b.iter(|| scan(&clock, u64::MAX, ITERATIONS, threshold, &never).map(|s| s.iterations))
     });
     g.finish();
 }

@@ -84,7 +84,9 @@ pub(crate) fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
             "watching CPUs {cpus:?} for {duration:?} (gaps >= {threshold:?} count as not run)"
         );
     }
-    let report = measure(&clock, &cpus, duration, threshold).context("steal measurement")?;
+    let never = std::sync::atomic::AtomicBool::new(false);
+    let report =
+        measure(&clock, &cpus, duration, threshold, &never).context("steal measurement")?;
     environment.record_steal_after();
     if args.json {
         let json = Output {

@@ -19,6 +19,7 @@
 //! is a real interruption, and low enough to catch host interrupts and short VM exits.
 //! The number of gaps of 1 ms or more is reported separately, CPUTest's measure.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use hdrhistogram::Histogram;
@@ -85,7 +86,13 @@ pub fn gap_histogram() -> Result<Histogram<u64>, StealError> {
         .map_err(|e| StealError::Histogram(e.to_string()))
 }
 
-/// Reads the clock in a tight loop for `span_ticks` or `max_iterations`, recording
+/// Loop iterations between two looks at the stop flag: a relaxed load every 65,536
+/// clock reads (a millisecond or so) costs nothing measurable and ends a stopped
+/// scan promptly.
+const STOP_CHECK: u64 = 1 << 16;
+
+/// Reads the clock in a tight loop for `span_ticks` or `max_iterations` (or until
+/// `stop` is raised), recording
 /// every gap of at least `threshold_ticks`. The loop body is one clock read, a
 /// subtraction and two compares; gaps (rare) cost a histogram update and a
 /// `getrusage`, which tells in-guest preemption from the rest (see the module
@@ -96,6 +103,7 @@ pub fn scan(
     span_ticks: u64,
     max_iterations: u64,
     threshold_ticks: u64,
+    stop: &AtomicBool,
 ) -> Result<Scan, StealError> {
     let mut gaps = gap_histogram()?;
     let off_ticks = clock.duration_to_ticks(SCHEDULED_OFF);
@@ -106,6 +114,9 @@ pub fn scan(
     let (mut preempted, mut preempted_ticks) = (0u64, 0u64);
     let (mut prev, mut iterations, mut gap_ticks, mut scheduled_off) = (start, 0u64, 0u64, 0u64);
     while prev < end_tick && iterations < max_iterations {
+        if iterations % STOP_CHECK == 0 && stop.load(Ordering::Relaxed) {
+            break;
+        }
         let now = clock.now();
         let d = now.wrapping_sub(prev);
         if d >= threshold_ticks {
@@ -182,12 +193,14 @@ pub struct StealReport {
     pub user_hz: u64,
 }
 
-/// Runs a pinned gap scan on each of `cpus` for `duration`, all starting together.
+/// Runs a pinned gap scan on each of `cpus` for `duration`, all starting together;
+/// raising `stop` ends every scan early (a stopped agent job), with what it saw.
 pub fn measure(
     clock: &Clock,
     cpus: &[usize],
     duration: Duration,
     threshold: Duration,
+    stop: &AtomicBool,
 ) -> Result<StealReport, StealError> {
     if cpus.is_empty() {
         return Err(StealError::NoCpus);
@@ -212,7 +225,7 @@ pub fn measure(
                     } else {
                         0
                     };
-                    scan(clock, span, u64::MAX, threshold_ticks)
+                    scan(clock, span, u64::MAX, threshold_ticks, stop)
                 })
             })
             .collect();
@@ -321,7 +334,7 @@ mod tests {
     #[test]
     fn threshold_of_one_tick_records_every_read() {
         let clock = Clock::calibrate();
-        let s = scan(&clock, u64::MAX, 100, 1).unwrap();
+        let s = scan(&clock, u64::MAX, 100, 1, &AtomicBool::new(false)).unwrap();
         assert_eq!(s.iterations, 100);
         // Consecutive reads of a ticking clock differ by at least one tick nearly always;
         // a repeated value (a coarse clock) is the only way to miss one.
@@ -335,7 +348,15 @@ mod tests {
     fn measures_every_allowed_cpu() {
         let clock = Clock::calibrate();
         let cpus = allowed_cpus();
-        let r = measure(&clock, &cpus, Duration::from_millis(50), DEFAULT_THRESHOLD).unwrap();
+        let never = AtomicBool::new(false);
+        let r = measure(
+            &clock,
+            &cpus,
+            Duration::from_millis(50),
+            DEFAULT_THRESHOLD,
+            &never,
+        )
+        .unwrap();
         assert_eq!(r.cpus.len(), cpus.len());
         for c in &r.cpus {
             // The loop runs until the TSC passes start + 50 ms in ticks; converting
@@ -347,8 +368,49 @@ mod tests {
         }
         assert!(r.proc_steal_ticks_all.is_some());
         assert!(matches!(
-            measure(&clock, &[], Duration::from_millis(1), DEFAULT_THRESHOLD),
+            measure(
+                &clock,
+                &[],
+                Duration::from_millis(1),
+                DEFAULT_THRESHOLD,
+                &never
+            ),
             Err(StealError::NoCpus)
         ));
+    }
+
+    /// A stopped scan ends at once with what it saw, not at the end of its duration
+    /// (reliability review M1: a stopped agent job must not keep a CPU busy).
+    #[test]
+    fn a_stopped_scan_ends_early() {
+        let clock = Clock::calibrate();
+        let stop = AtomicBool::new(false);
+        let cpu = allowed_cpus()[0];
+        let started = std::time::Instant::now();
+        let r = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.store(true, Ordering::Relaxed);
+            });
+            measure(
+                &clock,
+                &[cpu],
+                Duration::from_secs(60),
+                DEFAULT_THRESHOLD,
+                &stop,
+            )
+        })
+        .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(r.cpus[0].span_ns < 10e9, "{}", r.cpus[0].span_ns);
+        assert!(
+            r.cpus[0].span_ns >= 50e6,
+            "it ran until the stop: {}",
+            r.cpus[0].span_ns
+        );
     }
 }

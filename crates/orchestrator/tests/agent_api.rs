@@ -550,6 +550,28 @@ async fn a_timed_out_or_stopped_burn_leaves_no_thread_spinning() {
     assert_eq!(c.health().await.unwrap().running_jobs, 0);
 }
 
+/// M1 for `steal`: a stopped scan ends with what it saw instead of running to the end
+/// of its duration; the stop reports a result, not an abandoned job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_steal_scan_ends_with_its_result() {
+    let addr = start_agent().await;
+    let c = client(addr);
+    let spec = JobSpec::Steal {
+        cpus: None,
+        duration_ms: 600_000,
+        threshold_ns: 5_000,
+    };
+    let id = start_job(&c, spec, 900_000).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let st = c.stop(&id).await.unwrap();
+    assert_eq!(st.state, JobState::Stopped, "{st:?}");
+    assert!(st.error.is_none(), "stopped, not abandoned: {st:?}");
+    let result = st.result.expect("a stopped scan reports what it saw");
+    let span = result["cpus"][0]["span_ns"].as_f64().expect("a span");
+    assert!((1e8..60e9).contains(&span), "scanned {span} ns");
+    assert_eq!(c.health().await.unwrap().running_jobs, 0);
+}
+
 /// M12: jobs run on a bounded pool; beyond it (idle jobs count) a start is a JSON
 /// 503 "busy" at once, not a job that never starts, and a slot freed by a stop is
 /// used again.

@@ -410,7 +410,7 @@ impl Job {
                 duration,
                 threshold,
             } => {
-                let report = steal::measure(clock(), &cpus, duration, threshold)
+                let report = steal::measure(clock(), &cpus, duration, threshold, &shared.stop)
                     .map_err(|e| e.to_string())?;
                 to_json(&report)
             }
