@@ -524,3 +524,112 @@ fn off_a_terminal_a_run_prints_one_plain_line_per_step() {
         assert!(line.ends_with(" s)"), "{line}");
     }
 }
+
+/// The tenants whose `nnb agent` processes are children of `parent` now, by the
+/// token file each was started with (`<dir>/<tenant>.token`); the endpoint is left out.
+fn agents_of(parent: u32) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return names;
+    };
+    for p in procs.flatten() {
+        let dir = p.path();
+        let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...: comm may hold spaces, so split after its ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid != Some(parent) {
+            continue;
+        }
+        let cmdline = std::fs::read(dir.join("cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if !args.iter().any(|a| a == "agent") {
+            continue;
+        }
+        let token = args
+            .iter()
+            .skip_while(|a| *a != "--token-file")
+            .nth(1)
+            .map(Path::new)
+            .and_then(Path::file_stem)
+            .map(|s| s.to_string_lossy().into_owned());
+        if let Some(name) = token.filter(|n| n != "endpoint") {
+            names.insert(name);
+        }
+    }
+    names
+}
+
+/// Neighbors come and go (issue 13): while each step of a busy-then-idle staircase
+/// is measured, the agent processes running are exactly the test tenant's and the
+/// level's neighbors', as a watcher of the run's child processes sees them.
+#[test]
+fn during_each_step_exactly_the_levels_tenants_run() {
+    let text = staircase(1, 1).replace("ops = 1", "duration = \"400ms\"");
+    let (_dir, exp, results) = scratch(&text);
+    let mut child = spawn_run(&exp, &results, false);
+    let pid = child.id();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let done = std::sync::Arc::clone(&done);
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let at = std::time::SystemTime::now();
+                seen.push((at, nnb_format::timestamp(at), agents_of(pid)));
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            seen
+        })
+    };
+    let status = child
+        .wait()
+        .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let seen = watcher
+        .join()
+        .unwrap_or_else(|_| panic!("watcher panicked"));
+    assert!(status.success(), "nnb run: {status}");
+    let records = samples(&run_dir(&results));
+    assert_eq!(records.len(), 6);
+    for r in &records {
+        let step = r["step"].as_str().unwrap_or_default();
+        let level: usize = step
+            .split("neighbors=")
+            .nth(1)
+            .and_then(|s| s.split('/').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no level in {step}"));
+        let want: std::collections::BTreeSet<String> = std::iter::once("test".to_string())
+            .chain((1..=level).map(|k| format!("nb-{k}")))
+            .collect();
+        // The measured window: from the first snapshot at or after the jobs' start
+        // (timestamps compare as text) until the burn's runtime less a margin.
+        let started = r["started_at"].as_str().unwrap_or_default();
+        let runtime = Duration::from_secs_f64(r[Metric::RuntimeS.name()].as_f64().unwrap_or(0.0));
+        let first = seen
+            .iter()
+            .find(|(_, ts, _)| ts.as_str() >= started)
+            .map(|(at, _, _)| *at)
+            .unwrap_or_else(|| panic!("no snapshot after {step} started"));
+        let window: Vec<_> = seen
+            .iter()
+            .filter(|(at, _, _)| {
+                *at >= first
+                    && at.duration_since(first).unwrap_or_default() + Duration::from_millis(50)
+                        < runtime
+            })
+            .collect();
+        assert!(window.len() >= 5, "{step}: only {} snapshots", window.len());
+        for (_, ts, agents) in window {
+            assert_eq!(agents, &want, "{step} at {ts}");
+        }
+    }
+}

@@ -235,6 +235,7 @@ mod tests {
             level_label: "neighbors=1".to_string(),
             rep: 1,
             warmup: false,
+            present: Vec::new(),
             background: Vec::new(),
             measure: Vec::new(),
             estimate: None,

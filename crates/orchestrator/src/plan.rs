@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::experiment::{
     Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Network,
-    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep,
+    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep, UnusedNeighbors,
 };
 use crate::jobs::{BurnScope, JobSpec};
 
@@ -57,7 +57,13 @@ pub struct Step {
     pub rep: u32,
     /// A warm-up repetition, recorded but left out of summaries.
     pub warmup: bool,
-    /// Background jobs running during the step (tenants not listed run nothing).
+    /// Tenants whose agents run during the step, in file order (the endpoint is not
+    /// a tenant): every tenant, except in a staircase whose neighbors above the
+    /// level are absent. The controller starts and stops agents (and, on aws,
+    /// instances) between steps to match.
+    pub present: Vec<String>,
+    /// Background jobs running during the step (present tenants not listed run
+    /// nothing).
     pub background: Vec<Assignment>,
     /// Jobs started together and measured; the step ends when all have ended.
     pub measure: Vec<Assignment>,
@@ -135,11 +141,13 @@ pub fn expand(exp: &Experiment, host_cpus: usize) -> Plan {
     Plan { steps: b.steps }
 }
 
-/// One level: what it is called and what runs in it.
+/// One level: what it is called, who is there and what runs in it.
 struct Level {
     group: String,
     level: f64,
     label: String,
+    /// `None`: every tenant.
+    present: Option<Vec<String>>,
     background: Vec<Assignment>,
     measure: Vec<Assignment>,
     estimate: Option<Duration>,
@@ -153,6 +161,9 @@ struct Builder<'a> {
 impl Builder<'_> {
     /// Adds the level's warm-up repetitions, then its measured ones.
     fn level(&mut self, l: Level) {
+        let present = l
+            .present
+            .unwrap_or_else(|| self.exp.tenants.iter().map(|t| t.name.clone()).collect());
         let reps = (1..=self.exp.warmup)
             .map(|r| (r, true))
             .chain((1..=self.exp.repetitions).map(|r| (r, false)));
@@ -165,6 +176,7 @@ impl Builder<'_> {
                 level_label: l.label.clone(),
                 rep,
                 warmup,
+                present: present.clone(),
                 background: l.background.clone(),
                 measure: l.measure.clone(),
                 estimate: l.estimate,
@@ -190,6 +202,17 @@ impl Builder<'_> {
         let neighbors: Vec<TenantDef> = self.neighbors().into_iter().cloned().collect();
         for &state in &s.states {
             for &n in &s.levels {
+                let present = match s.unused {
+                    UnusedNeighbors::Idle => None,
+                    UnusedNeighbors::Absent => Some(
+                        self.exp
+                            .tenants
+                            .iter()
+                            .filter(|t| t.name == test || neighbors[..n].contains(t))
+                            .map(|t| t.name.clone())
+                            .collect(),
+                    ),
+                };
                 let background = neighbors[..n]
                     .iter()
                     .map(|t| Assignment {
@@ -204,6 +227,7 @@ impl Builder<'_> {
                     group: state.name().to_string(),
                     level: n as f64,
                     label: format!("neighbors={n}"),
+                    present,
                     background,
                     measure: vec![burn(&test, &s.test, s.test.threads)],
                     estimate: burn_estimate(&s.test),
@@ -219,6 +243,7 @@ impl Builder<'_> {
                 group: "sweep".to_string(),
                 level: threads as f64,
                 label: format!("threads={threads}"),
+                present: None,
                 background: Vec::new(),
                 measure: vec![burn(&test, &s.test, threads)],
                 estimate: burn_estimate(&s.test),
@@ -253,6 +278,7 @@ impl Builder<'_> {
                 group: "load".to_string(),
                 level: bps,
                 label: format!("load={}", compact_si(bps)),
+                present: None,
                 background: Vec::new(),
                 measure,
                 estimate: Some(span),
@@ -272,6 +298,7 @@ impl Builder<'_> {
             group: "capacity".to_string(),
             level: 0.0,
             label: "capacity".to_string(),
+            present: None,
             background: Vec::new(),
             measure: vec![capacity(m, &self.exp.network, &a, host_cpus)],
             estimate: Some(m.duration),
@@ -283,6 +310,7 @@ impl Builder<'_> {
                 group: "baseline".to_string(),
                 level: f64::from(id),
                 label: format!("a={}", state.name()),
+                present: None,
                 background: Vec::new(),
                 measure: vec![state.job(m, &a, host_cpus)],
                 estimate: Some(m.duration),
@@ -295,6 +323,7 @@ impl Builder<'_> {
                     group: "pair".to_string(),
                     level: f64::from(id),
                     label: format!("a={},b={}", sa.name(), sb.name()),
+                    present: None,
                     background: Vec::new(),
                     measure: vec![sa.job(m, &a, host_cpus), sb.job(m, &b, host_cpus)],
                     estimate: Some(m.duration),

@@ -516,6 +516,7 @@ mod tests {
             level_label: label.to_string(),
             rep: 1,
             warmup: false,
+            present: Vec::new(),
             background: Vec::new(),
             measure: Vec::new(),
             estimate: None,

@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 /// What a tenant is for in an experiment (defined by the results format).
 pub use nnb_format::Role;
 
+/// The name of the endpoint agent (probe reflector and load sink), reserved: no
+/// tenant may be called this.
+pub const ENDPOINT: &str = "endpoint";
+
 /// A tenant to provide: its name, role and size.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TenantSpec {

@@ -51,6 +51,13 @@ pub(super) struct Measured {
 /// The step loop's state.
 pub(super) struct Driver<'a> {
     pub(super) run: &'a Run,
+    /// Starts and stops tenants between steps.
+    provider: &'a mut dyn Provider,
+    /// The fleet it launched (tenants' addresses change when they start again).
+    fleet: &'a mut Fleet,
+    /// The tenants whose agents run now, as the last step wanted them; empty when
+    /// unknown (a change failed half-way).
+    present: Vec<String>,
     pub(super) clients: HashMap<String, (Arc<dyn AgentApi>, Role)>,
     endpoint: Option<Endpoint>,
     running: HashMap<String, Running>,
@@ -65,8 +72,8 @@ impl<'a> Driver<'a> {
     /// endpoint's `serve` job when the plan needs it.
     pub(super) async fn new(
         run: &'a Run,
-        provider: &dyn Provider,
-        fleet: &Fleet,
+        provider: &'a mut dyn Provider,
+        fleet: &'a mut Fleet,
         journal: Journal,
     ) -> Result<Driver<'a>, ControllerError> {
         let clients = fleet
@@ -74,8 +81,16 @@ impl<'a> Driver<'a> {
             .iter()
             .map(|t| (t.name.clone(), (provider.agent(t), t.role)))
             .collect();
+        let present = fleet.tenants.iter().map(|t| t.name.clone()).collect();
+        let endpoint_agent = fleet
+            .endpoint
+            .as_ref()
+            .map(|ep| (ep.clone(), provider.agent(ep)));
         let mut d = Driver {
             run,
+            provider,
+            fleet,
+            present,
             clients,
             endpoint: None,
             running: HashMap::new(),
@@ -84,16 +99,15 @@ impl<'a> Driver<'a> {
             cost_cap: None,
         };
         if run.plan.needs_endpoint() {
-            let Some(ep) = &fleet.endpoint else {
+            let Some((ep, agent)) = endpoint_agent else {
                 return Err(ControllerError::Fleet(
                     "this experiment sends probes or load to an endpoint, but the fleet has none \
                      (static provider: add an `endpoint` line to the hosts file)"
                         .to_string(),
                 ));
             };
-            let agent = provider.agent(ep);
             d.endpoint = Some(
-                Endpoint::start(ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
+                Endpoint::start(&ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
             );
             d.clients.insert(ep.name.clone(), (agent, Role::Neighbor));
         }
@@ -222,7 +236,8 @@ impl Driver<'_> {
         settle: Duration,
         timeout: Duration,
     ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
-        let changed = self.reconfigure(&step.background).await?;
+        let came_or_went = self.make_present(&step.present).await?;
+        let changed = self.reconfigure(&step.background).await? || came_or_went;
         for r in self.running.values_mut() {
             r.spans(&step.id);
         }
@@ -239,6 +254,32 @@ impl Driver<'_> {
         let started_at = SystemTime::now();
         let measured = self.measure(&step.measure, timeout).await?;
         Ok((measured, started_at, settled))
+    }
+
+    /// Makes the tenants the step wants present, and only those (the provider
+    /// starts and stops their agents or instances). The background jobs are stopped
+    /// (and their ends recorded) first: a leaving tenant's job ends with its agent.
+    /// Returns whether anything changed; a failed change fails the attempt.
+    async fn make_present(&mut self, wanted: &[String]) -> Result<bool, StepFailure> {
+        let same =
+            self.present.len() == wanted.len() && wanted.iter().all(|t| self.present.contains(t));
+        if same {
+            return Ok(false);
+        }
+        self.stop_background().await?;
+        self.present.clear();
+        let started = self
+            .provider
+            .set_present(self.fleet, wanted)
+            .await
+            .map_err(|e| StepFailure(format!("changing which tenants are present: {e}")))?;
+        for name in started {
+            if let Some(t) = self.fleet.tenants.iter().find(|t| t.name == name) {
+                self.clients.insert(name, (self.provider.agent(t), t.role));
+            }
+        }
+        self.present = wanted.to_vec();
+        Ok(true)
     }
 
     /// Brings the background jobs to what the step wants, on all agents at once:

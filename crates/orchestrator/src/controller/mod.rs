@@ -52,7 +52,7 @@ const BACKGROUND_DEADLINE: Duration = Duration::from_secs(24 * 3600);
 
 /// The role the format gives the endpoint (the reflector and sink off the measured
 /// host) in tenant and background records.
-const ENDPOINT_ROLE: &str = "endpoint";
+const ENDPOINT_ROLE: &str = crate::tenant::ENDPOINT;
 
 /// Why a run could not start or went wrong beyond a failed step.
 #[derive(Debug, thiserror::Error)]
@@ -259,7 +259,7 @@ async fn measure_all(
         f = provider.launch(&specs, run.plan.needs_endpoint()) => Some(f),
         () = cancel.wait() => None,
     };
-    let fleet = match launched {
+    let mut fleet = match launched {
         Some(Ok(fleet)) => fleet,
         failed => {
             // Tear down first: a manifest that cannot be written must not leak a host.
@@ -281,15 +281,18 @@ async fn measure_all(
     let recorded = record_fleet(run, provider, &fleet).await;
     // No early return until the fleet is shut down: it may hold a dedicated host.
     let result = match recorded {
-        Ok(()) => match Driver::new(run, provider, &fleet, journal).await {
-            Ok(mut driver) => {
-                driver.cost_cap = provider.cost_cap(held_since);
-                let r = driver.drive(opts, cancel, outcome).await;
-                driver.finish().await;
-                r
+        Ok(()) => {
+            let cost_cap = provider.cost_cap(held_since);
+            match Driver::new(run, provider, &mut fleet, journal).await {
+                Ok(mut driver) => {
+                    driver.cost_cap = cost_cap;
+                    let r = driver.drive(opts, cancel, outcome).await;
+                    driver.finish().await;
+                    r
+                }
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
-        },
+        }
         Err(e) => Err(e),
     };
     if let Err(e) = provider.shutdown(fleet).await {

@@ -35,6 +35,8 @@ pub(super) struct Start {
     pub kind: &'static str,
     /// Busy background jobs running on all agents when it started.
     pub busy: usize,
+    /// Tenants whose agents were up when it started.
+    pub present: Vec<String>,
 }
 
 /// A fake job.
@@ -64,8 +66,14 @@ pub(super) struct World {
     pub cancel_at: Option<(usize, Arc<Canceller>)>,
     /// How long a measured job runs (tokio time; zero ends it at once).
     pub job_time: Duration,
-    /// Tenants whose agents are gone.
+    /// Tenants the provider made absent (their agents are gone until made present).
     pub absent: BTreeSet<String>,
+    /// Tenants whose agents died (gone for good).
+    pub dead: BTreeSet<String>,
+    /// Calls to the provider's `set_present`.
+    pub presence_changes: usize,
+    /// The tenants of the fleet last launched, in order.
+    pub tenants: Vec<String>,
     /// Background jobs stopped, by tenant.
     pub stopped: BTreeMap<String, usize>,
     /// What the `n`th stop (1-based) of a running background job on a tenant answers,
@@ -118,7 +126,8 @@ impl FakeAgent {
 
     /// The agent is down: what a dead agent's client says.
     fn down(&self, what: &str) -> Result<(), AgentError> {
-        if self.world().absent.contains(&self.tenant) {
+        let w = self.world();
+        if w.absent.contains(&self.tenant) || w.dead.contains(&self.tenant) {
             return Err(AgentError::Timeout {
                 addr: self.addr,
                 what: what.to_string(),
@@ -161,10 +170,17 @@ impl FakeAgent {
         };
         if measured {
             let busy = w.busy();
+            let present = w
+                .tenants
+                .iter()
+                .filter(|t| !w.absent.contains(*t) && !w.dead.contains(*t))
+                .cloned()
+                .collect();
             w.starts.push(Start {
                 tenant: self.tenant.clone(),
                 kind,
                 busy,
+                present,
             });
             let n = w.starts.len();
             if let Some((at, c)) = &w.cancel_at {
@@ -356,11 +372,13 @@ impl Provider for FakeProvider {
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
         Box::pin(async move {
             self.launches += 1;
-            let tenants = specs
+            let tenants: Vec<Tenant> = specs
                 .iter()
                 .map(|s| self.tenant(&s.name, Some(s)))
                 .collect();
             let endpoint = with_endpoint.then(|| self.tenant("endpoint", None));
+            self.world.lock().unwrap_or_else(|p| p.into_inner()).tenants =
+                tenants.iter().map(|t| t.name.clone()).collect();
             Ok(Fleet::of(tenants, endpoint))
         })
     }
@@ -379,20 +397,28 @@ impl Provider for FakeProvider {
     fn set_present<'a>(
         &'a mut self,
         fleet: &'a mut Fleet,
-        tenant: &'a str,
-        present: bool,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
-            if !fleet.tenants.iter().any(|t| t.name == tenant) {
-                return Err(ProviderError::Invalid(format!("no tenant {tenant}")));
+            if let Some(n) = present
+                .iter()
+                .find(|n| !fleet.tenants.iter().any(|t| &t.name == *n))
+            {
+                return Err(ProviderError::Invalid(format!("no tenant {n}")));
             }
             let mut w = self.world.lock().unwrap_or_else(|p| p.into_inner());
-            if present {
-                w.absent.remove(tenant);
-            } else {
-                w.absent.insert(tenant.to_string());
+            w.presence_changes += 1;
+            let mut started = Vec::new();
+            for t in &fleet.tenants {
+                if present.contains(&t.name) {
+                    if w.absent.remove(&t.name) {
+                        started.push(t.name.clone());
+                    }
+                } else {
+                    w.absent.insert(t.name.clone());
+                }
             }
-            Ok(())
+            Ok(started)
         })
     }
 

@@ -387,36 +387,74 @@ async fn a_cancel_before_the_launch_ends_measures_nothing() {
 }
 
 #[tokio::test]
-async fn an_absent_neighbor_fails_the_steps_that_need_it() {
+async fn a_dead_neighbor_fails_the_steps_that_need_it() {
     let dir = tempfile::tempdir().unwrap();
     let mut run = create(dir.path(), "skip");
     let world = World::shared();
+    world.lock().unwrap().dead.insert("nb-2".to_string());
     let mut provider = FakeProvider::new(&world);
-    let specs = run.experiment.tenant_specs();
-    let mut fleet = provider.launch(&specs, false).await.unwrap();
-    provider
-        .set_present(&mut fleet, "nb-2", false)
-        .await
-        .unwrap();
-    assert!(provider
-        .set_present(&mut fleet, "nope", false)
-        .await
-        .is_err());
-    // The run launches its own fleet of the same world: nb-2 stays absent there.
     let out = go(&mut run, &mut provider, &never()).await;
     assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
     assert_eq!(samples(&run)[2], failed(STEPS[2], 1));
 }
 
+/// Level k of a staircase has exactly the test tenant and k neighbors up: the
+/// provider is asked for each change, and every measured start saw that set.
 #[tokio::test]
-async fn a_static_provider_cannot_make_tenants_come_and_go() {
+async fn each_step_runs_with_exactly_the_tenants_it_wants() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = staircase("skip").replace("\"busy\"", "\"both\"");
+    let mut run = create_from(dir.path(), &text);
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(out.measured, 6);
+    let w = world.lock().unwrap();
+    let seen: Vec<Vec<&str>> = w
+        .starts
+        .iter()
+        .map(|s| s.present.iter().map(String::as_str).collect())
+        .collect();
+    let levels = [
+        vec!["test"],
+        vec!["test", "nb-1"],
+        vec!["test", "nb-1", "nb-2"],
+    ];
+    let want: Vec<Vec<&str>> = levels.iter().chain(levels.iter()).cloned().collect();
+    assert_eq!(seen, want);
+    // Every level of both passes changes who is there (the idle pass starts from
+    // the test tenant alone again).
+    assert_eq!(w.presence_changes, 6);
+    // Busy neighbors at each busy level, none in the idle pass.
+    let busy: Vec<usize> = w.starts.iter().map(|s| s.busy).collect();
+    assert_eq!(busy, [0, 1, 2, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn a_static_provider_refuses_to_make_tenants_come_and_go() {
     let mut provider = StaticProvider::new(Path::new("hosts"), Path::new("token"));
-    let mut fleet = crate::provider::Fleet::of(Vec::new(), None);
+    let tenant = |name: &str| crate::provider::Tenant {
+        name: name.to_string(),
+        role: crate::provider::Role::Neighbor,
+        addr: "127.0.0.1:1".parse().unwrap(),
+        token: String::new(),
+        cpus: Vec::new(),
+        netns: None,
+        ip: None,
+    };
+    let mut fleet = crate::provider::Fleet::of(vec![tenant("test"), tenant("nb-1")], None);
+    let all = ["test".to_string(), "nb-1".to_string()];
+    assert!(provider
+        .set_present(&mut fleet, &all)
+        .await
+        .unwrap()
+        .is_empty());
     let err = provider
-        .set_present(&mut fleet, "nb-1", false)
+        .set_present(&mut fleet, &all[..1])
         .await
         .unwrap_err();
     assert!(err.to_string().contains("cannot start or stop"), "{err}");
+    assert!(err.to_string().contains("nb-1"), "{err}");
 }
 
 /// Every background job's final status lands in `background.jsonl` with the steps it

@@ -371,8 +371,22 @@ pub struct StaircaseFile {
     /// What busy neighbors run. Default: a burner.
     #[serde(default)]
     pub busy: Option<BusyFile>,
+    /// Neighbors above a level: "absent" (default: no agent runs, as if the VM did
+    /// not exist) or "idle" (their agents run idle; for hosts nnb cannot start or stop).
+    #[serde(default)]
+    pub unused_neighbors: Option<UnusedNeighborsFile>,
     /// The test tenant's workload.
     pub test: Spanned<BurnFile>,
+}
+
+/// What neighbors above a staircase level are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnusedNeighborsFile {
+    /// Not there: their agents (and, on aws, their instances) are stopped.
+    Absent,
+    /// Running and idle.
+    Idle,
 }
 
 /// `kind = "thread-sweep"`: the test tenant's burner at each thread count (the

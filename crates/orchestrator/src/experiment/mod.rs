@@ -28,7 +28,7 @@ pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
     NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
-    StaircaseFile, SweepFile,
+    StaircaseFile, SweepFile, UnusedNeighborsFile,
 };
 
 /// Scenario kinds as written in `scenario.kind`.
@@ -237,6 +237,18 @@ pub enum Busy {
     },
 }
 
+/// What the neighbors above a staircase level are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnusedNeighbors {
+    /// Not there: level k has exactly the test tenant and k neighbors running (the
+    /// thesis' method: idle VMs slow the test node just by being on the host).
+    Absent,
+    /// Running idle: every tenant is up at every level (hosts nnb cannot start or
+    /// stop, such as the static provider's).
+    Idle,
+}
+
 /// The neighbor staircase (thesis 5.2).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Staircase {
@@ -244,6 +256,8 @@ pub struct Staircase {
     pub levels: Vec<usize>,
     /// Busy, idle, or both in that order.
     pub states: Vec<NeighborState>,
+    /// What the neighbors above a level are.
+    pub unused: UnusedNeighbors,
     /// What busy neighbors run.
     pub busy: Busy,
     /// The test workload.
@@ -336,6 +350,17 @@ impl Scenario {
             Scenario::ThreadSweep(_) => SCENARIO_KINDS[1],
             Scenario::LoadSteps(_) => SCENARIO_KINDS[2],
             Scenario::IsolationMatrix(_) => SCENARIO_KINDS[3],
+        }
+    }
+
+    /// Whether tenants are started and stopped between levels (a provider that
+    /// cannot do that refuses the experiment).
+    pub fn tenants_come_and_go(&self) -> bool {
+        match self {
+            Scenario::NeighborStaircase(s) => s.unused == UnusedNeighbors::Absent,
+            Scenario::ThreadSweep(_) | Scenario::LoadSteps(_) | Scenario::IsolationMatrix(_) => {
+                false
+            }
         }
     }
 }
@@ -610,6 +635,13 @@ impl Checker<'_> {
         };
         let tenants = self.tenants(&f.tenants, &sizing)?;
         let scenario = scenario(self, &tenants, f.scenario)?;
+        if matches!(provider, Provider::Static { .. }) && scenario.tenants_come_and_go() {
+            return Err(self.scenario_error(
+                "this scenario starts and stops neighbors between levels, but the static \
+                 provider's agents are yours, not nnb's to start or stop: use the local or aws \
+                 provider, or keep them running idle with unused_neighbors = \"idle\"",
+            ));
+        }
         Ok(Experiment {
             name,
             description: f.description,
@@ -834,9 +866,14 @@ impl Checker<'_> {
             },
             Some(b) => self.busy(b)?,
         };
+        let unused = match s.unused_neighbors {
+            None | Some(UnusedNeighborsFile::Absent) => UnusedNeighbors::Absent,
+            Some(UnusedNeighborsFile::Idle) => UnusedNeighbors::Idle,
+        };
         Ok(Staircase {
             levels,
             states,
+            unused,
             busy,
             test: self.burn(tenants, &s.test)?,
         })

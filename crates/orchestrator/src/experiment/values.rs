@@ -51,7 +51,7 @@ pub(super) fn tenant_name(s: &str) -> Result<(), String> {
     let ok = !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if s == "endpoint" {
+    if s == crate::tenant::ENDPOINT {
         Err("`endpoint` is reserved for the agent that serves probes and load".to_string())
     } else if ok {
         Ok(())

@@ -34,7 +34,7 @@ use super::{Fleet, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
 use crate::client::{AgentClient, BoxFuture};
 use crate::jobs::Health;
-use crate::tenant::Network;
+use crate::tenant::{Network, ENDPOINT};
 
 /// How to launch a local fleet.
 #[derive(Clone, Debug)]
@@ -188,20 +188,20 @@ pub async fn launch_local(
     let endpoint_ns = net.map(NetLab::endpoint_ns);
     let endpoint_ip = net.map(NetLab::endpoint_ip);
     let endpoint = AgentLaunch {
-        name: "endpoint",
+        name: ENDPOINT,
         netns: endpoint_ns.as_deref(),
         listen: endpoint_ip.unwrap_or(loopback),
         cpus: None,
     };
     let (child, endpoint_token) = endpoint.spawn(&bin, scratch.path())?;
-    fleet.children.push(("endpoint".to_string(), child));
+    fleet.children.push((ENDPOINT.to_string(), child));
 
     // Read every agent's address, then wait for every health in parallel.
     let mut addrs = Vec::with_capacity(fleet.children.len());
     let names: Vec<String> = pending
         .iter()
         .map(|p| p.0.clone())
-        .chain(["endpoint".to_string()])
+        .chain([ENDPOINT.to_string()])
         .collect();
     for (k, name) in names.iter().enumerate() {
         addrs.push(read_address(&mut fleet.children[k].1, name, opts.start_timeout).await?);
@@ -219,7 +219,7 @@ pub async fn launch_local(
     }
     let endpoint_addr = addrs[addrs.len() - 1];
     fleet.endpoint = Some(Tenant {
-        name: "endpoint".into(),
+        name: ENDPOINT.into(),
         role: Role::Neighbor,
         addr: endpoint_addr,
         token: endpoint_token,
@@ -351,48 +351,65 @@ impl Provider for LocalProvider {
     fn set_present<'a>(
         &'a mut self,
         fleet: &'a mut Fleet,
-        tenant: &'a str,
-        present: bool,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
-            let Some(index) = fleet.tenants.iter().position(|t| t.name == tenant) else {
+            if let Some(name) = present
+                .iter()
+                .find(|n| !fleet.tenants.iter().any(|t| &t.name == *n))
+            {
                 return Err(ProviderError::Invalid(format!(
-                    "no tenant {tenant} in the fleet"
+                    "no tenant {name} in the fleet"
                 )));
-            };
-            let running = fleet.children.iter().position(|(n, _)| n == tenant);
-            match (present, running) {
-                (true, Some(_)) | (false, None) => Ok(()),
-                (false, Some(k)) => {
-                    let (_, mut child) = fleet.children.remove(k);
-                    // Already gone is fine: kill fails for a reaped child.
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    Ok(())
-                }
-                (true, None) => {
-                    let t = &fleet.tenants[index];
-                    let bin = self.opts.binary()?;
-                    let scratch = private_dir()?;
-                    let launch = AgentLaunch {
-                        name: &t.name,
-                        netns: t.netns.as_deref(),
-                        listen: t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-                        cpus: Some(&t.cpus),
-                    };
-                    let (child, token) = launch.spawn(&bin, scratch.path())?;
-                    fleet.children.push((tenant.to_string(), child));
-                    let last = fleet.children.len() - 1;
-                    let timeout = self.opts.start_timeout;
-                    let addr = read_address(&mut fleet.children[last].1, tenant, timeout).await?;
-                    let t = &mut fleet.tenants[index];
-                    t.addr = addr;
-                    t.token = token;
-                    wait_healthy(tenant, &t.client(), timeout).await?;
-                    Ok(())
-                }
             }
+            let (stay, leave): (Vec<_>, Vec<_>) = std::mem::take(&mut fleet.children)
+                .into_iter()
+                .partition(|(n, _)| n == ENDPOINT || present.contains(n));
+            fleet.children = stay;
+            for (_, mut child) in leave {
+                // Already gone is fine: kill fails for a reaped child.
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            let mut started = Vec::new();
+            for name in present {
+                if fleet.children.iter().any(|(n, _)| n == name) {
+                    continue;
+                }
+                self.start_again(fleet, name).await?;
+                started.push(name.clone());
+            }
+            Ok(started)
         })
+    }
+}
+
+impl LocalProvider {
+    /// Starts tenant `name`'s agent again where it ran before, and waits for it.
+    async fn start_again(&self, fleet: &mut Fleet, name: &str) -> Result<(), ProviderError> {
+        let Some(index) = fleet.tenants.iter().position(|t| t.name == name) else {
+            return Err(ProviderError::Invalid(format!(
+                "no tenant {name} in the fleet"
+            )));
+        };
+        let t = &fleet.tenants[index];
+        let bin = self.opts.binary()?;
+        let scratch = private_dir()?;
+        let launch = AgentLaunch {
+            name: &t.name,
+            netns: t.netns.as_deref(),
+            listen: t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            cpus: Some(&t.cpus),
+        };
+        let (child, token) = launch.spawn(&bin, scratch.path())?;
+        fleet.children.push((name.to_string(), child));
+        let last = fleet.children.len() - 1;
+        let timeout = self.opts.start_timeout;
+        let addr = read_address(&mut fleet.children[last].1, name, timeout).await?;
+        let t = &mut fleet.tenants[index];
+        t.addr = addr;
+        t.token = token;
+        wait_healthy(name, &t.client(), timeout).await.map(drop)
     }
 }
 
@@ -410,7 +427,7 @@ fn private_dir() -> Result<tempfile::TempDir, ProviderError> {
 
 fn check_names(specs: &[TenantSpec]) -> Result<(), ProviderError> {
     for (i, s) in specs.iter().enumerate() {
-        if s.name == "endpoint" || specs[..i].iter().any(|o| o.name == s.name) {
+        if s.name == ENDPOINT || specs[..i].iter().any(|o| o.name == s.name) {
             return Err(ProviderError::Invalid(format!(
                 "tenant name {:?} is used twice or reserved (\"endpoint\")",
                 s.name

@@ -62,21 +62,27 @@ pub trait Provider: Send + Sync {
         Arc::new(tenant.client())
     }
 
-    /// Makes `tenant` of `fleet` present (its agent runs and answers) or absent (its
-    /// agent is gone), between two steps: neighbors that come and go per level.
-    /// Providers whose tenants are not theirs to start or stop refuse.
+    /// Makes exactly the tenants named in `present` present (their agents run and
+    /// answer) and every other tenant of `fleet` absent (its agent, and on aws its
+    /// instance, is gone), between two steps: neighbors that come and go per level.
+    /// Returns the tenants whose agents were (re)started, whose address or token may
+    /// have changed (the caller gets new clients for them from [`Provider::agent`]).
+    /// Providers whose tenants are not theirs to start or stop refuse any change.
     fn set_present<'a>(
         &'a mut self,
         fleet: &'a mut Fleet,
-        tenant: &'a str,
-        present: bool,
-    ) -> BoxFuture<'a, Result<(), ProviderError>> {
-        let _ = (fleet, tenant, present);
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         let kind = self.kind();
         Box::pin(async move {
-            Err(ProviderError::Unsupported(format!(
-                "the {kind} provider cannot start or stop tenants between steps"
-            )))
+            match fleet.tenants.iter().find(|t| !present.contains(&t.name)) {
+                None => Ok(Vec::new()),
+                Some(t) => Err(ProviderError::Unsupported(format!(
+                    "the {kind} provider cannot start or stop tenants between steps \
+                     (asked to remove {})",
+                    t.name
+                ))),
+            }
         })
     }
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use super::{Fleet, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
 use crate::client::BoxFuture;
+use crate::tenant::ENDPOINT;
 
 /// The static provider: the hosts file's agents, which must be the experiment's
 /// tenants with the same roles. They are not nnb's to start or stop.
@@ -145,7 +146,7 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
                 }
                 fleet.tenants.push(tenant);
             }
-            "endpoint" => {
+            ENDPOINT => {
                 if fleet.endpoint.is_some() {
                     return Err(bad(
                         line,
