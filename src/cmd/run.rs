@@ -371,11 +371,17 @@ fn dry_run(
     for w in &warnings {
         writeln!(out, "warning: {w}")?;
     }
-    let mut t = table(["#", "step", "background", "measured", "estimate"]);
+    let mut t = table(["#", "step", "present", "background", "measured", "estimate"]);
     for (i, s) in plan.steps.iter().enumerate() {
+        let present = if s.present.len() == exp.tenants.len() {
+            "all".to_string()
+        } else {
+            format!("{} of {}", s.present.len(), exp.tenants.len())
+        };
         t.add_row(vec![
             right(i + 1),
             s.id.clone().into(),
+            right(present),
             summarize_jobs(&s.background, false).into(),
             summarize_jobs(&s.measure, true).into(),
             right(
@@ -392,7 +398,8 @@ fn dry_run(
     };
     writeln!(
         out,
-        "{} steps, {} neighbor reconfigurations (settle {}), estimated {}{unknown_note}",
+        "{} steps, {} changes of the tenants present or of their background (settle {}), \
+         estimated {}{unknown_note}",
         plan.steps.len(),
         plan.changes(),
         nnb_units::format_duration(exp.settle),

@@ -93,16 +93,18 @@ impl Plan {
             .any(|s| s.background.iter().chain(&s.measure).any(uses))
     }
 
-    /// Steps whose background differs from the step before (the first included):
-    /// neighbors are reconfigured and given the settle time there.
+    /// Steps whose tenants or background differ from the step before (the first
+    /// included): tenants come or go, neighbors are reconfigured, and the settle
+    /// time is spent there.
     pub fn changes(&self) -> usize {
-        let mut prev: Option<&Vec<Assignment>> = None;
+        let mut prev: Option<(&Vec<String>, &Vec<Assignment>)> = None;
         let mut n = 0;
         for s in &self.steps {
-            if prev != Some(&s.background) {
+            let now = (&s.present, &s.background);
+            if prev != Some(now) {
                 n += 1;
             }
-            prev = Some(&s.background);
+            prev = Some(now);
         }
         n
     }

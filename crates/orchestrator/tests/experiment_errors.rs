@@ -231,3 +231,19 @@ ops = 10
     )
     .is_ok());
 }
+
+/// The static provider's agents are the user's: a staircase whose neighbors come
+/// and go is refused, naming the way out; with idle unused neighbors it is fine.
+#[test]
+fn a_static_staircase_must_keep_its_neighbors_up() {
+    let provider =
+        "[provider]\nkind = \"static\"\nhosts = \"hosts\"\ntoken_file = \"token\"\n\n[[tenants]]";
+    let src = GOOD.replacen("[[tenants]]", provider, 1);
+    assert_error(&src, "neighbor-staircase", "unused_neighbors = \"idle\"");
+    let idle = src.replace(
+        "neighbor_state = \"both\"",
+        "neighbor_state = \"both\"\nunused_neighbors = \"idle\"",
+    );
+    let exp = parse("ok.toml", &idle, Some(2)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(!exp.scenario.tenants_come_and_go());
+}

@@ -44,6 +44,15 @@ fn staircase_busy_and_idle_with_warmup() {
     let idle2 = idle2.unwrap_or_else(|| panic!("no idle level 2"));
     assert!(idle2.background.iter().all(|a| a.job == JobSpec::Idle));
     assert_eq!(idle2.background[1].tenant, "nb-2");
+    // Level k has exactly the test tenant and k neighbors; each pass starts alone.
+    assert_eq!(p.steps[0].present, ["test"]);
+    assert_eq!(busy3.present, ["test", "nb-1", "nb-2", "nb-3"]);
+    assert_eq!(idle2.present, ["test", "nb-1", "nb-2"]);
+    let idle0 = p.steps.iter().find(|s| s.id == "idle/neighbors=0/rep=1");
+    assert_eq!(
+        idle0.map(|s| s.present.clone()),
+        Some(vec!["test".to_string()])
+    );
     assert!(matches!(
         idle2.measure[0].job,
         JobSpec::Burn {
@@ -59,6 +68,21 @@ fn staircase_busy_and_idle_with_warmup() {
     assert_eq!(ids.len(), p.steps.len());
     assert_eq!(p.changes(), 6);
     assert_eq!(p.estimate(std::time::Duration::from_secs(1)).1, 18);
+}
+
+/// With `unused_neighbors = "idle"` every tenant is up at every level, the ones
+/// above the level idle (the static provider's way).
+#[test]
+fn a_staircase_can_keep_unused_neighbors_up() {
+    let src = format!(
+        "name = \"s\"\n{TENANTS}\n[scenario]\nkind = \"neighbor-staircase\"\nunused_neighbors = \"idle\"\n[scenario.test]\nops = 100\n"
+    );
+    let p = plan(&src);
+    assert!(p
+        .steps
+        .iter()
+        .all(|s| s.present == ["test", "nb-1", "nb-2", "nb-3"]));
+    assert_eq!(p.steps[0].background.len(), 0);
 }
 
 #[test]
