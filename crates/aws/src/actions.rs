@@ -50,6 +50,16 @@ pub const CALLS: &[(&str, &str, &str)] = &[
         "tenant addresses and states; wait until terminated; find leftovers in sweep",
     ),
     (
+        "StopInstances",
+        "ec2:StopInstances",
+        "stop the tenants absent from the next steps (neighbors that come and go)",
+    ),
+    (
+        "StartInstances",
+        "ec2:StartInstances",
+        "start stopped tenants again, on their host, when a step wants them present",
+    ),
+    (
         "TerminateInstances",
         "ec2:TerminateInstances",
         "terminate the run's tenants at teardown and in sweep",

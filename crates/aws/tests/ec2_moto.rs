@@ -218,6 +218,7 @@ async fn full_lifecycle_places_tags_describes_and_tears_down() {
     assert_eq!(runs.len(), 4);
     for body in &runs {
         assert!(body.contains("Placement.Tenancy=host"), "{body}");
+        assert!(body.contains("Placement.Affinity=host"), "{body}");
         assert!(
             body.contains(&format!("Placement.HostId={host_id}")),
             "{body}"
@@ -632,4 +633,91 @@ async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
     .await
     .expect("second sweep");
     assert!(empty.found.is_empty() && empty.teardown.is_none());
+}
+
+/// The state of each of `ids`, in order ("" when moto does not list it).
+async fn states(ec2: &Ec2, ids: &[String]) -> Vec<String> {
+    let described = ec2.describe(ids).await.expect("describe");
+    ids.iter()
+        .map(|id| {
+            described
+                .iter()
+                .find(|l| l.instance_id == *id)
+                .map(|l| l.state.clone())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Neighbors that come and go: one StopInstances call stops several tenants, one
+/// StartInstances call brings them back, running on the same host, and
+/// a lease holding stopped instances, and then a sweep of a killed run's stopped ones,
+/// leave nothing behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_tenants_start_again_on_their_host_and_are_torn_down_and_swept() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let mut lease = Lease::new("come-go");
+    let launched = ec2
+        .provision(&plan("come-go", 3, &subnet_id, now() + 3600), &mut lease)
+        .await
+        .expect("provision");
+    let host_id = lease.host_ids()[0].clone();
+    let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
+    let neighbors = ids[1..].to_vec();
+
+    ec2.stop(&neighbors).await.expect("stop");
+    let stops = proxy.calls("StopInstances");
+    assert_eq!(stops.len(), 1, "one call for both neighbors");
+    assert!(
+        stops[0].contains(&format!("InstanceId.1={}", neighbors[0]))
+            && stops[0].contains(&format!("InstanceId.2={}", neighbors[1])),
+        "{}",
+        stops[0]
+    );
+    assert_eq!(states(&ec2, &ids).await, ["running", "stopped", "stopped"]);
+
+    ec2.start(&neighbors).await.expect("start");
+    assert_eq!(proxy.calls("StartInstances").len(), 1);
+    let again = ec2.describe(&neighbors).await.expect("describe");
+    for l in &again {
+        assert_eq!(l.state, "running", "{l:?}");
+        assert_eq!(l.host_id.as_deref(), Some(host_id.as_str()), "{l:?}");
+        assert!(l.private_ip.is_some(), "{l:?}");
+    }
+
+    // A lease holding a stopped instance tears it down too.
+    ec2.stop(&neighbors[..1]).await.expect("stop one");
+    let report = lease.teardown(&ec2).await.expect("teardown");
+    assert_eq!(report.terminated.len(), 3);
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
+
+    // A killed run whose neighbors were stopped: the sweep finds and removes them.
+    let mut dead = Lease::new("come-go-dead");
+    let launched = ec2
+        .provision(
+            &plan("come-go-dead", 2, &subnet_id, now() + 3600),
+            &mut dead,
+        )
+        .await
+        .expect("provision");
+    ec2.stop(&[launched[1].instance_id.clone()])
+        .await
+        .expect("stop");
+    drop(dead);
+    let filter = SweepFilter {
+        run_id: Some("come-go-dead".into()),
+        expired_only: false,
+        dry_run: false,
+    };
+    let swept = sweep(&ec2, &filter).await.expect("sweep");
+    let report = swept.teardown.expect("something was removed");
+    assert_eq!(report.terminated.len(), 2, "{report:?}");
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
 }

@@ -1,4 +1,5 @@
-//! Tenant instances: launch one on the host, describe, terminate, wait until terminated.
+//! Tenant instances: launch one on the host, describe, stop and start again, terminate,
+//! wait until terminated.
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,8 @@ const LIVE_STATES: [&str; 5] = ["pending", "running", "stopping", "stopped", "sh
 const POLL: Duration = Duration::from_secs(5);
 
 impl Ec2 {
-    /// RunInstances of one tenant on `host_id`: Placement{host_id, tenancy: host} (the
-    /// endpoint: only the availability zone, default tenancy), the plan's
+    /// RunInstances of one tenant on `host_id`: Placement{host_id, tenancy: host,
+    /// affinity: host} (the endpoint: only the availability zone, default tenancy), the plan's
     /// image, network, user data (base64) and tags on the instance and its volumes,
     /// MinCount = MaxCount = 1, a client token per tenant.
     pub(crate) async fn run_tenant(
@@ -33,7 +34,12 @@ impl Ec2 {
         ];
         let placement = Placement::builder().availability_zone(&plan.availability_zone);
         let placement = if tenant.on_host() {
-            placement.host_id(host_id).tenancy(Tenancy::Host)
+            // Affinity "host": a tenant stopped between steps starts again on this host,
+            // never on another one (nnb's hosts have auto-placement off anyway).
+            placement
+                .host_id(host_id)
+                .tenancy(Tenancy::Host)
+                .affinity("host")
         } else {
             placement
         }
@@ -114,6 +120,32 @@ impl Ec2 {
         );
         self.instances(filters.into_iter().chain([state]).collect())
             .await
+    }
+
+    /// One StopInstances call for all of `ids` (a tenant absent from the next steps): the
+    /// instances shut down and leave the host; their EBS volumes, tags and host affinity
+    /// stay, so [`Ec2::start`] brings them back on the same host.
+    pub async fn stop(&self, ids: &[String]) -> Result<(), AwsError> {
+        self.client
+            .stop_instances()
+            .set_instance_ids(Some(ids.to_vec()))
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| AwsError::api("StopInstances", e))
+    }
+
+    /// One StartInstances call for all of `ids` (stopped tenants present again): each boots
+    /// on its host (affinity) with a new public address; the user data does not run again,
+    /// the enabled `nnb-agent` unit starts the agent.
+    pub async fn start(&self, ids: &[String]) -> Result<(), AwsError> {
+        self.client
+            .start_instances()
+            .set_instance_ids(Some(ids.to_vec()))
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| AwsError::api("StartInstances", e))
     }
 
     /// TerminateInstances of `ids`. When the batch fails (one id unknown fails them all) each
