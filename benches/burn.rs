@@ -29,7 +29,8 @@ fn clocks(c: &mut Criterion) {
 
 fn workloads(c: &mut Criterion) {
     let mut g = c.benchmark_group("workload_op");
-    for name in ["fpadd", "primes", "fma", "int", "mem"] {
+    // fpadd and cpu-burn-o0 side by side: the optimised loop and the thesis' -O0 one.
+    for name in Workload::NAMES {
         let Ok(w) = name.parse::<Workload>() else {
             continue;
         };

@@ -54,12 +54,15 @@ pub(crate) struct CpuArgs {
     /// Allow more threads than CPUs (they wrap around and share CPUs).
     #[arg(long)]
     pub oversubscribe: bool,
-    /// Workload: fpadd (cpu_burn's FP add chain), primes (sysbench's cpu event), fma,
-    /// int, mem.
+    /// Workload: fpadd (cpu_burn's FP add chain, optimised: x and i in registers),
+    /// cpu-burn-o0 (the thesis' cpu_burn as built with gcc -O0: x and i in memory,
+    /// about 4x fpadd's time per op; compare runtimes with the thesis' on this one),
+    /// primes (sysbench's cpu event), fma, int, mem.
     #[arg(short, long, default_value = "fpadd")]
     pub workload: String,
     /// Fixed work: ops per thread (the runtime is the result) [default: about 1 s per
-    /// thread on a 3 GHz Zen 3: fpadd 1G, primes 4000 events, fma 500M, int 200M, mem 250M].
+    /// thread on a 3 GHz Zen 3: fpadd 1G, cpu-burn-o0 250M, primes 4000 events, fma 500M,
+    /// int 200M, mem 250M].
     #[arg(long, conflicts_with = "duration")]
     pub ops: Option<u64>,
     /// Fixed time, e.g. 10s, 500ms or 1h (ops/s is the result).

@@ -2,6 +2,12 @@
 //! neighbor's effect can be told apart: an SMT sibling hurts `fma` far more than
 //! `fpadd`, a memory-bound neighbor hurts `mem`.
 //!
+//! Two workloads run the thesis' `cpu_burn` loop (its Listing 5.1, `x += i * 0.000001`):
+//! `fpadd` is the loop as an optimising compiler builds it (`x` and `i` in registers,
+//! bound by FP-add latency), `cpu-burn-o0` is the loop as the thesis built it, with
+//! `gcc -O0` (`x` and `i` loaded from and stored to the stack on every iteration, about
+//! 4x as long per op). Compare runtimes with the thesis' only on `cpu-burn-o0`.
+//!
 //! Every workload defines what one *op* is, runs `n` of them with
 //! [`Runner::run_ops`] and returns a checksum built from its result, so the compiler
 //! cannot delete the work (sysbench's cpu test lost its work this way, its issue #521).
@@ -43,10 +49,19 @@ const FMA_B: f64 = 1e-6;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase", tag = "name")]
 pub enum Workload {
-    /// The thesis' `cpu_burn` loop: one op is `x += i * 0.000001`. The adds form one
-    /// dependency chain, so it is bound by FP-add latency and leaves most ports idle:
-    /// the gentlest workload for an SMT sibling.
+    /// The thesis' `cpu_burn` loop, optimised: one op is `x += i * 0.000001` with `x`
+    /// and `i` in registers. The adds form one dependency chain, so it is bound by
+    /// FP-add latency and leaves most ports idle: the gentlest workload for an SMT
+    /// sibling. Not the thesis' binary: see [`Workload::CpuBurnO0`].
     FpAdd,
+    /// The thesis' `cpu_burn` exactly as it ran: Listing 5.1 compiled with `gcc -O0`,
+    /// which keeps `x` and `i` on the stack. One op is `x += i * 0.000001` (same
+    /// arithmetic and result as `fpadd`, `i` a signed 64-bit `long long`) with `x`, `i`
+    /// and the bound loaded from memory and `x` and `i` stored back on every iteration,
+    /// so each add waits on a store-to-load forward: about 4x `fpadd`'s time per op, as
+    /// the -O0 binary takes. Runtimes compare with the thesis' `cpu_burn` runtimes.
+    #[serde(rename = "cpu-burn-o0")]
+    CpuBurnO0,
     /// sysbench's cpu event: one op counts the primes below `max_prime` by trial
     /// division up to the square root (sysbench's `cpu_execute_event`), so events/s
     /// compare directly with `sysbench cpu --cpu-max-prime`. Integer divider bound.
@@ -70,9 +85,9 @@ pub enum Workload {
     },
 }
 
-/// A workload name that is not one of fpadd, primes, fma, int, mem.
+/// A workload name that is not one of [`Workload::NAMES`].
 #[derive(Debug, thiserror::Error)]
-#[error("unknown workload '{0}': expected fpadd, primes, fma, int or mem")]
+#[error("unknown workload '{0}': expected fpadd, cpu-burn-o0, primes, fma, int or mem")]
 pub struct UnknownWorkload(pub String);
 
 impl FromStr for Workload {
@@ -81,6 +96,7 @@ impl FromStr for Workload {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s {
             "fpadd" => Ok(Self::FpAdd),
+            "cpu-burn-o0" => Ok(Self::CpuBurnO0),
             "primes" => Ok(Self::Primes {
                 max_prime: DEFAULT_MAX_PRIME,
             }),
@@ -101,10 +117,14 @@ impl fmt::Display for Workload {
 }
 
 impl Workload {
+    /// Every workload's name, as [`Workload::from_str`] takes it.
+    pub const NAMES: [&'static str; 6] = ["fpadd", "cpu-burn-o0", "primes", "fma", "int", "mem"];
+
     /// The workload's name as typed on the command line.
     pub fn name(&self) -> &'static str {
         match self {
             Self::FpAdd => "fpadd",
+            Self::CpuBurnO0 => "cpu-burn-o0",
             Self::Primes { .. } => "primes",
             Self::Fma => "fma",
             Self::Int => "int",
@@ -116,6 +136,7 @@ impl Workload {
     pub fn op_unit(&self) -> &'static str {
         match self {
             Self::FpAdd => "fp add",
+            Self::CpuBurnO0 => "fp add, -O0",
             Self::Primes { .. } => "event",
             Self::Fma => "48 fma",
             Self::Int => "mul+div",
@@ -124,12 +145,13 @@ impl Workload {
     }
 
     /// Ops per thread for a fixed-work run of about one second, from the criterion
-    /// benches on an AMD EPYC (Zen 3) VM: fpadd 0.96 ns/op, primes 250 us/event at
-    /// max_prime 10000 (the cost grows like max_prime^1.5), fma 2.0 ns (48 FMAs at
-    /// 2 vector FMAs per cycle), int 5.3 ns, mem 3.9 ns per line.
+    /// benches on an AMD EPYC (Zen 3) VM: fpadd 0.96 ns/op, cpu-burn-o0 4.1 ns, primes
+    /// 250 us/event at max_prime 10000 (the cost grows like max_prime^1.5), fma 2.0 ns
+    /// (48 FMAs at 2 vector FMAs per cycle), int 5.3 ns, mem 3.9 ns per line.
     pub fn default_ops(&self) -> u64 {
         match self {
             Self::FpAdd => 1_000_000_000,
+            Self::CpuBurnO0 => 250_000_000,
             Self::Primes { max_prime } => {
                 let scale = (DEFAULT_MAX_PRIME as f64 / (*max_prime).max(3) as f64).powf(1.5);
                 ((4_000.0 * scale) as u64).max(1)
@@ -146,6 +168,7 @@ impl Workload {
     pub fn check_every(&self) -> u64 {
         match self {
             Self::FpAdd => 100_000,
+            Self::CpuBurnO0 => 25_000,
             Self::Primes { .. } => 1,
             Self::Fma => 50_000,
             Self::Int => 20_000,
@@ -158,6 +181,7 @@ impl Workload {
     pub fn runner(&self) -> Runner {
         let state = match *self {
             Self::FpAdd => State::FpAdd { x: 0.0, i: 0 },
+            Self::CpuBurnO0 => State::CpuBurnO0 { x: 0.0, i: 0 },
             Self::Primes { max_prime } => State::Primes { max_prime },
             Self::Fma => State::Fma {
                 acc: Box::new(std::array::from_fn(|k| 1.0 + k as f64 * 1e-3)),
@@ -209,6 +233,7 @@ pub struct Runner {
 #[derive(Debug)]
 enum State {
     FpAdd { x: f64, i: u64 },
+    CpuBurnO0 { x: f64, i: i64 },
     Primes { max_prime: u64 },
     Fma { acc: Box<[f64; FMA_CHAINS]> },
     Int { x: u64, acc: u64 },
@@ -251,6 +276,12 @@ impl Runner {
                 *i = end;
                 xv.to_bits()
             }
+            State::CpuBurnO0 { x, i } => {
+                // `long long` as in Listing 5.1; 2^63 ops would take centuries.
+                let end = i.saturating_add(i64::try_from(n).unwrap_or(i64::MAX));
+                (*x, *i) = cpu_burn_o0(*x, *i, end);
+                x.to_bits()
+            }
             State::Primes { max_prime } => {
                 let max = black_box(*max_prime);
                 (0..n).fold(0u64, |sum, _| sum.wrapping_add(count_primes(max)))
@@ -289,6 +320,59 @@ impl Runner {
             }
         }
     }
+}
+
+/// The locals of Listing 5.1's `perform_work` that `gcc -O0` keeps on the stack: the
+/// loop reads `x`, `i` and the bound from here and writes `x` and `i` back every
+/// iteration.
+#[repr(C)]
+struct O0Frame {
+    x: f64,
+    i: i64,
+    end: i64,
+}
+
+/// Listing 5.1's loop from `i` to `end` as the `gcc -O0` binary runs it; returns the
+/// final `x` and `i`.
+///
+/// `black_box(&mut frame)` at the top of every iteration hands the frame's address to
+/// an opaque asm statement that may read and write memory, so the compiler must store
+/// `x` and `i` before it and load `x`, `i` and `end` after it: the loop cannot keep
+/// them in registers. Built with `--release` on x86_64 (rustc 1.95) the loop is
+///
+/// ```text
+/// loop: xorps    %xmm1,%xmm1
+///       cvtsi2sd %rax,%xmm1          ; i as f64
+///       mulsd    %xmm0,%xmm1         ; * 0.000001
+///       addsd    X(%rsp),%xmm1       ; load x, add
+///       movsd    %xmm1,X(%rsp)       ; store x
+///       inc      %rax
+///       mov      %rax,I(%rsp)        ; store i
+///       mov      %rcx,P(%rsp)        ; (black_box: the frame's address)
+///       mov      I(%rsp),%rax        ; load i
+///       cmp      END(%rsp),%rax      ; load the bound, compare
+///       jl       loop
+/// ```
+///
+/// beside gcc -O0's `cvtsi2sdq -0x10(%rbp)`, `mulsd`, `movsd -0x8(%rbp)`, `addsd`,
+/// `movsd %xmm0,-0x8(%rbp)`, `addq $0x1,-0x10(%rbp)`, two loads for
+/// `work->operations` and `cmp -0x10(%rbp)`: the same chain of an add waiting on the
+/// store-to-load forward of `x`. `black_box` is a best-effort hint, not a guarantee:
+/// should a compiler ever keep the frame in registers, the loop would drop to `fpadd`'s
+/// speed, and the test `cpu_burn_o0` (root `tests/`), which holds the two to within 10%
+/// per op on the same CPU, would fail.
+#[inline(never)]
+fn cpu_burn_o0(x: f64, i: i64, end: i64) -> (f64, i64) {
+    let mut frame = O0Frame { x, i, end };
+    loop {
+        black_box(&mut frame);
+        if frame.i >= frame.end {
+            break;
+        }
+        frame.x += frame.i as f64 * 0.000001;
+        frame.i += 1;
+    }
+    (frame.x, frame.i)
 }
 
 /// One sysbench cpu event: the number of primes in 3..max_prime by trial division by
@@ -361,13 +445,19 @@ mod tests {
 
     #[test]
     fn names_parse_and_round_trip() {
-        for name in ["fpadd", "primes", "fma", "int", "mem"] {
+        for name in Workload::NAMES {
             let w: Workload = name.parse().unwrap();
             assert_eq!(w.to_string(), name);
+            // Results files name it as the command line does.
+            let json = serde_json::to_value(w).unwrap();
+            assert_eq!(json["name"], name);
             assert!(w.default_ops() > 0 && w.check_every() > 0);
         }
-        let err = "avx".parse::<Workload>().unwrap_err();
-        assert!(err.to_string().contains("avx"));
+        let err = "avx".parse::<Workload>().unwrap_err().to_string();
+        assert!(err.contains("avx"));
+        for name in Workload::NAMES {
+            assert!(err.contains(name), "{err} does not list {name}");
+        }
     }
 
     /// 1229 primes below 10000, minus 2 (sysbench starts at 3): 1228.
@@ -388,7 +478,12 @@ mod tests {
         }
         let mut one = Workload::FpAdd.runner();
         assert_eq!(one.run_ops(1000), x.to_bits());
-        for w in [Workload::FpAdd, Workload::Fma, Workload::Int] {
+        for w in [
+            Workload::FpAdd,
+            Workload::CpuBurnO0,
+            Workload::Fma,
+            Workload::Int,
+        ] {
             let mut a = w.runner();
             let mut b = w.runner();
             let whole = a.run_ops(300);
@@ -403,7 +498,15 @@ mod tests {
     fn run_ops_until_matches_one_run_and_stops() {
         let mem = Workload::Mem { bytes: 4096 };
         let primes = Workload::Primes { max_prime: 50 };
-        for w in [Workload::FpAdd, Workload::Fma, Workload::Int, mem, primes] {
+        let all = [
+            Workload::FpAdd,
+            Workload::CpuBurnO0,
+            Workload::Fma,
+            Workload::Int,
+            mem,
+            primes,
+        ];
+        for w in all {
             let whole = w.runner().run_ops(1000);
             assert_eq!(
                 w.runner().run_ops_until(1000, 64, || false),
@@ -417,6 +520,24 @@ mod tests {
             });
             assert_eq!(stopped.0, 192, "{w}");
         }
+    }
+
+    /// The cpu-burn-o0 checksum is cpu_burn's x after n ops (Listing 5.1 with a
+    /// `long long` i), bit for bit the same as fpadd's, in one run or in chunks.
+    #[test]
+    fn cpu_burn_o0_checksum_is_cpu_burns_x() {
+        let mut x = 0.0f64;
+        for i in 0..100_000i64 {
+            x += i as f64 * 0.000001;
+        }
+        assert_eq!(Workload::CpuBurnO0.runner().run_ops(100_000), x.to_bits());
+        assert_eq!(Workload::FpAdd.runner().run_ops(100_000), x.to_bits());
+        let mut r = Workload::CpuBurnO0.runner();
+        assert_eq!(
+            r.run_ops_until(100_000, 7, || false),
+            (100_000, x.to_bits())
+        );
+        assert_eq!(r.run_ops(0), x.to_bits());
     }
 
     #[test]
