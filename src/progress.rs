@@ -166,6 +166,7 @@ mod tests {
             level_label: "neighbors=2".to_string(),
             rep: 3,
             warmup: false,
+            present: Vec::new(),
             background: Vec::new(),
             measure: Vec::new(),
             estimate: None,

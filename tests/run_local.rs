@@ -158,6 +158,45 @@ fn wait_for_samples(child: &mut Child, results: &Path, n: usize, poll: Duration)
     }
 }
 
+/// Seconds since this machine booted, from /proc/uptime.
+fn uptime_now() -> f64 {
+    let text = std::fs::read_to_string("/proc/uptime").unwrap_or_default();
+    let first = text.split_whitespace().next().unwrap_or_default();
+    first
+        .parse()
+        .unwrap_or_else(|e| panic!("/proc/uptime {text:?}: {e}"))
+}
+
+/// A sample records the steal counters of `cpus` before and after its job (after not
+/// below before, `steal_s` their difference at the result's tick rate), the uptime
+/// at its start (the agents share this machine's kernel: positive and not past the
+/// uptime now), and the effective frequency wherever this machine has a source.
+fn assert_ran_under(r: &Value, cpus: &Value) {
+    let steal = &r["result"]["steal"];
+    assert_eq!(&steal["cpus"], cpus, "{r}");
+    let before = r["steal_ticks_before"].as_u64();
+    let after = r["steal_ticks_after"].as_u64();
+    let (before, after) = before.zip(after).unwrap_or_else(|| panic!("{r}"));
+    assert!(after >= before, "{r}");
+    let hz = steal["user_hz"].as_u64().unwrap_or(0) as f64;
+    assert_eq!(
+        r["steal_s"].as_f64(),
+        Some((after - before) as f64 / hz),
+        "{r}"
+    );
+    let uptime = r["uptime_s"].as_f64().unwrap_or(0.0);
+    assert!(uptime > 0.0 && uptime <= uptime_now(), "{r}");
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    if cpuinfo.lines().any(|l| l.starts_with("cpu MHz")) {
+        assert!(r["effective_mhz"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+        let source = r["freq_source"].as_str().unwrap_or_default();
+        assert!(
+            ["aperf-mperf", "scaling-cur-freq", "cpuinfo"].contains(&source),
+            "{r}"
+        );
+    }
+}
+
 #[test]
 fn local_staircase_records_every_step_and_leaves_no_agent() {
     let (_dir, exp, results) = scratch(&staircase(2, 2_000_000));
@@ -205,6 +244,14 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         let kernel = t["environment"]["kernel"].as_str().unwrap_or_default();
         let clocksource = t["environment"]["clocksource"].as_str().unwrap_or_default();
         assert!(!kernel.is_empty() && !clocksource.is_empty(), "{t}");
+    }
+    // Every sample says what its job ran under, on the test tenant's CPU (version 4).
+    let test_cpus = &tenants
+        .iter()
+        .find(|t| t["name"] == "test")
+        .unwrap_or_else(|| panic!("no test tenant in {tenants:?}"))["cpus"];
+    for r in &records {
+        assert_ran_under(r, test_cpus);
     }
     // Each neighbor job's end is recorded with the steps of its level (M8): one job
     // per neighbor and level, busy ones with what they burned.
@@ -403,7 +450,14 @@ fn schema_is_json_for_editors() {
 
 #[test]
 fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
-    let text = staircase(2, 2_000_000).replace("settle = \"100ms\"", "settle = \"300ms\"");
+    // Every agent stays up (unused neighbors idle, not absent), so nb-2's agent is
+    // the one launched first, and nothing starts it again.
+    let text = staircase(2, 2_000_000)
+        .replace("settle = \"100ms\"", "settle = \"300ms\"")
+        .replace(
+            "neighbor_state = \"both\"",
+            "neighbor_state = \"both\"\nunused_neighbors = \"idle\"",
+        );
     let (_dir, exp, results) = scratch(&text);
     let mut child = spawn_run(&exp, &results, true);
     // Once the first step is in, kill neighbor nb-2's agent (children are started in
