@@ -86,6 +86,44 @@ fn runs(results: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Every file in experiments/aws/ and experiments/thesis/ dry-runs without touching
+/// AWS: the plan, the resources, the capacity check that passes and a priced estimate.
+#[test]
+fn every_aws_example_and_thesis_file_dry_runs_with_a_cost() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    for dir in ["aws", "thesis"] {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap_or_else(|e| panic!("experiments/{dir}: {e}"))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        assert!(
+            !files.is_empty(),
+            "no experiment files in experiments/{dir}"
+        );
+        for file in files {
+            let out = Command::new(NNB)
+                .args(["run", &file.to_string_lossy(), "--dry-run"])
+                .output()
+                .unwrap_or_else(|e| panic!("cannot run {NNB}: {e}"));
+            let (stdout, stderr) = text(&out);
+            assert!(out.status.success(), "{}: {stderr}", file.display());
+            assert!(
+                stdout.contains("capacity: ok"),
+                "{}: {stdout}",
+                file.display()
+            );
+            let usd: f64 = stdout
+                .split_once("estimated cost: ")
+                .and_then(|(_, cost)| cost.split_once(" = $"))
+                .and_then(|(_, usd)| usd.split_whitespace().next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no estimated cost in {stdout}", file.display()));
+            assert!(usd > 0.0, "{}: estimated cost ${usd}", file.display());
+        }
+    }
+}
+
 #[test]
 fn dry_run_prints_resources_and_cost_and_creates_nothing() {
     let Some(moto) = Moto::start() else { return };

@@ -248,4 +248,33 @@ fn example_experiments_expand() {
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(expand(&exp, 2).steps.len(), steps, "{file}");
     }
+    // Every AWS example and every thesis file (one per figure or table) is valid and has
+    // steps, and docs/reproducing-the-thesis.md names each thesis file, so the doc cannot
+    // fall behind the directory.
+    let doc_path = root.join("../docs/reproducing-the-thesis.md");
+    let doc = std::fs::read_to_string(&doc_path)
+        .unwrap_or_else(|e| panic!("{}: {e}", doc_path.display()));
+    for dir in ["aws", "thesis"] {
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root.join(dir))
+            .unwrap_or_else(|e| panic!("experiments/{dir}: {e}"))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        assert!(
+            !files.is_empty(),
+            "no experiment files in experiments/{dir}"
+        );
+        for path in files {
+            let exp = nnb_orchestrator::experiment::load(&path, Some(2))
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!expand(&exp, 2).steps.is_empty(), "{}", path.display());
+            let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+            let named = format!("experiments/{dir}/{}", name.unwrap_or_default());
+            assert!(
+                dir != "thesis" || doc.contains(&named),
+                "docs/reproducing-the-thesis.md does not name {named}"
+            );
+        }
+    }
 }
