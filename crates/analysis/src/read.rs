@@ -1,4 +1,4 @@
-//! Reading one run directory (`docs/results-format.md`, versions 1 to 3) into a typed polars
+//! Reading one run directory (`docs/results-format.md`, versions 1 to 4) into a typed polars
 //! data frame: `manifest.json` into [`RunInfo`] (what analysis needs of
 //! [`nnb_format::Manifest`]), `samples.jsonl` into flat columns
 //! (the nested `result` object is skipped), `background.jsonl` (version 3; absent
@@ -118,7 +118,7 @@ pub enum ReadError {
 /// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// Format version the run was written in (1 to 3).
+    /// Format version the run was written in (1 to 4).
     pub format_version: u32,
     /// The run id (the directory name).
     pub run_id: String,
@@ -734,6 +734,18 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
         )
     });
     columns.extend(metrics);
+    let ou = |f: fn(&Record) -> Option<u64>| records.iter().map(f).collect::<Vec<Option<u64>>>();
+    columns.extend([
+        col(
+            "steal_ticks_before",
+            ou(|r| r.conditions.steal_ticks_before),
+        ),
+        col("steal_ticks_after", ou(|r| r.conditions.steal_ticks_after)),
+        col("steal_s", of(|r| r.conditions.steal_s)),
+        col("uptime_s", of(|r| r.conditions.uptime_s)),
+        col("effective_mhz", of(|r| r.conditions.effective_mhz)),
+        col("freq_source", os(|r| r.conditions.freq_source.as_deref())),
+    ]);
     columns.push(col("hdr_log", os(|r| r.hdr_log.as_deref())));
     columns.push(col(
         "record",

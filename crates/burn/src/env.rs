@@ -96,26 +96,49 @@ impl StealTicks {
 pub struct StepSteal {
     /// The CPUs counted.
     pub cpus: Vec<usize>,
-    /// Steal ticks on them during the measurement.
+    /// Steal ticks on them during the measurement (the sum of each CPU's increase).
     pub ticks: u64,
     /// Ticks per second ([`user_hz`]).
     pub user_hz: u64,
+    /// The CPUs' steal counters summed, before the measurement (ticks since boot).
+    pub before: u64,
+    /// The same sum after it.
+    pub after: u64,
 }
 
 impl StepSteal {
     /// The steal on `cpus` between `before` and `after`; a CPU missing from either
-    /// reading counts 0.
+    /// reading counts 0 and is left out of both sums.
     pub fn between(cpus: &[usize], before: &StealTicks, after: &StealTicks) -> StepSteal {
-        let ticks = cpus
+        let both: Vec<(u64, u64)> = cpus
             .iter()
-            .filter_map(|&c| Some(after.cpu(c)?.saturating_sub(before.cpu(c)?)))
-            .sum();
+            .filter_map(|&c| Some((before.cpu(c)?, after.cpu(c)?)))
+            .collect();
         StepSteal {
             cpus: cpus.to_vec(),
-            ticks,
+            ticks: both.iter().map(|(b, a)| a.saturating_sub(*b)).sum(),
             user_hz: user_hz(),
+            before: both.iter().map(|(b, _)| b).sum(),
+            after: both.iter().map(|(_, a)| a).sum(),
         }
     }
+}
+
+/// Seconds since this machine's kernel booted, from /proc/uptime (`CLOCK_BOOTTIME`,
+/// suspend included). On a cloud VM the kernel boots when the instance is launched or
+/// started, so this is the time since then: the window of burst credits and of a
+/// fresh host placement.
+pub fn uptime_s() -> Option<f64> {
+    parse_uptime(&std::fs::read_to_string("/proc/uptime").ok()?)
+}
+
+/// The first number of /proc/uptime's text: seconds since boot.
+pub fn parse_uptime(text: &str) -> Option<f64> {
+    text.split_whitespace()
+        .next()?
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
 }
 
 /// All-CPU steal ticks from /proc/stat.
@@ -248,7 +271,8 @@ mod tests {
         assert!(parse_proc_stat_steal("cpu 1 2 3 4\n").is_none());
     }
 
-    /// cpu0 30 -> 42 (+12), cpu1 7 -> 9 (+2, not counted), cpu7 absent: 12 ticks.
+    /// cpu0 30 -> 42 (+12), cpu1 7 -> 9 (+2, not counted), cpu7 absent: 12 ticks,
+    /// counters 30 before and 42 after; cpus 0 and 1: 37 -> 51.
     #[test]
     fn step_steal_counts_the_cpus_used() {
         let before = parse_proc_stat_steal(STAT).unwrap();
@@ -260,7 +284,18 @@ mod tests {
         .unwrap();
         let s = StepSteal::between(&[0, 7], &before, &after);
         assert_eq!((s.ticks, s.cpus.clone()), (12, vec![0, 7]));
+        assert_eq!((s.before, s.after), (30, 42));
         assert_eq!(StepSteal::between(&[1], &before, &after).ticks, 2);
+        let both = StepSteal::between(&[0, 1], &before, &after);
+        assert_eq!((both.ticks, both.before, both.after), (14, 37, 51));
+    }
+
+    #[test]
+    fn uptime_is_the_first_number() {
+        assert_eq!(parse_uptime("53336.63 56377.81\n"), Some(53336.63));
+        assert_eq!(parse_uptime(""), None);
+        assert_eq!(parse_uptime("-1 2"), None);
+        assert!(uptime_s().is_some_and(|s| s > 0.0), "/proc/uptime on Linux");
     }
 
     #[test]

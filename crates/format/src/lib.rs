@@ -9,6 +9,8 @@
 //!   [`FORMAT_VERSION`];
 //! - [`Metric`]: every metric column with its unit, direction and label, so no code
 //!   compares metric names as strings; [`Scenario`], [`Role`], [`JobKind`];
+//! - [`StepConditions`]: what a measured job ran under (steal, uptime, effective
+//!   frequency), a sample's columns from version 4;
 //! - [`job`]: the typed fields of the agents' job results the format is made from;
 //! - [`stats`]: summary, median, Student-t and Welch intervals, degradation;
 //! - [`knee`]: knees of a thread sweep and where the SMT knee is expected;
@@ -17,6 +19,7 @@
 //!
 //! Plain data and arithmetic: no I/O beyond what callers pass in, no async.
 
+mod conditions;
 pub mod job;
 mod kind;
 pub mod knee;
@@ -26,6 +29,7 @@ mod record;
 pub mod stats;
 mod time;
 
+pub use conditions::{StepConditions, CONDITION_COLUMNS};
 pub use job::{Achieved, BackgroundJob, JobKind, JobResult, Metrics};
 pub use kind::{Role, Scenario};
 pub use metric::{Direction, Metric, MetricValues, Quantity};
@@ -38,9 +42,9 @@ pub use time::{run_id_stamp, timestamp};
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
 /// `docs/results-format.md` lists what each version changed.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 /// Every version this nnb reads: runs of older versions stay readable.
-pub const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
+pub const READABLE_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// Whether this nnb reads records and manifests of `version`.
 pub fn readable(version: u64) -> bool {

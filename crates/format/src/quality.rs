@@ -1,6 +1,7 @@
 //! What qualifies a measured number, read from a job's raw result: probe loss, late
 //! and clamped pongs, a clock fallback, an incomplete sink report, a GSO fallback,
-//! pacer skips and send errors, and where the threads ran. `nnb run` writes the raw
+//! pacer skips and send errors, where the threads ran, and what the job ran under
+//! (steal, uptime, effective frequency). `nnb run` writes the raw
 //! result with every sample; `nnb analyze` reads these fields back so each figure
 //! carries its qualifiers, in runs of any format version 1.
 //!
@@ -27,20 +28,40 @@ pub struct Quality {
     pub sink: Option<SinkUse>,
     /// A load's sender totals.
     pub sent: Option<SenderUse>,
-    /// A burn's steal on its CPUs while it ran.
+    /// The steal on the job's CPUs while it ran (a burn's from version 2, every job's
+    /// from version 4).
     pub steal: Option<StealUse>,
     /// An open-loop probe's receive buffer.
     pub recv_buffer: Option<BufferUse>,
+    /// Seconds since the kernel of the job's machine booted, when the job started
+    /// (version 4).
+    pub uptime_s: Option<f64>,
+    /// The effective frequency of the job's CPUs while it ran (version 4).
+    pub freq: Option<FreqUse>,
 }
 
-/// The hypervisor's steal during a burn (`steal`).
+/// The hypervisor's steal during a job (`steal`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct StealUse {
-    /// Steal ticks on the burn's CPUs.
+    /// Steal ticks on the job's CPUs.
     pub ticks: u64,
     /// Ticks per second.
     pub user_hz: u64,
+    /// The CPUs' steal counters summed before the job (version 4).
+    pub before: Option<u64>,
+    /// The same sum after it (version 4).
+    pub after: Option<u64>,
+}
+
+/// The effective frequency of a job's CPUs (`freq`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct FreqUse {
+    /// MHz.
+    pub mhz: f64,
+    /// `aperf-mperf`, `scaling-cur-freq` or `cpuinfo`.
+    pub source: String,
 }
 
 impl StealUse {
@@ -288,5 +309,25 @@ mod tests {
         assert_eq!(Quality::of(&json!("not an object")), Quality::default());
         let stolen = Quality::of(&json!({"steal": {"cpus": [0, 1], "ticks": 25, "user_hz": 100}}));
         assert_eq!(stolen.steal.map(|s| s.seconds()), Some(0.25));
+        assert_eq!(stolen.steal.and_then(|s| s.before), None);
+    }
+
+    /// Version 4: every job's result says what it ran under.
+    #[test]
+    fn conditions_of_a_job() {
+        let q = Quality::of(&json!({"steal": {"cpus": [3], "ticks": 7, "user_hz": 100,
+            "before": 120, "after": 127}, "uptime_s": 3600.5,
+            "freq": {"mhz": 2900.0, "source": "aperf-mperf"}}));
+        let s = q.steal.unwrap();
+        assert_eq!((s.before, s.after, s.ticks), (Some(120), Some(127), 7));
+        assert_eq!(q.uptime_s, Some(3600.5));
+        assert_eq!(
+            q.freq,
+            Some(FreqUse {
+                mhz: 2900.0,
+                source: "aperf-mperf".into()
+            })
+        );
+        assert_eq!(Quality::of(&json!({"freq": null})).freq, None);
     }
 }

@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::conditions::{StepConditions, CONDITION_COLUMNS};
 use crate::job::{Achieved, Metrics};
 use crate::metric::{Metric, MetricValues};
 use crate::time::timestamp;
@@ -92,6 +93,12 @@ pub struct Sample<R = Value> {
     /// (latency), `rate_bps` (load); `null` where the job has none.
     #[serde(flatten)]
     pub metrics: MetricValues,
+    /// What the job ran under (version 4): steal on its CPUs before and after, the
+    /// time since its machine booted, its CPUs' effective frequency; columns
+    /// [`CONDITION_COLUMNS`]. The machine itself (CPU model, kernel, clocksource,
+    /// hypervisor) is the `environment` of the manifest's tenant named `tenant`.
+    #[serde(flatten)]
+    pub conditions: StepConditions,
     /// Raw HDR log of this job, relative to the run directory.
     pub hdr_log: Option<String>,
     /// The job's raw result as the agent returned it.
@@ -125,11 +132,13 @@ const LEADING_COLUMNS: [&str; 21] = [
 
 /// The flat columns of a sample, in order: every field but `format_version`,
 /// `run_id` and the nested `result` (what a table of a run's samples holds), the
-/// metric columns ([`Metric::ALL`]) among them.
+/// metric columns ([`Metric::ALL`]) and the conditions ([`CONDITION_COLUMNS`]) among
+/// them.
 pub fn columns() -> impl Iterator<Item = &'static str> {
     LEADING_COLUMNS
         .into_iter()
         .chain(Metric::ALL.into_iter().map(Metric::name))
+        .chain(CONDITION_COLUMNS)
         .chain(["hdr_log"])
 }
 
@@ -172,7 +181,8 @@ pub struct SampleParts {
     pub metrics: Metrics,
     /// HDR log path relative to the run directory.
     pub hdr_log: Option<String>,
-    /// Raw result.
+    /// Raw result; the sample's conditions columns are read from it
+    /// ([`StepConditions::of`]).
     pub result: Option<Value>,
 }
 
@@ -213,6 +223,11 @@ impl Sample {
             value: m.value,
             higher_is_better: m.metric.map(|m| m.direction().higher_is_better()),
             metrics: m.values,
+            conditions: p
+                .result
+                .as_ref()
+                .map(StepConditions::of)
+                .unwrap_or_default(),
             hdr_log: p.hdr_log,
             result: p.result,
         }

@@ -2,3 +2,4 @@
 //! so the crate and any shared helpers are linked once.
 
 mod v1_runs;
+mod v3_runs;

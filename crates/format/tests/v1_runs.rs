@@ -1,6 +1,6 @@
 //! Version-1 runs stay readable: every record of the analysis fixtures (runs in format
 //! version 1) parses into the typed records and serializes back with every field and
-//! value it had; the only addition is version 2's column, null.
+//! value it had; the only additions are the columns of versions 2 and 4, null.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +26,11 @@ fn lines(run: &str) -> Vec<String> {
 /// Columns version 2 added to a sample.
 const ADDED_IN_V2: [&str; 1] = ["ns_per_op_per_thread"];
 
+/// Columns added since version 1: version 2's and version 4's.
+fn added_since_v1() -> impl Iterator<Item = &'static str> {
+    ADDED_IN_V2.into_iter().chain(nnb_format::CONDITION_COLUMNS)
+}
+
 #[test]
 fn v1_samples_round_trip_with_every_field() {
     for run in [
@@ -40,7 +45,7 @@ fn v1_samples_round_trip_with_every_field() {
             assert_eq!(sample.format_version, 1);
             let mut written: Value = serde_json::to_value(&sample).unwrap();
             let read: Value = serde_json::from_str(&line).unwrap();
-            for added in ADDED_IN_V2 {
+            for added in added_since_v1() {
                 let v = written.as_object_mut().unwrap().remove(added);
                 assert_eq!(v, Some(Value::Null), "{run}: {added}");
             }
@@ -104,7 +109,7 @@ fn columns_are_the_flat_fields_of_a_sample() {
     let mut sorted_flat = flat.clone();
     sorted_flat.sort_unstable();
     let mut sorted_columns: Vec<&str> = nnb_format::columns()
-        .filter(|c| !ADDED_IN_V2.contains(c))
+        .filter(|c| !added_since_v1().any(|a| a == *c))
         .collect();
     sorted_columns.sort_unstable();
     assert_eq!(sorted_flat, sorted_columns);

@@ -63,7 +63,8 @@ pub struct LevelStats {
     /// The repetitions' values, in plan order.
     pub values: Vec<f64>,
     /// What qualifies this level's numbers (its records' loss, clock fallback, steal,
-    /// sink gaps, pacer skips..., and a CV above [`super::NOISY_CV`]), short.
+    /// sink gaps, pacer skips..., a CV above [`super::NOISY_CV`], an effective CPU
+    /// frequency more than [`super::FREQ_DROP`] below the fastest level's), short.
     pub flags: Vec<String>,
 }
 
@@ -98,6 +99,7 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         None => (metric, first.higher_is_better.unwrap_or(false)),
     };
     let planned = planned_levels(run, Role::Test)?;
+    let drops = super::verdict::freq_drops(&rows);
     let mut groups = Vec::new();
     for (group, mut levels) in by_group(&rows) {
         levels.sort_by(|a, b| a.level.total_cmp(&b.level));
@@ -109,7 +111,11 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
                 || (levels[0].level, levels[0].label.clone()),
                 |(_, level, label)| (*level, label.clone()),
             );
-        let levels = group_stats(run, &levels, metric, higher_is_better, reference)?;
+        let mut levels = group_stats(run, &levels, metric, higher_is_better, reference)?;
+        for l in &mut levels {
+            l.flags
+                .extend(super::verdict::freq_flag(&drops, &group, &l.label));
+        }
         let reference_missing = levels.first().map_or(true, |l| l.level != reference);
         let max = levels
             .iter()

@@ -20,7 +20,9 @@ pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
-pub use verdict::{findings, verdict_table, BASELINE_DRIFT_PCT, LOAD_SHORTFALL, NOISY_CV};
+pub use verdict::{
+    findings, verdict_table, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL, NOISY_CV,
+};
 
 use nnb_format::quality::Quality;
 use nnb_format::{Metric, MetricValues, Role, SampleStatus};

@@ -1,8 +1,9 @@
 //! The run's verdict, like hyperfine's warnings: one line per thing that qualifies the
 //! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
-//! reports, GSO fallbacks, pacer skips, steal, a neighbor load short of its target, a
-//! background job that failed, pongs the reflector could not send, duplicated records,
-//! failed steps), or one line saying the run was quiet.
+//! reports, GSO fallbacks, pacer skips, steal and the levels it happened at, a level
+//! whose CPUs ran at a lower effective frequency, a neighbor load short of its target,
+//! a background job that failed, pongs the reflector could not send, duplicated
+//! records, failed steps), or one line saying the run was quiet.
 
 use nnb_format::Role;
 use nnb_format::{BackgroundJob, SampleStatus};
@@ -20,6 +21,10 @@ pub const BASELINE_DRIFT_PCT: f64 = 5.0;
 /// A neighbor load that achieved less than this fraction of its target did not load
 /// the host as the level says.
 pub const LOAD_SHORTFALL: f64 = 0.9;
+/// A level whose median effective CPU frequency is more than this fraction below the
+/// same tenant's fastest level's ran on slower CPUs (throttling, a power cap, turbo
+/// lost), which slows it whatever the neighbors do.
+pub const FREQ_DROP: f64 = 0.05;
 
 /// The findings about `run`, given its analyses.
 pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
@@ -72,6 +77,7 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     let mut rows = measured(run, Role::Test)?;
     rows.extend(measured(run, Role::Neighbor)?);
     out.extend(qualifier_findings(&rows));
+    out.extend(freq_finding(&freq_drops(&rows)));
     out.extend(background_findings(run, a));
     if run.duplicates > 0 {
         out.push(format!(
@@ -199,10 +205,16 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
         ));
     }
     if t.stolen_records > 0 {
+        let levels: Vec<String> = steal_by_level(rows)
+            .iter()
+            .map(|(level, s)| format!("{level} ({s:.2} s)"))
+            .collect();
         out.push(format!(
-            "steal in {} record(s), {:.2} s in all: the hypervisor ran something else on \
-             the test CPUs",
-            t.stolen_records, t.stolen_s
+            "steal in {} record(s), {:.2} s in all, during {}: the hypervisor ran \
+             something else on the measured jobs' CPUs",
+            t.stolen_records,
+            t.stolen_s,
+            levels.join(", ")
         ));
     }
     if t.lost > 0 {
@@ -255,6 +267,127 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The seconds stolen from the measured jobs of each level that had steal, as
+/// `group/label`, in order of first appearance.
+fn steal_by_level(rows: &[Row]) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for r in rows {
+        let Some(s) = r.quality.steal.filter(|s| s.ticks > 0) else {
+            continue;
+        };
+        let level = format!("{}/{}", r.group, r.label);
+        match out.iter_mut().find(|(l, _)| *l == level) {
+            Some((_, total)) => *total += s.seconds(),
+            None => out.push((level, s.seconds())),
+        }
+    }
+    out
+}
+
+/// A level at which a tenant's CPUs ran more than [`FREQ_DROP`] slower than at its
+/// fastest level (medians of the records' effective frequency).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FreqDrop {
+    /// The tenant.
+    pub tenant: String,
+    /// The level's group and label.
+    pub group: String,
+    pub label: String,
+    /// The level's median effective frequency, MHz.
+    pub mhz: f64,
+    /// The tenant's fastest level's median, MHz.
+    pub fastest_mhz: f64,
+    /// Where the frequency was read (`aperf-mperf`, `scaling-cur-freq`, `cpuinfo`).
+    pub source: String,
+}
+
+impl FreqDrop {
+    /// How far below the fastest level, percent.
+    fn pct(&self) -> f64 {
+        (self.fastest_mhz - self.mhz) / self.fastest_mhz * 100.0
+    }
+}
+
+/// The levels whose records' median effective frequency is more than [`FREQ_DROP`]
+/// below the same tenant's highest level median, in order of first appearance.
+pub(crate) fn freq_drops(rows: &[Row]) -> Vec<FreqDrop> {
+    // (tenant, group, label, source) -> the records' MHz
+    let mut levels: Vec<(&str, &str, &str, &str, Vec<f64>)> = Vec::new();
+    for r in rows {
+        let Some(f) = r
+            .quality
+            .freq
+            .as_ref()
+            .filter(|f| f.mhz.is_finite() && f.mhz > 0.0)
+        else {
+            continue;
+        };
+        let key = (r.tenant.as_str(), r.group.as_str(), r.label.as_str());
+        match levels.iter_mut().find(|l| (l.0, l.1, l.2) == key) {
+            Some(l) => l.4.push(f.mhz),
+            None => levels.push((key.0, key.1, key.2, &f.source, vec![f.mhz])),
+        }
+    }
+    let medians: Vec<(&str, &str, &str, &str, f64)> = levels
+        .into_iter()
+        .map(|(t, g, l, s, mhz)| (t, g, l, s, nnb_format::stats::median(&mhz)))
+        .collect();
+    medians
+        .iter()
+        .filter_map(|&(tenant, group, label, source, mhz)| {
+            let fastest = medians
+                .iter()
+                .filter(|m| m.0 == tenant)
+                .map(|m| m.4)
+                .fold(f64::MIN, f64::max);
+            (mhz < (1.0 - FREQ_DROP) * fastest).then(|| FreqDrop {
+                tenant: tenant.to_string(),
+                group: group.to_string(),
+                label: label.to_string(),
+                mhz,
+                fastest_mhz: fastest,
+                source: source.to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The flag of a level of `group` labelled `label` among `drops`, for its table row.
+pub(crate) fn freq_flag(drops: &[FreqDrop], group: &str, label: &str) -> Option<String> {
+    drops
+        .iter()
+        .find(|d| d.group == group && d.label == label)
+        .map(|d| format!("freq -{:.1}%", d.pct()))
+}
+
+/// The verdict's line on frequency drops, if any.
+fn freq_finding(drops: &[FreqDrop]) -> Option<String> {
+    let each: Vec<String> = drops
+        .iter()
+        .map(|d| {
+            format!(
+                "{} at {}/{}: {:.0} of {:.0} MHz (-{:.1}%, {})",
+                d.tenant,
+                d.group,
+                d.label,
+                d.mhz,
+                d.fastest_mhz,
+                d.pct(),
+                d.source
+            )
+        })
+        .collect();
+    (!each.is_empty()).then(|| {
+        format!(
+            "effective CPU frequency more than {:.0}% below the tenant's fastest level in {} \
+             level(s): {}: those CPUs ran slower, whatever the neighbors did",
+            FREQ_DROP * 100.0,
+            each.len(),
+            each.join("; ")
+        )
+    })
 }
 
 /// What the neighbors' and the endpoint's jobs say: loads short of their target

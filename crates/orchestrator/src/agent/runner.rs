@@ -6,6 +6,11 @@
 //! runs on a thread of its own and polls the job's stop flag where the library
 //! allows it (burn, busy, idle, serve, and the probes and load generator, which
 //! take a flag; only a steal scan runs to its end, bounded by its duration).
+//!
+//! Every job's result (a JSON object) also says what the job ran under, read around
+//! it on its CPUs ([`nnb_burn::conditions`]): `steal` (the hypervisor's steal ticks,
+//! with the counters before and after), `uptime_s` (seconds since the kernel booted)
+//! and `freq` (the effective frequency and its source, or null).
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -14,7 +19,7 @@ use std::time::Duration;
 
 use nnb_burn::burner::{self, BurnResult, Work};
 use nnb_burn::clock::{Clock, ClockInfo};
-use nnb_burn::env::{read_proc_stat_steal, StepSteal};
+use nnb_burn::conditions::ConditionsWatch;
 use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
 use nnb_burn::topology::Topology;
@@ -59,9 +64,20 @@ impl JobEnv {
     }
 }
 
-/// A checked job, ready to run.
+/// A checked job, ready to run, with the CPUs it runs on.
 #[derive(Debug)]
-pub(super) enum Job {
+pub(super) struct Job {
+    /// What it does.
+    task: Task,
+    /// The CPUs its threads may run on, whose steal and frequency its result
+    /// reports: a burn's or busy job's pinned CPUs (all the CPUs its unpinned threads
+    /// may use), a steal scan's, else the agent's.
+    cpus: Vec<usize>,
+}
+
+/// What a job does.
+#[derive(Debug)]
+enum Task {
     /// A measured burn.
     Burn {
         /// The workload.
@@ -111,9 +127,6 @@ pub(super) struct BurnJobResult {
     pub clock: ClockInfo,
     /// The burner's own result (per-thread records include the CPUs seen).
     pub burn: BurnResult,
-    /// The hypervisor's steal on the burn's CPUs while it ran (`None` without a
-    /// steal column in /proc/stat, or for unpinned threads).
-    pub steal: Option<StepSteal>,
     /// Whose CPUs the threads were placed over: the agent's (`tenant`) or the
     /// host's (`host`).
     pub scope: BurnScope,
@@ -162,6 +175,13 @@ fn workload(name: &str) -> Result<Workload, String> {
 /// Checks `spec` against this agent and turns it into a runnable job; the error
 /// says what is wrong with the spec.
 pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
+    let task = task(spec, env)?;
+    let cpus = task.cpus().unwrap_or_else(|| env.cpus.clone());
+    Ok(Job { task, cpus })
+}
+
+/// The task `spec` asks of this agent.
+fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
     match spec {
         JobSpec::Burn {
             workload: name,
@@ -187,7 +207,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
             let placement =
                 placement::plan(&env.topology, &strategy, *threads, &allowed, oversubscribe)
                     .map_err(|e| e.to_string())?;
-            Ok(Job::Burn {
+            Ok(Task::Burn {
                 workload: workload(name)?,
                 work,
                 placement,
@@ -207,7 +227,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
                 true,
             )
             .map_err(|e| e.to_string())?;
-            Ok(Job::Busy {
+            Ok(Task::Busy {
                 workload: workload(name)?,
                 placement,
             })
@@ -215,14 +235,14 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
         JobSpec::Serve {
             reflector_port,
             sink_port,
-        } => Ok(Job::Serve(ServeConfig {
+        } => Ok(Task::Serve(ServeConfig {
             bind: env.bind_ip,
             reflector_port: Some(*reflector_port),
             sink_port: Some(*sink_port),
             tcp_port: None,
             ..ServeConfig::default()
         })),
-        JobSpec::Idle => Ok(Job::Idle),
+        JobSpec::Idle => Ok(Task::Idle),
         JobSpec::Steal {
             cpus,
             duration_ms,
@@ -238,7 +258,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
             if cpus.is_empty() || *duration_ms == 0 || *threshold_ns == 0 {
                 return Err("a steal job needs CPUs, a duration and a threshold above zero".into());
             }
-            Ok(Job::Steal {
+            Ok(Task::Steal {
                 cpus,
                 duration: Duration::from_millis(*duration_ms),
                 threshold: Duration::from_nanos(*threshold_ns),
@@ -260,7 +280,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
                 ..ProbeConfig::new(address(target)?)
             };
             cfg.validate().map_err(|e| e.to_string())?;
-            Ok(Job::Latency(cfg))
+            Ok(Task::Latency(cfg))
         }
         JobSpec::Load {
             target,
@@ -277,7 +297,7 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
                 ..LoadConfig::new(address(target)?, Some(Rate::BitsPerSec(*rate_bps)))
             };
             cfg.validate().map_err(|e| e.to_string())?;
-            Ok(Job::Load(cfg))
+            Ok(Task::Load(cfg))
         }
     }
 }
@@ -349,10 +369,48 @@ fn to_json<T: Serialize>(v: &T) -> Outcome {
 
 impl Job {
     /// Runs the job on the calling (blocking) thread until it ends or `shared`'s stop
-    /// flag is raised, and returns its result as JSON.
+    /// flag is raised, and returns its result as JSON, with what it ran under (the
+    /// fields of [`nnb_burn::conditions::JobConditions`]) added to a result object.
     pub(super) fn run(self, shared: &JobShared) -> Outcome {
+        let watch = ConditionsWatch::start(&self.cpus);
+        let mut result = self.task.run(shared)?;
+        // MPERF counts at the TSC's rate; the clock is calibrated only if needed.
+        let conditions = watch.finish(|| {
+            let info = clock().info();
+            (info.source == "tsc").then_some(info.freq_hz)
+        });
+        if let (Value::Object(map), Value::Object(more)) = (&mut result, to_json(&conditions)?) {
+            map.extend(more);
+        }
+        Ok(result)
+    }
+}
+
+impl Task {
+    /// The CPUs the task's threads are confined to, when they are not the agent's: a
+    /// burn's or busy job's pinned CPUs (a host-scope burn's unpinned threads: the
+    /// host's online CPUs), a steal scan's.
+    fn cpus(&self) -> Option<Vec<usize>> {
+        let pinned = |p: &Placement| -> Option<Vec<usize>> {
+            let cpus: BTreeSet<usize> = p.slots.iter().filter_map(|s| s.cpu).collect();
+            (!cpus.is_empty()).then(|| cpus.into_iter().collect())
+        };
         match self {
-            Job::Burn {
+            Task::Burn {
+                placement,
+                widen_to,
+                ..
+            } => pinned(placement).or_else(|| widen_to.clone()),
+            Task::Busy { placement, .. } => pinned(placement),
+            Task::Steal { cpus, .. } => Some(cpus.clone()),
+            Task::Latency(_) | Task::Load(_) | Task::Serve(_) | Task::Idle => None,
+        }
+    }
+
+    /// Runs the task (see [`Job::run`]).
+    fn run(self, shared: &JobShared) -> Outcome {
+        match self {
+            Task::Burn {
                 workload,
                 work,
                 placement,
@@ -360,7 +418,6 @@ impl Job {
                 widen_to,
             } => {
                 let clock = clock();
-                let before = read_proc_stat_steal();
                 let run = || {
                     burner::burn_stoppable(clock, &workload, work, &placement.slots, &shared.stop)
                 };
@@ -369,11 +426,6 @@ impl Job {
                     Some(host) => widened(&host, run)?,
                 }
                 .map_err(|e| e.to_string())?;
-                let pinned: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
-                let steal = before
-                    .zip(read_proc_stat_steal())
-                    .filter(|_| !pinned.is_empty())
-                    .map(|(b, a)| StepSteal::between(&pinned, &b, &a));
                 let cpus: BTreeSet<usize> = burn
                     .threads
                     .iter()
@@ -383,12 +435,11 @@ impl Job {
                     placement,
                     clock: clock.info(),
                     burn,
-                    steal,
                     scope,
                     cpus: cpus.into_iter().collect(),
                 })
             }
-            Job::Busy {
+            Task::Busy {
                 workload,
                 placement,
             } => {
@@ -405,7 +456,7 @@ impl Job {
                     ops_per_sec: r.ops_per_sec,
                 })
             }
-            Job::Steal {
+            Task::Steal {
                 cpus,
                 duration,
                 threshold,
@@ -414,12 +465,12 @@ impl Job {
                     .map_err(|e| e.to_string())?;
                 to_json(&report)
             }
-            Job::Latency(cfg) => latency_with_hdr_log(&cfg, shared),
-            Job::Load(cfg) => {
+            Task::Latency(cfg) => latency_with_hdr_log(&cfg, shared),
+            Task::Load(cfg) => {
                 let report = load::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
                 to_json(&report)
             }
-            Job::Serve(cfg) => {
+            Task::Serve(cfg) => {
                 let server = Server::start(&cfg).map_err(|e| e.to_string())?;
                 shared.publish(to_json(&ServeAddrs {
                     reflector: server.reflector_addr(),
@@ -430,7 +481,7 @@ impl Job {
                 }
                 to_json(&server.stop())
             }
-            Job::Idle => {
+            Task::Idle => {
                 while !shared.should_stop() {
                     std::thread::sleep(POLL);
                 }
@@ -563,6 +614,83 @@ mod tests {
         let err = tenant.expect_err("two pinned threads on the agent's one CPU");
         assert!(err.contains("2 threads but only 1 usable CPUs"), "{err}");
         assert_eq!(after, [0], "the widening leaked to the agent's thread");
+    }
+
+    /// Every job kind's result says what the job ran under, on its CPUs: a pinned
+    /// burn's one CPU, a steal scan's and a latency probe's the agent's. The steal
+    /// counters after are not below those before and differ by the ticks; the uptime
+    /// at the start is positive and not past the uptime read after the job; the
+    /// frequency is read from a known source or is null.
+    #[test]
+    fn every_job_kind_reports_steal_uptime_and_frequency() {
+        let env = JobEnv {
+            topology: Topology::host().expect("topology"),
+            cpus: placement::allowed_cpus(),
+            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        let server = Server::start(&ServeConfig {
+            sink_port: None,
+            tcp_port: None,
+            ..ServeConfig::default()
+        })
+        .expect("a local reflector");
+        let reflector = server.reflector_addr().expect("reflector address");
+        let burn = JobSpec::Burn {
+            workload: "int".into(),
+            threads: 1,
+            ops: Some(100_000),
+            duration_ms: None,
+            pin: "compact".into(),
+            cpus: None,
+            scope: BurnScope::Tenant,
+        };
+        let steal = JobSpec::Steal {
+            cpus: None,
+            duration_ms: 20,
+            threshold_ns: 10_000,
+        };
+        let latency = JobSpec::Latency {
+            target: reflector.to_string(),
+            duration_ms: 100,
+            msg_size: 64,
+            warmup_ms: 0,
+            busy_poll: false,
+        };
+        for (spec, cpus) in [
+            (burn, vec![env.cpus[0]]),
+            (steal, env.cpus.clone()),
+            (latency, env.cpus.clone()),
+        ] {
+            let job = prepare(&spec, &env).expect("a valid job");
+            let result = job.run(&JobShared::default()).expect("a result");
+            let uptime_after = nnb_burn::env::uptime_s().expect("/proc/uptime");
+            let kind = spec.kind();
+            let steal = &result["steal"];
+            let cpus_seen: Vec<u64> = steal["cpus"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{kind}: no steal in {result}"))
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
+            let want: Vec<u64> = cpus.iter().map(|&c| c as u64).collect();
+            assert_eq!(cpus_seen, want, "{kind}");
+            let (before, after) = (steal["before"].as_u64(), steal["after"].as_u64());
+            let (before, after) = before.zip(after).expect("steal counters");
+            assert!(after >= before, "{kind}: {steal}");
+            assert_eq!(steal["ticks"].as_u64(), Some(after - before), "{kind}");
+            let uptime = result["uptime_s"].as_f64().expect("uptime_s");
+            assert!(uptime > 0.0 && uptime <= uptime_after, "{kind}: {uptime}");
+            let freq = result.get("freq").expect("a freq field");
+            if !freq.is_null() {
+                assert!(freq["mhz"].as_f64().is_some_and(|m| m > 0.0), "{freq}");
+                let source = freq["source"].as_str().unwrap_or_default();
+                assert!(
+                    ["aperf-mperf", "scaling-cur-freq", "cpuinfo"].contains(&source),
+                    "{freq}"
+                );
+            }
+        }
+        server.stop();
     }
 
     /// A busy `mem` neighbor is one steady load: over a second its one thread keeps
