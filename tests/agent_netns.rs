@@ -153,6 +153,7 @@ async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_
             streams: 1,
             msg_size: 1400,
             duration_ms: Some(3000),
+            sampling: None,
         };
         run_job(&c, spec).await
     };

@@ -18,6 +18,7 @@ mod netns_harness;
 mod pipe_cli;
 mod run_local;
 mod run_netns;
+mod run_throughput_staircase;
 mod serve_cli;
 mod steal_cli;
 mod topo_cli;

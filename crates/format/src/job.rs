@@ -106,11 +106,29 @@ pub struct SinkTotals {
     pub streams_reported: Option<usize>,
 }
 
+/// The window means of a sampled load (`samples` object, a throughput staircase's
+/// nodes): the mean of the latest `window` per-interval rates.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct SampledRates {
+    /// Sampling interval, s.
+    pub interval_s: f64,
+    /// Samples the means average (at most).
+    pub window: usize,
+    /// Payload rate sent, bit/s.
+    pub sent_window_bps: Option<f64>,
+    /// Payload rate the sink received, bit/s; none unless every stream's arrival
+    /// series came back.
+    pub received_window_bps: Option<f64>,
+}
+
 /// What the format reads of a `load` job's result.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LoadJobResult {
     /// The sender's totals.
     pub sent: SentTotals,
+    /// The window means, when the load was sampled.
+    #[serde(default)]
+    pub samples: Option<SampledRates>,
     /// The sink's report, when it answered.
     #[serde(default)]
     pub sink: Option<SinkTotals>,
@@ -122,8 +140,12 @@ pub struct LoadJobResult {
 impl LoadJobResult {
     /// Payload rate received by the sink, only when every stream's report arrived:
     /// a partial report undercounts, and the sender's rate is not a received rate
-    /// (on a saturated link it can be many times what arrived).
+    /// (on a saturated link it can be many times what arrived). A sampled load's is
+    /// the mean of its latest `window` received samples.
     pub fn rate_bps(&self) -> Option<f64> {
+        if let Some(s) = self.samples {
+            return s.received_window_bps;
+        }
         let sink = self.sink?;
         crate::quality::sink_complete(Some(sink.streams_reported), self.streams.len())
             .then_some(sink.rate_bps)
@@ -428,6 +450,20 @@ mod tests {
                 .measured_secs(0.0),
             3.0
         );
+    }
+
+    #[test]
+    fn a_sampled_loads_rate_is_its_received_window_mean() {
+        let r = json!({"sent": {"elapsed_s": 10.0, "payload_bps": 9e8},
+            "sink": {"rate_bps": 4e8, "streams_reported": 1}, "streams": [{}],
+            "samples": {"interval_s": 1.0, "window": 20, "sent_bps": [9e8],
+                "received_bps": [3e8], "sent_window_bps": 9e8, "received_window_bps": 3e8}});
+        let m = Metrics::of(JobKind::Load, false, &r);
+        assert_eq!((m.metric, m.value), (Some(Metric::RateBps), Some(3e8)));
+        // A series that did not come back: no received rate, not the whole-run one.
+        let mut lost = r.clone();
+        lost["samples"]["received_window_bps"] = json!(null);
+        assert_eq!(Metrics::of(JobKind::Load, false, &lost).value, None);
     }
 
     #[test]

@@ -18,23 +18,28 @@ pub enum Scenario {
     LoadSteps,
     /// Volpert et al.'s tenant-state pairs (seed 004, Table 1).
     IsolationMatrix,
+    /// Every node sending at full rate as nodes join one at a time; each node's
+    /// throughput per level (thesis 6.1).
+    ThroughputStaircase,
 }
 
 impl Scenario {
     /// Every scenario kind, in the order the documentation lists them.
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::NeighborStaircase,
         Scenario::ThreadSweep,
         Scenario::LoadSteps,
         Scenario::IsolationMatrix,
+        Scenario::ThroughputStaircase,
     ];
 
     /// The names of [`Scenario::ALL`], for messages listing what is accepted.
-    pub const NAMES: [&'static str; 4] = [
+    pub const NAMES: [&'static str; 5] = [
         Scenario::NeighborStaircase.name(),
         Scenario::ThreadSweep.name(),
         Scenario::LoadSteps.name(),
         Scenario::IsolationMatrix.name(),
+        Scenario::ThroughputStaircase.name(),
     ];
 
     /// The scenario's name in the format, e.g. `neighbor-staircase`.
@@ -44,6 +49,7 @@ impl Scenario {
             Scenario::ThreadSweep => "thread-sweep",
             Scenario::LoadSteps => "load-steps",
             Scenario::IsolationMatrix => "isolation-matrix",
+            Scenario::ThroughputStaircase => "throughput-staircase",
         }
     }
 

@@ -11,6 +11,7 @@ pub mod neighbor;
 pub mod pacing;
 pub mod probe;
 pub mod report;
+pub mod sampling;
 pub mod sendbatch;
 pub mod seq;
 pub mod serve;

@@ -8,6 +8,10 @@
 //! each stream asks the sink for its [`StreamReport`] (report request protocol in
 //! [`crate::report`]); when nothing answers, the sink's view is "unavailable".
 //!
+//! With a sampling interval ([`LoadConfig::sample_interval`]) the load also records
+//! its throughput over time ([`crate::sampling`]): the sender's rate per interval,
+//! and, read back from the sink's arrival series after sending, the received rate.
+//!
 //! # Rates
 //!
 //! The *payload rate* counts UDP payload bytes (nnb header included): it is what
@@ -29,8 +33,13 @@ use thiserror::Error;
 use crate::clock::{duration_ns, now_ns};
 use crate::pacing::Pacer;
 use crate::probe::{connected_socket, MAX_UDP_PAYLOAD};
-use crate::report::{decode_report, encode_request, StreamReport};
+use crate::report::{
+    decode_report, decode_series, encode_request, encode_series_request, SeriesPage, StreamReport,
+    MAX_PAGE_BINS,
+};
+use crate::sampling::{ThroughputSamples, MAX_SAMPLES};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse, SocketBuffer};
+use crate::serve::series::{BIN_NS, MAX_BINS};
 use crate::serve::TcpReport;
 use crate::wire::HEADER_LEN;
 use nnb_units::Rate;
@@ -44,6 +53,8 @@ const TCP_CHUNK: usize = 256 * 1024;
 const TCP_UNIT: usize = 16 * 1024;
 /// Report request attempts and the wait for an answer after each.
 const REPORT_ATTEMPTS: u32 = 3;
+/// Samples a sampled load averages by default (the thesis' 20).
+pub const DEFAULT_WINDOW: usize = 20;
 
 /// Settings of one load run.
 #[derive(Debug, Clone)]
@@ -74,6 +85,11 @@ pub struct LoadConfig {
     pub send_buffer: usize,
     /// How long each report request attempt waits for the sink's answer.
     pub report_wait: Duration,
+    /// Sample the throughput every this long (a whole number of the sink's 100 ms
+    /// bins, UDP only); `None` samples nothing.
+    pub sample_interval: Option<Duration>,
+    /// How many of the latest samples [`ThroughputSamples`]' means average.
+    pub window: usize,
 }
 
 impl LoadConfig {
@@ -92,6 +108,8 @@ impl LoadConfig {
             catch_up: false,
             send_buffer: 4 << 20,
             report_wait: Duration::from_millis(200),
+            sample_interval: None,
+            window: DEFAULT_WINDOW,
         }
     }
 
@@ -129,11 +147,51 @@ impl LoadConfig {
         if self.duration.is_zero() {
             return bad("the duration must be above zero".into());
         }
+        if let Some(interval) = self.sample_interval {
+            self.validate_sampling(interval)?;
+        }
         if self.duration > nnb_units::MAX_DURATION {
             return bad(format!(
                 "the duration {:?} is longer than the {:?} nnb accepts",
                 self.duration,
                 nnb_units::MAX_DURATION
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a sampling interval against the sink's bins, the duration and
+    /// [`MAX_SAMPLES`].
+    fn validate_sampling(&self, interval: Duration) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Invalid(m));
+        let ns = duration_ns(interval);
+        if self.tcp {
+            return bad(
+                "throughput sampling reads the UDP sink's arrival series: not with TCP".into(),
+            );
+        }
+        if ns == 0 || ns % BIN_NS != 0 {
+            return bad(format!(
+                "the sampling interval {interval:?} must be a whole number of the sink's {} ms bins",
+                BIN_NS / 1_000_000
+            ));
+        }
+        if interval > self.duration {
+            return bad(format!(
+                "the sampling interval {interval:?} is longer than the duration {:?}",
+                self.duration
+            ));
+        }
+        if duration_ns(self.duration) / ns > MAX_SAMPLES as u64 {
+            return bad(format!(
+                "{:?} sampled every {interval:?} is more than {MAX_SAMPLES} samples",
+                self.duration
+            ));
+        }
+        if !(1..=MAX_SAMPLES).contains(&self.window) {
+            return bad(format!(
+                "a window of {} samples: between 1 and {MAX_SAMPLES}",
+                self.window
             ));
         }
         Ok(())
@@ -227,6 +285,10 @@ pub struct StreamResult {
     pub sink: Option<StreamReport>,
     /// The TCP sink's view of this connection, when it answered.
     pub tcp_sink: Option<TcpReport>,
+    /// The sink's arrival series of this stream (sampled loads), when every page
+    /// came back; summed into [`LoadReport::samples`], not written out itself.
+    #[serde(skip)]
+    pub series: Option<Vec<SeriesPage>>,
 }
 
 /// The sink's view over all streams.
@@ -279,6 +341,9 @@ pub struct LoadReport {
     /// The sink's view, when at least one stream got an answer; `None` when the
     /// target is not an nnb sink (or its answers were lost).
     pub sink: Option<SinkView>,
+    /// The throughput over time, sent and received, when the load was sampled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<ThroughputSamples>,
 }
 
 /// One reporting interval of a running load, over all streams.
@@ -319,6 +384,24 @@ pub fn run_with_intervals(
     if interval.is_some_and(|i| i.is_zero()) {
         return Err(LoadError::Invalid("the interval must be above zero".into()));
     }
+    if let (Some(i), Some(s)) = (interval, cfg.sample_interval) {
+        if i != s {
+            return Err(LoadError::Invalid(format!(
+                "a reporting interval of {i:?} beside a sampling interval of {s:?}"
+            )));
+        }
+    }
+    let mut sent_samples = Vec::new();
+    let sampled = cfg.sample_interval;
+    let mut on_interval = |iv: &LoadInterval| {
+        // Only whole intervals are samples: not the part after the last one.
+        let whole = sampled.is_some_and(|s| iv.length_s >= s.as_secs_f64() * 0.999);
+        if whole && sent_samples.len() < MAX_SAMPLES {
+            sent_samples.push(iv.payload_bps);
+        }
+        on_interval(iv);
+    };
+    let interval = interval.or(sampled);
     let live: Vec<LiveCounters> = (0..cfg.streams).map(|_| LiveCounters::default()).collect();
     // Every stream starts on the same schedule, a moment after its thread is up.
     let start_ns = now_ns() + 5_000_000;
@@ -330,14 +413,20 @@ pub fn run_with_intervals(
                 s.spawn(move || run_stream(cfg, i, start_ns, end_ns, stop, live))
             })
             .collect();
-        watch_intervals(cfg, &live, start_ns, interval, &handles, on_interval);
+        watch_intervals(cfg, &live, start_ns, interval, &handles, &mut on_interval);
         handles
             .into_iter()
             .enumerate()
             .map(|(i, h)| h.join().map_err(|_| LoadError::Panicked(i))?)
             .collect::<Result<Vec<_>, LoadError>>()
     })?;
-    Ok(summarize(cfg, results))
+    let mut report = summarize(cfg, results);
+    report.samples = sampled.map(|s| {
+        let series: Vec<Option<Vec<SeriesPage>>> =
+            report.streams.iter().map(|s| s.series.clone()).collect();
+        ThroughputSamples::new(duration_ns(s), cfg.window, sent_samples, &series)
+    });
+    Ok(report)
 }
 
 /// Samples the live counters every `interval` until all streams are done.
@@ -512,6 +601,9 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
     sent.skipped = pacer.skipped();
     sent.send_errors = send_errors;
     let sink = request_report(sender.socket(), stream, seq, cfg.report_wait);
+    let series = cfg
+        .sample_interval
+        .and_then(|_| request_series(sender.socket(), stream, cfg.report_wait));
     Ok(StreamResult {
         stream,
         cpu,
@@ -521,6 +613,7 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         send_buffer: Some(send_buffer),
         sink,
         tcp_sink: None,
+        series,
     })
 }
 
@@ -549,6 +642,50 @@ fn request_report(
     next_seq: u64,
     wait: Duration,
 ) -> Option<StreamReport> {
+    ask(sock, wait, |attempt| {
+        let req = encode_request(stream, next_seq + u64::from(attempt), now_ns());
+        (req, move |answer: &[u8]| match decode_report(answer) {
+            Ok((h, report)) if h.stream == stream => Some(report),
+            _ => None,
+        })
+    })
+}
+
+/// Reads the sink's arrival series of `stream` page by page (each page asked up to
+/// [`REPORT_ATTEMPTS`] times); `None` when a page does not come back, or the sink
+/// claims more bins than it keeps.
+fn request_series(sock: &UdpSocket, stream: u32, wait: Duration) -> Option<Vec<SeriesPage>> {
+    let mut pages: Vec<SeriesPage> = Vec::new();
+    let mut offset = 0usize;
+    // At most MAX_BINS / MAX_PAGE_BINS pages, and one to learn that there are none.
+    for _ in 0..=MAX_BINS.div_ceil(MAX_PAGE_BINS) {
+        let page = ask(sock, wait, |_| {
+            let req = encode_series_request(stream, offset as u64, now_ns());
+            (req, move |answer: &[u8]| match decode_series(answer) {
+                Ok((h, page)) if h.stream == stream && page.offset == offset => Some(page),
+                _ => None,
+            })
+        })?;
+        if page.total > MAX_BINS {
+            return None;
+        }
+        offset += page.bytes.len();
+        let done = offset >= page.total || page.bytes.is_empty();
+        pages.push(page);
+        if done {
+            return Some(pages);
+        }
+    }
+    None
+}
+
+/// Sends the request `attempt` builds (up to [`REPORT_ATTEMPTS`] times) and returns
+/// the first answer its checker accepts within `wait` of each send.
+fn ask<T, A: Fn(&[u8]) -> Option<T>>(
+    sock: &UdpSocket,
+    wait: Duration,
+    mut attempt: impl FnMut(u32) -> ([u8; crate::report::REPORT_REQUEST_LEN], A),
+) -> Option<T> {
     if sock.set_read_timeout(Some(wait)).is_err() {
         return None;
     }
@@ -558,19 +695,20 @@ fn request_report(
         tracing::debug!("could not turn GSO off for the report request: {e}");
     }
     let mut buf = vec![0u8; 65_536];
-    for attempt in 0..REPORT_ATTEMPTS {
-        let req = encode_request(stream, next_seq + u64::from(attempt), now_ns());
+    for n in 0..REPORT_ATTEMPTS {
+        let (req, accept) = attempt(n);
         if let Err(e) = sock.send(&req) {
-            tracing::debug!("report request for stream {stream} failed: {e}");
+            tracing::debug!("report request failed: {e}");
         }
         let deadline = now_ns().saturating_add(duration_ns(wait));
         while now_ns() < deadline {
             match sock.recv(&mut buf) {
-                Ok(len) => match decode_report(&buf[..len]) {
-                    Ok((h, report)) if h.stream == stream => return Some(report),
-                    // Anything else (a stray pong, garbage): keep waiting.
-                    _ => {}
-                },
+                Ok(len) => {
+                    // Anything else (a stray pong, an old answer): keep waiting.
+                    if let Some(answer) = accept(&buf[..len]) {
+                        return Some(answer);
+                    }
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(_) => break,
@@ -644,6 +782,7 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         send_buffer: None,
         sink: None,
         tcp_sink,
+        series: None,
     })
 }
 
@@ -698,5 +837,6 @@ fn summarize(cfg: &LoadConfig, streams: Vec<StreamResult>) -> LoadReport {
         sent,
         streams,
         sink: (view.streams_reported > 0).then_some(view),
+        samples: None,
     }
 }

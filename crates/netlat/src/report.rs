@@ -11,18 +11,44 @@
 //! answers with more bytes than the request it answers. A forged request (a spoofed
 //! source address) thus sends the forged address no more than the forger sent; a
 //! short request, like those of nnb before this rule, gets no answer.
+//!
+//! A series request ([`encode_series_request`], [`FLAG_SERIES`] set) asks instead for
+//! a page of the stream's arrival series ([`crate::serve::series`]): at most
+//! [`MAX_PAGE_BINS`] bins from the offset in its `seq`, answered as the JSON of a
+//! [`SeriesPage`] under the same size rule.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::seq::SeqStats;
-use crate::wire::{DecodeError, Header, Kind, FLAG_REPORT_REQUEST, HEADER_LEN};
+use crate::wire::{DecodeError, Header, Kind, FLAG_REPORT_REQUEST, FLAG_SERIES, HEADER_LEN};
 
 /// Largest report datagram (header and JSON) a sink sends.
 pub const MAX_REPORT_DATAGRAM: usize = 1200;
 /// Size of a report request, padding included: as large as any answer, so that
 /// answering never amplifies.
 pub const REPORT_REQUEST_LEN: usize = MAX_REPORT_DATAGRAM;
+
+/// Most bins one [`SeriesPage`] carries: 80 bins of up to 10 digits stay under
+/// [`MAX_REPORT_DATAGRAM`] with the page's other fields.
+pub const MAX_PAGE_BINS: usize = 80;
+
+/// One page of a stream's arrival series, a sink's answer to a series request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeriesPage {
+    /// Stream id from the wire header.
+    pub stream: u32,
+    /// Width of a bin, ns of the sink's clock.
+    pub bin_ns: u64,
+    /// Bin index (arrival ns / `bin_ns`) of the series' oldest bin kept.
+    pub first_bin: u64,
+    /// Bins the series holds in all.
+    pub total: usize,
+    /// Index of `bytes[0]` in the series.
+    pub offset: usize,
+    /// UDP payload bytes received per bin, from `offset`.
+    pub bytes: Vec<u32>,
+}
 
 /// A sink's view of one stream (one sender address and stream id).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,6 +131,36 @@ pub fn encode_request(stream: u32, seq: u64, send_ts: u64) -> [u8; REPORT_REQUES
     buf
 }
 
+/// A series request for `stream` from bin `offset` on (in the header's `seq`, which
+/// the answer echoes), padded like [`encode_request`].
+pub fn encode_series_request(stream: u32, offset: u64, send_ts: u64) -> [u8; REPORT_REQUEST_LEN] {
+    let mut buf = encode_request(stream, offset, send_ts);
+    Header {
+        kind: Kind::Load,
+        flags: FLAG_REPORT_REQUEST | FLAG_SERIES,
+        seq: offset,
+        send_ts,
+        stream,
+        payload_len: (REPORT_REQUEST_LEN - HEADER_LEN) as u32,
+    }
+    .encode(&mut buf);
+    buf
+}
+
+/// Builds the datagram answering the series request `request` with `page` into `out`.
+pub fn encode_series(
+    request: &Header,
+    page: &SeriesPage,
+    out: &mut Vec<u8>,
+) -> Result<(), ReportError> {
+    encode_answer(request, page, out)
+}
+
+/// Reads a received series answer: its header and page.
+pub fn decode_series(datagram: &[u8]) -> Result<(Header, SeriesPage), ReportError> {
+    decode_answer(datagram)
+}
+
 /// Builds the report datagram answering `request` (its seq and timestamp echoed) into
 /// `out`, replacing its contents.
 pub fn encode_report(
@@ -112,9 +168,18 @@ pub fn encode_report(
     report: &StreamReport,
     out: &mut Vec<u8>,
 ) -> Result<(), ReportError> {
+    encode_answer(request, report, out)
+}
+
+/// A [`Kind::Report`] datagram answering `request` with the JSON of `answer`.
+fn encode_answer(
+    request: &Header,
+    answer: &impl Serialize,
+    out: &mut Vec<u8>,
+) -> Result<(), ReportError> {
     out.clear();
     out.resize(HEADER_LEN, 0);
-    serde_json::to_writer(&mut *out, report)?;
+    serde_json::to_writer(&mut *out, answer)?;
     if out.len() > MAX_REPORT_DATAGRAM {
         return Err(ReportError::TooLong(out.len()));
     }
@@ -133,6 +198,12 @@ pub fn encode_report(
 
 /// Reads a received report datagram: its header (for the echoed seq) and report.
 pub fn decode_report(datagram: &[u8]) -> Result<(Header, StreamReport), ReportError> {
+    decode_answer(datagram)
+}
+
+fn decode_answer<T: serde::de::DeserializeOwned>(
+    datagram: &[u8],
+) -> Result<(Header, T), ReportError> {
     let header = Header::decode(datagram)?;
     if header.kind != Kind::Report {
         return Err(ReportError::NotAReport(header.kind));
@@ -160,6 +231,30 @@ mod tests {
         let (h, back) = decode_report(&out).unwrap();
         assert_eq!((h.seq, h.send_ts, h.stream), (3, 42, 7));
         assert_eq!(back, report);
+    }
+
+    #[test]
+    fn a_full_series_page_fits_one_datagram_and_a_report_is_not_one() {
+        let req = encode_series_request(u32::MAX, 1199, 42);
+        let request = Header::decode(&req).unwrap();
+        assert_eq!(request.flags, FLAG_REPORT_REQUEST | FLAG_SERIES);
+        assert_eq!(request.seq, 1199);
+        let page = SeriesPage {
+            stream: u32::MAX,
+            bin_ns: u64::MAX,
+            first_bin: u64::MAX,
+            total: usize::MAX,
+            offset: usize::MAX,
+            bytes: vec![u32::MAX; MAX_PAGE_BINS],
+        };
+        let mut out = Vec::new();
+        encode_series(&request, &page, &mut out).unwrap();
+        assert!(out.len() <= REPORT_REQUEST_LEN, "{}", out.len());
+        assert_eq!(decode_series(&out).unwrap().1, page);
+        // An old sink answers a series request with its report: not a page.
+        let report = StreamReport::empty("10.0.0.1:1".into(), 1);
+        encode_report(&request, &report, &mut out).unwrap();
+        assert!(decode_series(&out).is_err());
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub enum Kind {
 /// Flag on a [`Kind::Load`] datagram asking the sink to answer with a [`Kind::Report`]
 /// for this stream (sent by a load generator when it finishes).
 pub const FLAG_REPORT_REQUEST: u16 = 1;
+/// With [`FLAG_REPORT_REQUEST`]: ask for a page of the stream's arrival series
+/// instead of its report, from the bin the header's `seq` names (see
+/// [`crate::report::encode_series_request`]). A sink without series answers with its
+/// report, which a series reader refuses.
+pub const FLAG_SERIES: u16 = 2;
 
 impl Kind {
     fn from_u8(v: u8) -> Option<Self> {

@@ -299,3 +299,42 @@ fn sender_rate_counts_one_period_per_datagram() {
     assert!((s.pps - 10.0).abs() < 0.1, "per stream: {s:?}");
     assert!((s.elapsed_s - 1.0).abs() < 0.01, "per stream: {s:?}");
 }
+
+/// A sampled load over two streams: 4 sender samples of 300 ms at the rate, and the
+/// sink's count of each interval (its arrival series, read back page by page after
+/// sending) within 10% of it; the window means average the latest 2 of each side.
+#[test]
+fn sampled_load_records_sent_and_received_rate_per_interval() {
+    let server = sinks();
+    let cfg = LoadConfig {
+        duration: Duration::from_millis(1200),
+        streams: 2,
+        catch_up: true,
+        sample_interval: Some(Duration::from_millis(300)),
+        window: 2,
+        ..LoadConfig::new(
+            server.sink_addr().expect("sink address"),
+            Some(Rate::BitsPerSec(40e6)),
+        )
+    };
+    let stop = AtomicBool::new(false);
+    let r = load::run(&cfg, &stop).expect("load runs");
+    let s = r.samples.expect("a sampled load has samples");
+    assert_eq!((s.interval_s, s.window), (0.3, 2));
+    assert_eq!(s.sent_bps.len(), 4, "{s:?}");
+    assert!(s.sent_bps.iter().all(|&b| within(b, 40e6, 0.05)), "{s:?}");
+    // 1.2 s of arrivals in 100 ms bins, the partial first and last left out: 2 or 3
+    // whole 300 ms intervals, depending on where the sink's bins fall.
+    let received = s.received_bps.expect("both streams' series came back");
+    assert!((2..=3).contains(&received.len()), "{received:?}");
+    assert!(
+        received.iter().all(|&b| within(b, 40e6, 0.1)),
+        "{received:?}"
+    );
+    let latest = &received[received.len() - 2..];
+    let mean = (latest[0] + latest[1]) / 2.0;
+    assert!((s.received_window_bps.expect("window mean") - mean).abs() < 1e-6);
+    // The TCP sink keeps no arrival series: sampling a TCP load is refused.
+    let tcp = LoadConfig { tcp: true, ..cfg };
+    assert!(tcp.validate().is_err());
+}

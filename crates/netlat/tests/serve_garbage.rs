@@ -5,9 +5,11 @@
 
 use std::net::SocketAddr;
 
-use nnb_netlat::report::{decode_report, REPORT_REQUEST_LEN};
+use nnb_netlat::report::{decode_report, decode_series, REPORT_REQUEST_LEN};
 use nnb_netlat::serve::{reflector, GarbageCounts, GarbageKind, SinkOutcome, SinkState};
-use nnb_netlat::wire::{Header, Kind, FLAG_REPORT_REQUEST, HEADER_LEN, MAGIC, VERSION};
+use nnb_netlat::wire::{
+    Header, Kind, FLAG_REPORT_REQUEST, FLAG_SERIES, HEADER_LEN, MAGIC, VERSION,
+};
 
 /// xorshift64: a small deterministic generator, so a failure is reproducible.
 struct Rng(u64);
@@ -134,8 +136,14 @@ fn hundred_thousand_random_datagrams_are_counted_never_panic() {
                         short += 1;
                     } else {
                         assert!(reply.len() <= d.len(), "{} > {}", reply.len(), d.len());
-                        let (h, r) = decode_report(&reply).expect("the answer decodes");
-                        assert_eq!((h.stream, r.peer), (r.stream, peer.to_string()));
+                        if flags & FLAG_SERIES != 0 {
+                            // A mutated flag asks for a page of the arrival series.
+                            let (h, page) = decode_series(&reply).expect("the page decodes");
+                            assert_eq!(h.stream, page.stream);
+                        } else {
+                            let (h, r) = decode_report(&reply).expect("the answer decodes");
+                            assert_eq!((h.stream, r.peer), (r.stream, peer.to_string()));
+                        }
                         reports += 1;
                     }
                 } else if kind == Kind::Load as u8 {

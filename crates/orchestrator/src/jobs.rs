@@ -73,6 +73,10 @@ pub enum JobSpec {
         msg_size: usize,
         /// Run time in milliseconds; `None` = until stopped.
         duration_ms: Option<u64>,
+        /// Sample the throughput over time, sent and received (a throughput
+        /// staircase's nodes); absent = not sampled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling: Option<LoadSampling>,
     },
     /// A reflector and a sink (`nnb serve`) on the agent's address, until stopped.
     Serve {
@@ -91,6 +95,18 @@ pub enum JobSpec {
     },
     /// Nothing, until stopped: an idle neighbor that is nonetheless "up".
     Idle,
+}
+
+/// How a `load` job samples its throughput: its rate every `interval_ms`, as sent
+/// and as the sink received it, and the mean of the latest `window` samples.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "controller", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoadSampling {
+    /// Sampling interval, ms: a whole number of the sink's 100 ms bins.
+    pub interval_ms: u64,
+    /// How many of the latest samples the recorded mean averages.
+    pub window: usize,
 }
 
 /// Which CPUs a `burn` job's threads may use.

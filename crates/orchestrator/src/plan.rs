@@ -12,9 +12,10 @@ use serde::Serialize;
 
 use crate::experiment::{
     Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Network,
-    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep, UnusedNeighbors,
+    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep, ThroughputStaircase,
+    UnusedNeighbors,
 };
-use crate::jobs::{BurnScope, JobSpec};
+use crate::jobs::{BurnScope, JobSpec, LoadSampling};
 
 /// Target placeholder for the endpoint's UDP sink, resolved by the controller.
 pub const SINK: &str = "@sink";
@@ -46,7 +47,8 @@ pub struct Step {
     /// Stable id, unique within the plan, e.g. `busy/neighbors=2/rep=3`.
     pub id: String,
     /// Part of the scenario: `busy`/`idle` (staircase), `sweep`, `load`,
-    /// `capacity`/`baseline`/`pair` (isolation matrix).
+    /// `capacity`/`baseline`/`pair` (isolation matrix), `throughput` (throughput
+    /// staircase).
     pub group: String,
     /// Numeric level: neighbors, threads, aggregate load in bit/s, or Table 1 id
     /// (0 for the isolation matrix's capacity step).
@@ -59,7 +61,7 @@ pub struct Step {
     pub warmup: bool,
     /// Tenants whose agents run during the step, in file order (the endpoint is not
     /// a tenant): every tenant, except in a staircase whose neighbors above the
-    /// level are absent. The controller starts and stops agents (and, on aws,
+    /// level are absent (a throughput staircase's always are). The controller starts and stops agents (and, on aws,
     /// instances) between steps to match.
     pub present: Vec<String>,
     /// Background jobs running during the step (present tenants not listed run
@@ -139,6 +141,7 @@ pub fn expand(exp: &Experiment, host_cpus: usize) -> Plan {
         Scenario::ThreadSweep(s) => b.sweep(s),
         Scenario::LoadSteps(s) => b.load_steps(s),
         Scenario::IsolationMatrix(m) => b.matrix(m, host_cpus),
+        Scenario::ThroughputStaircase(s) => b.throughput_staircase(s),
     }
     Plan { steps: b.steps }
 }
@@ -284,6 +287,51 @@ impl Builder<'_> {
                 background: Vec::new(),
                 measure,
                 estimate: Some(span),
+            });
+        }
+    }
+
+    /// The throughput staircase: level k has the test tenant and the first k
+    /// neighbors present, each sending at the node rate for the level's duration,
+    /// sampled; all measured together (one record per node).
+    fn throughput_staircase(&mut self, s: &ThroughputStaircase) {
+        let test = self.test().name.clone();
+        let neighbors: Vec<String> = self.neighbors().iter().map(|t| t.name.clone()).collect();
+        let sampling = LoadSampling {
+            interval_ms: millis(s.sample_interval),
+            window: s.window,
+        };
+        for &k in &s.levels {
+            let nodes: Vec<&String> = std::iter::once(&test).chain(&neighbors[..k]).collect();
+            let measure = nodes
+                .iter()
+                .map(|n| Assignment {
+                    tenant: (*n).clone(),
+                    job: JobSpec::Load {
+                        target: SINK.to_string(),
+                        rate_bps: s.rate_bps,
+                        streams: s.streams,
+                        msg_size: s.msg_size,
+                        duration_ms: Some(millis(s.duration)),
+                        sampling: Some(sampling),
+                    },
+                })
+                .collect();
+            let present = self
+                .exp
+                .tenants
+                .iter()
+                .filter(|t| nodes.contains(&&t.name))
+                .map(|t| t.name.clone())
+                .collect();
+            self.level(Level {
+                group: "throughput".to_string(),
+                level: k as f64,
+                label: format!("neighbors={k}"),
+                present: Some(present),
+                background: Vec::new(),
+                measure,
+                estimate: Some(s.duration),
             });
         }
     }
@@ -455,6 +503,7 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
         streams,
         msg_size,
         duration_ms: duration.map(millis),
+        sampling: None,
     }
 }
 

@@ -350,6 +350,7 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
             streams: 1,
             msg_size: 1000,
             duration_ms: None,
+            sampling: None,
         },
         30_000,
     )

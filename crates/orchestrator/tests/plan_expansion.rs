@@ -278,3 +278,107 @@ fn example_experiments_expand() {
         }
     }
 }
+
+/// The throughput staircase: level k has the test tenant and the first k neighbors
+/// present (file order), and every one of them measured, sending the node rate to
+/// the sink for the level's duration, sampled; nothing in the background.
+#[test]
+fn throughput_staircase_adds_a_sending_node_per_level() {
+    let src = format!(
+        "name = \"t\"\nrepetitions = 2\n[network]\nmode = \"emulated\"\nhost_bw = \"100M\"\n{TENANTS}\n\
+         [scenario]\nkind = \"throughput-staircase\"\nstep = 2\nduration = \"4s\"\n\
+         sample_interval = \"500ms\"\nwindow = 6\nstreams = 2\n"
+    );
+    let p = plan(&src);
+    // Levels 0, 2, 3 (the top always included), 2 repetitions each.
+    let ids: Vec<&str> = p.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "throughput/neighbors=0/rep=1",
+            "throughput/neighbors=0/rep=2",
+            "throughput/neighbors=2/rep=1",
+            "throughput/neighbors=2/rep=2",
+            "throughput/neighbors=3/rep=1",
+            "throughput/neighbors=3/rep=2",
+        ]
+    );
+    let present: Vec<Vec<String>> = p
+        .steps
+        .iter()
+        .step_by(2)
+        .map(|s| s.present.clone())
+        .collect();
+    assert_eq!(
+        present,
+        [
+            vec!["test"],
+            vec!["test", "nb-1", "nb-2"],
+            vec!["test", "nb-1", "nb-2", "nb-3"],
+        ]
+    );
+    for s in &p.steps {
+        assert!(s.background.is_empty(), "{}", s.id);
+        let measured: Vec<&str> = s.measure.iter().map(|a| a.tenant.as_str()).collect();
+        assert_eq!(measured, s.present, "{}", s.id);
+        assert_eq!(s.estimate, Some(std::time::Duration::from_secs(4)));
+        for a in &s.measure {
+            match &a.job {
+                JobSpec::Load {
+                    target,
+                    rate_bps,
+                    streams,
+                    duration_ms,
+                    sampling,
+                    ..
+                } => {
+                    assert_eq!(target, SINK);
+                    // Default rate: twice the emulated link.
+                    assert!((rate_bps - 200e6).abs() < 1.0, "{rate_bps}");
+                    assert_eq!((*streams, *duration_ms), (2, Some(4000)));
+                    let s = sampling.unwrap_or_else(|| panic!("a staircase load is sampled"));
+                    assert_eq!((s.interval_ms, s.window), (500, 6));
+                }
+                other => panic!("a node runs a load, not {other:?}"),
+            }
+        }
+    }
+    assert!(p.needs_endpoint());
+    // Every level changes who is present: 3 changes, each with its settle.
+    assert_eq!(p.changes(), 3);
+}
+
+/// The example files of the throughput staircase expand to the levels they say.
+#[test]
+fn throughput_staircase_examples_expand() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    for (file, levels, reps) in [
+        ("local-throughput-staircase.toml", 4, 1),
+        ("aws/m5-throughput-staircase-4xlarge.toml", 6, 1),
+    ] {
+        let exp = nnb_orchestrator::experiment::load(&root.join(file), Some(2))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let p = expand(&exp, 2);
+        assert_eq!(p.steps.len(), levels * reps, "{file}");
+        let top = p.steps.last().map_or(0, |s| s.present.len());
+        assert_eq!(top, levels, "{file}: the top level has every node");
+    }
+}
+
+/// A sampling interval the sink's 100 ms bins cannot make, and a window longer than
+/// a level, are refused where they are written.
+#[test]
+fn throughput_staircase_sampling_is_checked() {
+    let base = format!("name = \"t\"\n{TENANTS}\n[scenario]\nkind = \"throughput-staircase\"\n");
+    let err = |extra: &str| {
+        nnb_orchestrator::experiment::parse("p.toml", &format!("{base}{extra}"), Some(64))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| panic!("{extra} is accepted"))
+    };
+    let e = err("sample_interval = \"250ms\"\n");
+    assert!(e.contains("multiple of the sink's 100ms bins"), "{e}");
+    assert!(e.contains("p.toml:"), "{e}");
+    let e = err("duration = \"5s\"\nwindow = 6\n");
+    assert!(e.contains("only 5 samples"), "{e}");
+}

@@ -5,7 +5,7 @@ use nnb_format::Metric;
 
 use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
 use crate::read::Run;
-use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, Throughput};
+use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, NodeThroughput, Throughput};
 
 /// Most series a percentile chart gets; runs with more load levels show an even
 /// spread of them, first and last included.
@@ -341,6 +341,82 @@ pub(crate) fn throughput(label: &str, t: &Throughput) -> BoxChart {
                 p.expected_per_node_bps,
             )
         }),
+        y_from_zero: true,
+    }
+}
+
+/// Nodes per boxplot step of a large throughput staircase (thesis Figure 6.3).
+pub(crate) const BOX_STEP_NODES: usize = 8;
+
+/// Every node's throughput over the levels, one line per node (thesis Figure 6.2;
+/// the thesis drew each node in a graph of its own): x is the nodes present.
+pub(crate) fn node_lines(label: &str, t: &NodeThroughput) -> LineChart {
+    LineChart {
+        title: format!("{label}: UDP throughput of each node as nodes join"),
+        x_label: "nodes on the host".into(),
+        x_unit: Unit::NONE,
+        y_label: "throughput per node".into(),
+        y_unit: Unit::BITS_PER_SECOND,
+        series: t
+            .nodes
+            .iter()
+            .map(|n| Series {
+                name: n.clone(),
+                points: t
+                    .levels
+                    .iter()
+                    .filter_map(|l| {
+                        let (_, r) = l.per_node_bps.iter().find(|(t, _)| t == n)?;
+                        Some((l.level + 1.0, *r))
+                    })
+                    .collect(),
+                band: None,
+            })
+            .collect(),
+        markers: Vec::new(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+/// The levels a boxplot shows (thesis Figure 6.3): 1 node and every
+/// [`BOX_STEP_NODES`]th node count; every level when fewer than that many nodes ran.
+pub(crate) fn box_levels(t: &NodeThroughput) -> Vec<usize> {
+    let nodes = |i: usize| t.levels[i].level as usize + 1;
+    let all: Vec<usize> = (0..t.levels.len()).collect();
+    if t.levels
+        .iter()
+        .all(|l| (l.level as usize) + 1 < BOX_STEP_NODES)
+    {
+        return all;
+    }
+    all.into_iter()
+        .filter(|&i| nodes(i) == 1 || nodes(i) % BOX_STEP_NODES == 0)
+        .collect()
+}
+
+/// The distribution of the nodes' throughput at the levels of [`box_levels`], with
+/// the baseline as the reference line.
+pub(crate) fn node_boxes(label: &str, t: &NodeThroughput) -> BoxChart {
+    BoxChart {
+        title: format!("{label}: throughput of the nodes, in steps of {BOX_STEP_NODES} nodes"),
+        x_label: "nodes on the host".into(),
+        y_label: "throughput per node".into(),
+        y_unit: Unit::BITS_PER_SECOND,
+        groups: box_levels(t)
+            .into_iter()
+            .map(|i| {
+                let l = &t.levels[i];
+                (
+                    format!("{}", l.level as usize + 1),
+                    l.per_node_bps.iter().map(|p| p.1).collect(),
+                )
+            })
+            .collect(),
+        reference: t
+            .degradation
+            .as_ref()
+            .map(|d| (format!("baseline ({})", d.baseline_source), d.baseline_bps)),
         y_from_zero: true,
     }
 }

@@ -9,6 +9,7 @@ mod degradation;
 mod isolation;
 mod knees;
 mod latency;
+mod node_throughput;
 mod throughput;
 mod tidy;
 mod verdict;
@@ -18,6 +19,10 @@ pub use degradation::{degradation, summary_table, Degradation, GroupLevels, Leve
 pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource};
 pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
+pub use node_throughput::{
+    measured_degradation_pct, node_throughput, predicted_degradation_pct, NodeLevel,
+    NodeThroughput, StaircaseDegradation,
+};
 pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
 pub use verdict::{
@@ -80,6 +85,8 @@ pub struct Analyses {
     pub latency: Option<LatencyVsLoad>,
     /// Per-node throughput ([`throughput`]).
     pub throughput: Option<Throughput>,
+    /// Every node's throughput as nodes join ([`node_throughput`]).
+    pub node_throughput: Option<NodeThroughput>,
     /// Steps that failed after their retries (left out of every statistic).
     failed: usize,
     /// The run's verdict ([`findings`]): what qualifies its numbers.
@@ -96,6 +103,7 @@ impl Analyses {
             isolation: isolation(run)?,
             latency: latency_vs_load(run)?,
             throughput: throughput(run)?,
+            node_throughput: node_throughput(run)?,
             failed: failed_steps(run)?,
             verdict: Vec::new(),
         };
@@ -113,6 +121,7 @@ impl Analyses {
         tables.extend(self.isolation.as_ref().map(Isolation::table));
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
         tables.extend(self.throughput.as_ref().map(Throughput::table));
+        tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));
         tables.push(verdict_table(&self.verdict));
         let mut notes = run.notes.clone();
         if self.failed > 0 {

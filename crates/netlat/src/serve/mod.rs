@@ -12,6 +12,7 @@ pub mod burst;
 pub mod garbage;
 mod mmsg;
 pub mod reflector;
+pub mod series;
 pub mod sink;
 pub mod tcp_sink;
 

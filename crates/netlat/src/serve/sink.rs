@@ -1,6 +1,6 @@
 //! The UDP sink: counts load datagrams per (sender address, stream id) with loss,
-//! duplicates, reordering, bytes, arrival times and buffer bursts, in bounded memory,
-//! and answers report requests.
+//! duplicates, reordering, bytes, arrival times, buffer bursts and an arrival series
+//! ([`super::series`]), in bounded memory, and answers report and series requests.
 //!
 //! [`SinkState::handle`] is the whole per-datagram logic, free of sockets, so tests
 //! and the fuzz target drive it directly; [`run`] is the receive loop around it.
@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use super::burst::BurstDetector;
 use super::garbage::{GarbageCounts, GarbageKind};
 use super::mmsg::{self, RecvBatch};
+use super::series::{ArrivalSeries, BIN_NS};
 use super::{lock, ArrivalClock};
-use crate::report::{encode_report, StreamReport};
+use crate::report::{encode_report, encode_series, SeriesPage, StreamReport, MAX_PAGE_BINS};
 use crate::seq::{SeqStats, SeqTracker};
-use crate::wire::{Header, Kind, FLAG_REPORT_REQUEST};
+use crate::wire::{Header, Kind, FLAG_REPORT_REQUEST, FLAG_SERIES};
 
 /// Default bound on streams tracked at once.
 pub const DEFAULT_MAX_STREAMS: usize = 4096;
@@ -45,6 +46,7 @@ struct StreamState {
     first_ns: u64,
     last_ns: u64,
     burst: BurstDetector,
+    series: ArrivalSeries,
 }
 
 impl StreamState {
@@ -57,6 +59,7 @@ impl StreamState {
             first_ns: now_ns,
             last_ns: now_ns,
             burst: BurstDetector::default(),
+            series: ArrivalSeries::default(),
         }
     }
 
@@ -69,6 +72,7 @@ impl StreamState {
             self.burst.on_datagram(h.send_ts, arrival_ns, len);
         }
         self.seq.record(h.seq);
+        self.series.record(arrival_ns, len);
         self.bytes += len;
         self.last_ns = self.last_ns.max(arrival_ns);
     }
@@ -200,8 +204,12 @@ impl SinkState {
             Err(e) => return self.garbage(peer, GarbageKind::from(&e)),
         };
         if header.flags & FLAG_REPORT_REQUEST != 0 {
-            let report = self.stream_report(&peer, header.stream);
-            if let Err(e) = encode_report(&header, &report, reply) {
+            let encoded = if header.flags & FLAG_SERIES != 0 {
+                encode_series(&header, &self.series_page(&peer, &header), reply)
+            } else {
+                encode_report(&header, &self.stream_report(&peer, header.stream), reply)
+            };
+            if let Err(e) = encoded {
                 tracing::error!(%peer, "cannot build report: {e}");
                 reply.clear();
             }
@@ -239,6 +247,24 @@ impl SinkState {
         match self.index.get(&(*peer, stream)) {
             Some(&i) => self.slots[i].state.report(peer, self.peer_garbage(peer)),
             None => StreamReport::empty(peer.to_string(), stream),
+        }
+    }
+
+    /// The page of a stream's arrival series a series request asks for (from the bin
+    /// in its `seq`); an empty one if the stream is unknown.
+    fn series_page(&self, peer: &SocketAddr, request: &Header) -> SeriesPage {
+        let series = self
+            .index
+            .get(&(*peer, request.stream))
+            .map(|&i| &self.slots[i].state.series);
+        let offset = usize::try_from(request.seq).unwrap_or(usize::MAX);
+        SeriesPage {
+            stream: request.stream,
+            bin_ns: BIN_NS,
+            first_bin: series.map_or(0, ArrivalSeries::first_bin),
+            total: series.map_or(0, ArrivalSeries::len),
+            offset,
+            bytes: series.map_or_else(Vec::new, |s| s.page(offset, MAX_PAGE_BINS)),
         }
     }
 
@@ -364,7 +390,7 @@ fn segments(buf: &[u8], segment: Option<usize>) -> impl Iterator<Item = &[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{decode_report, encode_request};
+    use crate::report::{decode_report, decode_series, encode_request, encode_series_request};
     use crate::wire::HEADER_LEN;
 
     fn load(seq: u64, stream: u32, len: usize) -> Vec<u8> {
@@ -414,6 +440,30 @@ mod tests {
         let snap = s.snapshot();
         assert_eq!(snap.totals.reports_sent, 1);
         assert_eq!(snap.garbage.total(), 1);
+    }
+
+    #[test]
+    fn answers_series_requests_page_by_page() {
+        let mut s = SinkState::new(16);
+        let peer: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let mut reply = Vec::new();
+        // 100 bins of one 100-byte datagram each, from bin 7 on.
+        for i in 0..100u64 {
+            s.handle(peer, &load(i, 3, 100), (7 + i) * BIN_NS, &mut reply);
+        }
+        let req = encode_series_request(3, 80, 0);
+        assert_eq!(s.handle(peer, &req, 0, &mut reply), SinkOutcome::Report);
+        let (h, page) = decode_series(&reply).unwrap();
+        assert_eq!((h.seq, page.stream, page.bin_ns), (80, 3, BIN_NS));
+        assert_eq!((page.first_bin, page.total, page.offset), (7, 100, 80));
+        assert_eq!(page.bytes, vec![100; 20]);
+        // The first page is full; an unknown stream's is empty.
+        s.handle(peer, &encode_series_request(3, 0, 0), 0, &mut reply);
+        assert_eq!(decode_series(&reply).unwrap().1.bytes.len(), MAX_PAGE_BINS);
+        s.handle(peer, &encode_series_request(4, 0, 0), 0, &mut reply);
+        assert_eq!(decode_series(&reply).unwrap().1.total, 0);
+        // Series requests are not load data.
+        assert_eq!(s.snapshot().totals.bytes, 10_000);
     }
 
     #[test]

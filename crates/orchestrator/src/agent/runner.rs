@@ -288,12 +288,15 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             streams,
             msg_size,
             duration_ms,
+            sampling,
         } => {
             let cfg = LoadConfig {
                 streams: *streams,
                 msg_size: *msg_size,
                 duration: duration_ms.map_or(UNTIL_STOPPED, Duration::from_millis),
                 cpus: env.cpus.clone(),
+                sample_interval: sampling.map(|s| Duration::from_millis(s.interval_ms)),
+                window: sampling.map_or(load::DEFAULT_WINDOW, |s| s.window),
                 ..LoadConfig::new(address(target)?, Some(Rate::BitsPerSec(*rate_bps)))
             };
             cfg.validate().map_err(|e| e.to_string())?;

@@ -135,6 +135,7 @@ mod tests {
             streams: 1,
             msg_size: 1400,
             duration_ms: None,
+            sampling: None,
         };
         let mut r = Running::new("nb-1", "neighbor", spec, "7".to_string());
         for step in [

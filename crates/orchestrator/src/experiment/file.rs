@@ -305,6 +305,8 @@ scenario_tag! {
     LoadStepsTag => LoadSteps,
     /// `kind = "isolation-matrix"`.
     MatrixTag => IsolationMatrix,
+    /// `kind = "throughput-staircase"`.
+    ThroughputTag => ThroughputStaircase,
 }
 
 /// Whether neighbors burn or idle at their levels.
@@ -474,6 +476,49 @@ pub struct MatrixFile {
     pub msg_size: Option<Spanned<usize>>,
 }
 
+/// `kind = "throughput-staircase"`: nodes join one at a time and every node present,
+/// the test node included, sends UDP at `rate` to the endpoint's sink; each node's
+/// throughput is sampled every `sample_interval` and recorded per level as the mean
+/// of its latest `window` samples (thesis 6.1).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThroughputStaircaseFile {
+    /// The scenario kind.
+    pub kind: ThroughputTag,
+    /// Most neighbors at the top level. Default: every neighbor tenant.
+    #[serde(default)]
+    pub max_neighbors: Option<Spanned<usize>>,
+    /// Neighbors added per level. Default 1.
+    #[serde(default)]
+    pub step: Option<Spanned<usize>>,
+    /// Each node's UDP payload rate, e.g. "10G": "full rate", above what the link
+    /// gives a node. Default: twice an emulated network's `host_bw`, else "10G" (an
+    /// m5's burst bandwidth). On AWS one flow outside a cluster placement group is
+    /// capped at 5 Gbit/s: above that, use `streams` > 1.
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+    /// Parallel UDP streams (flows) per node, the rate split evenly. Default 1.
+    #[serde(default)]
+    pub streams: Option<Spanned<usize>>,
+    /// UDP payload bytes per datagram. Default 1400.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// How long every node sends at each level, e.g. "30s". Default "30s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Throughput sampling interval, a multiple of 100 ms. Default "1s".
+    #[serde(default)]
+    pub sample_interval: Option<Spanned<String>>,
+    /// Each node's recorded rate is the mean of its latest `window` samples. Default
+    /// 20 (the thesis'), or all of a level's samples when it has fewer.
+    #[serde(default)]
+    pub window: Option<Spanned<usize>>,
+    /// The instance's baseline bandwidth to measure the degradation against, e.g.
+    /// "5G" for an m5.4xlarge. Default: the test node's rate alone (level 0).
+    #[serde(default)]
+    pub baseline: Option<Spanned<String>>,
+}
+
 /// Only the scenario's `kind`, read first to pick the scenario type.
 #[derive(Debug, Deserialize)]
 pub struct KindProbe {
@@ -490,7 +535,7 @@ pub struct ScenarioKindProbe {
     pub kind: Option<Spanned<String>>,
 }
 
-/// The scenario table in the schema: one of the four kinds. Only its schema is used
+/// The scenario table in the schema: one of the kinds. Only its schema is used
 /// (the file is read kind by kind), so its size does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, JsonSchema)]
@@ -504,4 +549,6 @@ pub enum ScenarioSchema {
     LoadSteps(LoadStepsFile),
     /// Isolation matrix.
     IsolationMatrix(MatrixFile),
+    /// Throughput staircase.
+    ThroughputStaircase(ThroughputStaircaseFile),
 }

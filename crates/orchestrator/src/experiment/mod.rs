@@ -1,7 +1,7 @@
 //! Experiments as code: the TOML experiment file, checked into a typed [`Experiment`].
 //!
 //! A file names its tenants, provider, repetitions and one scenario (neighbor
-//! staircase, thread sweep, load steps, isolation matrix). Every mistake is reported
+//! staircase, thread sweep, load steps, isolation matrix, throughput staircase). Every mistake is reported
 //! as a [`Diagnostic`] that names the file, line and column (unknown keys, wrong
 //! types, bad units, impossible sizes, bad ranges, unknown scenarios), so the user
 //! fixes the file before any agent starts.
@@ -28,16 +28,19 @@ pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
     NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
-    StaircaseFile, SweepFile, UnusedNeighborsFile,
+    StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
 };
 
 /// Scenario kinds as written in `scenario.kind`.
-pub const SCENARIO_KINDS: [&str; 4] = nnb_format::Scenario::NAMES;
+pub const SCENARIO_KINDS: [&str; 5] = nnb_format::Scenario::NAMES;
 
 /// Default test and busy workload: the thesis' `cpu_burn` loop.
 const DEFAULT_WORKLOAD: &str = "fpadd";
 /// Default UDP payload of load generators, bytes.
 const DEFAULT_LOAD_MSG: usize = 1400;
+/// A throughput staircase node's default rate without an emulated link: 10 Gbit/s,
+/// an m5's burst bandwidth.
+const DEFAULT_NODE_RATE_BPS: f64 = 10e9;
 
 /// Why an experiment file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -328,6 +331,31 @@ pub struct IsolationMatrix {
     pub msg_size: usize,
 }
 
+/// Nodes join one at a time, every node present sending at full rate; each node's
+/// throughput per level (thesis 6.1).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ThroughputStaircase {
+    /// Neighbor counts, ascending, starting at 0 (level k has k + 1 nodes).
+    pub levels: Vec<usize>,
+    /// Each node's UDP payload rate, bit/s.
+    pub rate_bps: f64,
+    /// UDP streams per node.
+    pub streams: usize,
+    /// Payload bytes.
+    pub msg_size: usize,
+    /// How long the nodes send at each level.
+    #[serde(serialize_with = "values::serialize_ms", rename = "duration_ms")]
+    pub duration: Duration,
+    /// Throughput sampling interval.
+    #[serde(serialize_with = "values::serialize_ms", rename = "sample_interval_ms")]
+    pub sample_interval: Duration,
+    /// Samples each node's recorded rate averages (the latest ones).
+    pub window: usize,
+    /// The bandwidth the degradation is measured against, bit/s; `None` = level 0's
+    /// rate.
+    pub baseline_bps: Option<f64>,
+}
+
 /// The scenario of an experiment.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
@@ -340,6 +368,8 @@ pub enum Scenario {
     LoadSteps(LoadSteps),
     /// See [`IsolationMatrix`].
     IsolationMatrix(IsolationMatrix),
+    /// See [`ThroughputStaircase`].
+    ThroughputStaircase(ThroughputStaircase),
 }
 
 impl Scenario {
@@ -350,6 +380,7 @@ impl Scenario {
             Scenario::ThreadSweep(_) => SCENARIO_KINDS[1],
             Scenario::LoadSteps(_) => SCENARIO_KINDS[2],
             Scenario::IsolationMatrix(_) => SCENARIO_KINDS[3],
+            Scenario::ThroughputStaircase(_) => SCENARIO_KINDS[4],
         }
     }
 
@@ -358,6 +389,7 @@ impl Scenario {
     pub fn tenants_come_and_go(&self) -> bool {
         match self {
             Scenario::NeighborStaircase(s) => s.unused == UnusedNeighbors::Absent,
+            Scenario::ThroughputStaircase(_) => true,
             Scenario::ThreadSweep(_) | Scenario::LoadSteps(_) | Scenario::IsolationMatrix(_) => {
                 false
             }
@@ -442,6 +474,14 @@ pub fn parse(
             cx.deserialize::<ExperimentFile<MatrixFile>>()?,
             |cx, t, s| cx.matrix(t, s).map(Scenario::IsolationMatrix),
         ),
+        "throughput-staircase" => {
+            let f = cx.deserialize::<ExperimentFile<ThroughputStaircaseFile>>()?;
+            let network = cx.network(&f)?;
+            cx.build(f, |cx, t, s| {
+                cx.throughput_staircase(t, s, network)
+                    .map(Scenario::ThroughputStaircase)
+            })
+        }
         other => Err(cx.error(
             kind.span(),
             format!(
@@ -827,19 +867,23 @@ impl Checker<'_> {
         })
     }
 
-    fn staircase(
+    /// A staircase's neighbor counts: 0 to `max_neighbors` (default: every neighbor)
+    /// by `step`, the top always included; `what` names the scenario in errors.
+    fn neighbor_levels(
         &self,
         tenants: &[TenantDef],
-        s: StaircaseFile,
-    ) -> Result<Staircase, ExperimentError> {
+        max_neighbors: &Option<Spanned<usize>>,
+        step: &Option<Spanned<usize>>,
+        what: &str,
+    ) -> Result<Vec<usize>, ExperimentError> {
         let available = neighbor_count(tenants);
         if available == 0 {
             return Err(
-                self.scenario_error("a neighbor staircase needs tenants with role = \"neighbor\"")
+                self.scenario_error(format!("{what} needs tenants with role = \"neighbor\""))
             );
         }
-        let max = self.opt_positive(&s.max_neighbors, "max_neighbors", available)?;
-        if let Some(v) = &s.max_neighbors {
+        let max = self.opt_positive(max_neighbors, "max_neighbors", available)?;
+        if let Some(v) = max_neighbors {
             if max > available {
                 return Err(self.error(
                     v.span(),
@@ -849,11 +893,21 @@ impl Checker<'_> {
                 ));
             }
         }
-        let step = self.opt_positive(&s.step, "step", 1)?;
+        let step = self.opt_positive(step, "step", 1)?;
         let mut levels: Vec<usize> = (0..=max).step_by(step).collect();
         if levels.last() != Some(&max) {
             levels.push(max);
         }
+        Ok(levels)
+    }
+
+    fn staircase(
+        &self,
+        tenants: &[TenantDef],
+        s: StaircaseFile,
+    ) -> Result<Staircase, ExperimentError> {
+        let levels =
+            self.neighbor_levels(tenants, &s.max_neighbors, &s.step, "a neighbor staircase")?;
         let states = match s.neighbor_state.unwrap_or(NeighborStateFile::Busy) {
             NeighborStateFile::Busy => vec![NeighborState::Busy],
             NeighborStateFile::Idle => vec![NeighborState::Idle],
@@ -920,6 +974,80 @@ impl Checker<'_> {
                 })
             }
         }
+    }
+
+    /// The throughput staircase; `network` sets the default rate (twice an emulated
+    /// link, so every node asks for more than it can get).
+    fn throughput_staircase(
+        &self,
+        tenants: &[TenantDef],
+        s: ThroughputStaircaseFile,
+        network: Network,
+    ) -> Result<ThroughputStaircase, ExperimentError> {
+        let levels =
+            self.neighbor_levels(tenants, &s.max_neighbors, &s.step, "a throughput staircase")?;
+        let rate = |v: &Option<Spanned<String>>| {
+            v.as_ref()
+                .map(|v| self.at(v, values::positive_rate(v.get_ref())))
+                .transpose()
+        };
+        let rate_bps = rate(&s.rate)?.unwrap_or(match network {
+            Network::Emulated { host_bw_bps } => 2.0 * host_bw_bps,
+            Network::None => DEFAULT_NODE_RATE_BPS,
+        });
+        let duration = self.nonzero_duration(&s.duration, Duration::from_secs(30), "duration")?;
+        let sample_interval = self.nonzero_duration(
+            &s.sample_interval,
+            Duration::from_secs(1),
+            "sample_interval",
+        )?;
+        let interval_span = s
+            .sample_interval
+            .as_ref()
+            .map_or(self.scenario_span.clone(), Spanned::span);
+        let bin = Duration::from_nanos(nnb_netlat::serve::series::BIN_NS);
+        if sample_interval.as_nanos() % bin.as_nanos() != 0 || sample_interval > duration {
+            return Err(self.error(
+                interval_span,
+                format!(
+                    "sample_interval must be a multiple of the sink's {bin:?} bins and at most \
+                     the duration ({duration:?})"
+                ),
+            ));
+        }
+        let samples = (duration.as_nanos() / sample_interval.as_nanos()) as usize;
+        if samples > nnb_netlat::sampling::MAX_SAMPLES {
+            return Err(self.error(
+                interval_span,
+                format!(
+                    "{duration:?} sampled every {sample_interval:?} is more than {} samples a level",
+                    nnb_netlat::sampling::MAX_SAMPLES
+                ),
+            ));
+        }
+        let window = match &s.window {
+            None => nnb_netlat::load::DEFAULT_WINDOW,
+            Some(w) => {
+                let n = self.positive(w, "window")?;
+                if n > samples {
+                    return Err(self.error(
+                        w.span(),
+                        format!("window = {n}, but a level of {duration:?} has only {samples} samples of {sample_interval:?}"),
+                    ));
+                }
+                n
+            }
+        };
+        Ok(ThroughputStaircase {
+            levels,
+            rate_bps,
+            streams: self.opt_positive(&s.streams, "streams", 1)?,
+            msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
+            duration,
+            sample_interval,
+            window,
+            baseline_bps: rate(&s.baseline)?,
+        })
     }
 
     fn msg_size(
