@@ -5,6 +5,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use nnb_orchestrator::client::AgentClient;
+use nnb_orchestrator::experiment::NicQueue;
 use nnb_orchestrator::jobs::{JobRequest, JobSpec, JobState};
 use nnb_orchestrator::provider::launch_local;
 use nnb_orchestrator::provider::netns::list_namespaces;
@@ -26,7 +27,10 @@ async fn emulated_network_is_built_shaped_and_removed() {
     if !netns::require_root() {
         return;
     }
-    let opts = agents::local_options(Network::Emulated { host_bw_bps: 200e6 });
+    let opts = agents::local_options(Network::Emulated {
+        host_bw_bps: 200e6,
+        queue: NicQueue::Fifo,
+    });
     let fleet = launch_local(&agents::three_tenants(1), &opts)
         .await
         .unwrap();
@@ -130,6 +134,7 @@ async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_
     let host_bw = 200e6;
     let opts = agents::local_options(Network::Emulated {
         host_bw_bps: host_bw,
+        queue: NicQueue::Fifo,
     });
     let fleet = launch_local(&agents::three_tenants(1), &opts)
         .await

@@ -1,7 +1,7 @@
 //! `nnb run experiments/local-throughput-staircase.toml` (root only): nodes join one
 //! at a time behind one emulated 100 Mbit/s NIC, all sending at twice the link. Per
 //! level, the nodes' received rates add up to the link within 10%, and every node
-//! gets a share of it (see the bound below).
+//! gets link / nodes within 20% (the file's NIC queue is fair: a share per tenant).
 //!
 //! Framing: the recorded rates are UDP payload (nnb header included); tc's token
 //! bucket shapes Ethernet frames of payload + 8 (UDP) + 20 (IPv4) + 14 (Ethernet
@@ -80,11 +80,10 @@ fn every_level_shares_the_link_among_its_nodes() {
         for (tenant, rate, sent) in nodes {
             // Every node sent far more than its share (full rate)...
             assert!(*sent > 1.5 * share, "level {k}: {tenant} sent only {sent}");
-            // ...and got a share of the link: the emulated NIC is one FIFO token
-            // bucket, which does not split a saturated link evenly (measured: 0.69x
-            // to 1.42x of link / nodes), so the bound is wider than a fair NIC's.
+            // ...and got its share of the link: the example's NIC queue is fair (a
+            // FIFO token bucket split it 0.69x to 1.42x of link / nodes).
             assert!(
-                (0.5 * share..=1.6 * share).contains(rate),
+                (0.8 * share..=1.2 * share).contains(rate),
                 "level {k}: {tenant} got {rate} bit/s, link / {n} is {share}"
             );
         }

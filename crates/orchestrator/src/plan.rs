@@ -468,7 +468,7 @@ fn capacity(m: &IsolationMatrix, network: &Network, a: &TenantDef, host_cpus: us
         },
         Resource::Network => {
             let link = match network {
-                Network::Emulated { host_bw_bps } => 2.0 * host_bw_bps,
+                Network::Emulated { host_bw_bps, .. } => 2.0 * host_bw_bps,
                 Network::None => 0.0,
             };
             let rate = (m.share_bps.unwrap_or(0.0) * UNRESTRICTED_NET).max(link);

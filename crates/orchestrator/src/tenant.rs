@@ -36,5 +36,24 @@ pub enum Network {
     Emulated {
         /// The emulated host NIC's bandwidth, bit/s.
         host_bw_bps: f64,
+        /// How the NIC's queue shares it between tenants.
+        #[serde(default)]
+        queue: NicQueue,
     },
+}
+
+/// How an emulated host NIC shares its bandwidth between the tenants sending
+/// through it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicQueue {
+    /// One drop-tail FIFO for every tenant (a token bucket): a probe queues behind the
+    /// neighbors' packets, which is the queueing delay the latency experiments
+    /// measure; a saturated link is not split evenly between senders.
+    #[default]
+    Fifo,
+    /// A share per tenant (HTB, one class per tenant address, each guaranteed
+    /// host_bw/tenants and lent what others leave): senders at full rate each get
+    /// link/senders, like a hypervisor that shapes each VM (the throughput staircase).
+    Fair,
 }

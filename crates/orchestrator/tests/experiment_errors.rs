@@ -247,3 +247,14 @@ fn a_static_staircase_must_keep_its_neighbors_up() {
     let exp = parse("ok.toml", &idle, Some(2)).unwrap_or_else(|e| panic!("{e}"));
     assert!(!exp.scenario.tenants_come_and_go());
 }
+
+/// A fair NIC queue needs an emulated NIC.
+#[test]
+fn a_queue_without_an_emulated_nic() {
+    let src = GOOD.replacen(
+        "[[tenants]]",
+        "[network]\nmode = \"none\"\nqueue = \"fair\"\n\n[[tenants]]",
+        1,
+    );
+    assert_error(&src, "queue = ", "applies to mode = \"emulated\"");
+}

@@ -222,6 +222,20 @@ pub struct NetworkFile {
     /// emulated.
     #[serde(default)]
     pub host_bw: Option<Spanned<String>>,
+    /// How the emulated NIC shares host_bw: "fifo" (default: one drop-tail queue,
+    /// probes wait behind neighbors' packets) or "fair" (a share per tenant).
+    #[serde(default)]
+    pub queue: Option<Spanned<NicQueueFile>>,
+}
+
+/// `[network] queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicQueueFile {
+    /// One drop-tail FIFO.
+    Fifo,
+    /// A share per tenant.
+    Fair,
 }
 
 /// A tenant's part in the experiment.

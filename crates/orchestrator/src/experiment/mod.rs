@@ -22,13 +22,14 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::tenant::TenantSpec;
-pub use crate::tenant::{Network, Role};
+pub use crate::tenant::{Network, NicQueue, Role};
 pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
-    NeighborStateFile, NetworkMode, ProviderKind, ResourceFile, RoleFile, ScenarioSchema, Spanned,
-    StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
+    NeighborStateFile, NetworkMode, NicQueueFile, ProviderKind, ResourceFile, RoleFile,
+    ScenarioSchema, Spanned, StaircaseFile, SweepFile, ThroughputStaircaseFile,
+    UnusedNeighborsFile,
 };
 
 /// Scenario kinds as written in `scenario.kind`.
@@ -738,6 +739,14 @@ impl Checker<'_> {
         let Some(n) = &f.network else {
             return Ok(Network::None);
         };
+        let queue = match n.queue.as_ref().map(|q| (q, *q.get_ref())) {
+            None => NicQueue::Fifo,
+            Some((_, NicQueueFile::Fifo)) => NicQueue::Fifo,
+            Some((q, NicQueueFile::Fair)) if *n.mode.get_ref() == NetworkMode::None => {
+                return Err(self.error(q.span(), "`queue` applies to mode = \"emulated\""));
+            }
+            Some((_, NicQueueFile::Fair)) => NicQueue::Fair,
+        };
         match (n.mode.get_ref(), &n.host_bw) {
             (NetworkMode::None, None) => Ok(Network::None),
             (NetworkMode::None, Some(bw)) => {
@@ -749,7 +758,10 @@ impl Checker<'_> {
             )),
             (NetworkMode::Emulated, Some(bw)) => {
                 let bps = self.at(bw, values::positive_rate(bw.get_ref()))?;
-                Ok(Network::Emulated { host_bw_bps: bps })
+                Ok(Network::Emulated {
+                    host_bw_bps: bps,
+                    queue,
+                })
             }
         }
     }
@@ -992,7 +1004,7 @@ impl Checker<'_> {
                 .transpose()
         };
         let rate_bps = rate(&s.rate)?.unwrap_or(match network {
-            Network::Emulated { host_bw_bps } => 2.0 * host_bw_bps,
+            Network::Emulated { host_bw_bps, .. } => 2.0 * host_bw_bps,
             Network::None => DEFAULT_NODE_RATE_BPS,
         });
         let duration = self.nonzero_duration(&s.duration, Duration::from_secs(30), "duration")?;

@@ -162,8 +162,8 @@ pub async fn launch_local(
     };
     let net = match opts.network {
         Network::None => None,
-        Network::Emulated { host_bw_bps } => {
-            let lab = NetLab::create(specs.len(), host_bw_bps)?;
+        Network::Emulated { host_bw_bps, queue } => {
+            let lab = NetLab::create(specs.len(), host_bw_bps, queue)?;
             fleet.net = Some(lab);
             fleet.net.as_ref()
         }

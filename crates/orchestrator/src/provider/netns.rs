@@ -28,6 +28,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::ProviderError;
+use crate::tenant::NicQueue;
 
 /// Most tenants one emulated network holds (addresses .10 to .249 of the /24).
 pub const MAX_TENANTS: usize = 240;
@@ -79,13 +80,20 @@ pub fn list_namespaces() -> Result<Vec<String>, ProviderError> {
         .collect())
 }
 
-fn tbf_args(host_bw_bps: f64) -> Vec<String> {
+/// The token bucket's burst (a millisecond of the link, at least 32 KiB) and queue
+/// limit (`QUEUE_MS` of the link, more than a burst), bytes.
+fn bucket(host_bw_bps: f64) -> (u64, u64) {
     let bytes_per_s = host_bw_bps / 8.0;
     let burst = (bytes_per_s / 1000.0).max(32.0 * 1024.0) as u64;
     let limit = ((bytes_per_s * QUEUE_MS / 1000.0) as u64).max(burst + 3000);
+    (burst, limit)
+}
+
+fn tbf_args(host_bw_bps: f64) -> Vec<String> {
+    let (burst, limit) = bucket(host_bw_bps);
     vec![
         "rate".into(),
-        format!("{}bit", host_bw_bps.round() as u64),
+        bits(host_bw_bps),
         "burst".into(),
         burst.to_string(),
         "limit".into(),
@@ -93,10 +101,85 @@ fn tbf_args(host_bw_bps: f64) -> Vec<String> {
     ]
 }
 
+/// A rate as `tc` reads it.
+fn bits(bps: f64) -> String {
+    format!("{}bit", bps.round() as u64)
+}
+
+/// The `tc` commands (each after `tc -n NS`) that shape `dev` to `host_bw_bps`: one
+/// token bucket, or with a fair queue an HTB class per tenant address (matched as
+/// `side`, "src" or "dst"), each guaranteed an equal share and lent the rest, with
+/// its own drop-tail queue; unmatched packets (ARP) share a class of their own.
+fn shaping(
+    dev: &str,
+    host_bw_bps: f64,
+    queue: NicQueue,
+    tenants: &[IpAddr],
+    side: &str,
+) -> Vec<Vec<String>> {
+    let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<String>>();
+    if queue == NicQueue::Fifo {
+        let mut tbf = words(&["qdisc", "add", "dev", dev, "root", "tbf"]);
+        tbf.extend(tbf_args(host_bw_bps));
+        return vec![tbf];
+    }
+    let (burst, limit) = bucket(host_bw_bps);
+    let (burst, limit, link) = (burst.to_string(), limit.to_string(), bits(host_bw_bps));
+    let share = bits(host_bw_bps / (tenants.len() + 1) as f64);
+    let class = |id: &str| {
+        words(&[
+            "class", "add", "dev", dev, "parent", "1:1", "classid", id, "htb", "rate", &share,
+            "ceil", &link, "burst", &burst, "cburst", &burst, "quantum", "1514",
+        ])
+    };
+    let mut commands = vec![
+        words(&[
+            "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "2",
+        ]),
+        words(&[
+            "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb", "rate", &link,
+            "ceil", &link, "burst", &burst, "cburst", &burst,
+        ]),
+        class("1:2"),
+    ];
+    for (i, ip) in tenants.iter().enumerate() {
+        // Class minors are hex: tenant i is 1:(0x10 + i).
+        let id = format!("1:{:x}", 0x10 + i);
+        commands.push(class(&id));
+        commands.push(words(&[
+            "qdisc", "add", "dev", dev, "parent", &id, "bfifo", "limit", &limit,
+        ]));
+        commands.push(words(&[
+            "filter",
+            "add",
+            "dev",
+            dev,
+            "parent",
+            "1:",
+            "protocol",
+            "ip",
+            "prio",
+            "1",
+            "u32",
+            "match",
+            "ip",
+            side,
+            &format!("{ip}/32"),
+            "flowid",
+            &id,
+        ]));
+    }
+    commands
+}
+
 impl NetLab {
     /// Builds the namespaces, bridge, veths and shaping for `tenants` tenants and a
     /// host NIC of `host_bw_bps`. On error what was built is removed again.
-    pub fn create(tenants: usize, host_bw_bps: f64) -> Result<NetLab, ProviderError> {
+    pub fn create(
+        tenants: usize,
+        host_bw_bps: f64,
+        queue: NicQueue,
+    ) -> Result<NetLab, ProviderError> {
         if !is_root() {
             return Err(ProviderError::NeedRoot);
         }
@@ -118,12 +201,12 @@ impl NetLab {
             prefix: free_prefix(n)?,
             removed: false,
         };
-        lab.build(host_bw_bps)?;
+        lab.build(host_bw_bps, queue)?;
         tracing::info!(run = %lab.run, tenants, host_bw_bps, "emulated network up");
         Ok(lab)
     }
 
-    fn build(&mut self, host_bw_bps: f64) -> Result<(), ProviderError> {
+    fn build(&mut self, host_bw_bps: f64, queue: NicQueue) -> Result<(), ProviderError> {
         let host = self.host_ns();
         let ep = self.endpoint_ns();
         let ctl = self.ctl_if();
@@ -150,12 +233,14 @@ impl NetLab {
             &["-n", &ep, "addr", "add", &self.cidr(2), "dev", "eth0"],
         )?;
         run("ip", &["-n", &ep, "link", "set", "eth0", "up"])?;
-        let tbf = tbf_args(host_bw_bps);
-        let tbf: Vec<&str> = tbf.iter().map(String::as_str).collect();
-        for (ns, dev) in [(&host, "up0"), (&ep, "eth0")] {
-            let mut args = vec!["-n", ns.as_str(), "qdisc", "add", "dev", dev, "root", "tbf"];
-            args.extend(&tbf);
-            run("tc", &args)?;
+        // Towards the endpoint tenants are told apart by source, back by destination.
+        let tenant_ips: Vec<IpAddr> = (0..self.tenants).map(|i| self.tenant_ip(i)).collect();
+        for (ns, dev, side) in [(&host, "up0", "src"), (&ep, "eth0", "dst")] {
+            for command in shaping(dev, host_bw_bps, queue, &tenant_ips, side) {
+                let mut args = vec!["-n", ns.as_str()];
+                args.extend(command.iter().map(String::as_str));
+                run("tc", &args)?;
+            }
         }
         // The controller's way in, beside the shaped link.
         run(
@@ -360,6 +445,29 @@ mod tests {
         ] {
             assert_eq!(owner_pid(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_fair_queue_gives_each_tenant_a_class_matched_by_its_address() {
+        let ips: Vec<IpAddr> = (10..28)
+            .map(|h| IpAddr::V4(Ipv4Addr::new(10, 9, 8, h)))
+            .collect();
+        let cmds: Vec<String> = shaping("up0", 95e6, NicQueue::Fair, &ips, "src")
+            .iter()
+            .map(|c| c.join(" "))
+            .collect();
+        // Root, link class, the class of unmatched packets, then per tenant a class,
+        // its queue and its filter: 18 tenants.
+        assert_eq!(cmds.len(), 3 + 3 * 18);
+        assert!(cmds[0].starts_with("qdisc add dev up0 root handle 1: htb default 2"));
+        // 95 Mbit/s over 18 tenants and the default class: 5 Mbit/s guaranteed each.
+        assert!(cmds[2].contains("classid 1:2 htb rate 5000000bit ceil 95000000bit"));
+        // Tenant 17 (the 18th) is class 0x10 + 17 = 0x21, matched by 10.9.8.27.
+        assert!(cmds[3 + 3 * 17].contains("classid 1:21 htb rate 5000000bit"));
+        assert!(cmds[3 + 3 * 17 + 2].ends_with("match ip src 10.9.8.27/32 flowid 1:21"));
+        let fifo = shaping("eth0", 95e6, NicQueue::Fifo, &ips, "dst");
+        assert_eq!(fifo.len(), 1);
+        assert_eq!(fifo[0][..6].join(" "), "qdisc add dev eth0 root tbf");
     }
 
     #[test]
