@@ -142,6 +142,7 @@ fn dry_run_prints_resources_and_cost_and_creates_nothing() {
         "security group",
         "capacity: ok: 3 x m5.large",
         "estimated cost: m5 host at $",
+        "+ 3 changes of the tenants present x 90 s",
     ] {
         assert!(stdout.contains(want), "missing {want:?} in:\n{stdout}");
     }
@@ -156,6 +157,9 @@ fn dry_run_prints_resources_and_cost_and_creates_nothing() {
     let per_hour = v["cloud"]["cost"]["usd_per_hour"].as_f64().unwrap_or(0.0);
     // At least the 10 minutes of launch and teardown are priced.
     assert!(per_hour > 0.0 && usd >= per_hour / 6.0, "{v}");
+    // The neighbors come and go: step 1 stops both (0 neighbors), levels 1 and 2
+    // start one each.
+    assert_eq!(v["cloud"]["cost"]["level_changes"], 3, "{v}");
     assert!(moto.leftovers().is_empty(), "{:?}", moto.leftovers());
     assert!(runs(&dir.path().join("results")).is_empty());
 }

@@ -7,6 +7,7 @@ mod agent_local;
 mod agent_netns;
 mod analyze_cli;
 mod aws_cli;
+mod aws_staircase;
 mod cpu_burn_o0;
 mod cpu_cli;
 mod ground_truth_delay;

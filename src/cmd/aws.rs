@@ -16,7 +16,9 @@ use nnb_aws::reap::{sweep, SweepFilter};
 use nnb_aws::s3::S3Url;
 use nnb_orchestrator::experiment::{AwsHost, AwsSpec, Experiment};
 use nnb_orchestrator::plan::Plan;
-use nnb_orchestrator::provider::aws::{self as provider, Preflight, Verdict, LAUNCH_OVERHEAD};
+use nnb_orchestrator::provider::aws::{
+    self as provider, Preflight, Verdict, LAUNCH_OVERHEAD, LEVEL_CHANGE,
+};
 use serde_json::json;
 
 use crate::exit::usage;
@@ -150,8 +152,17 @@ fn cost_line(p: &Preflight) -> String {
     } else {
         String::new()
     };
+    let changes = if c.level_changes > 0 {
+        format!(
+            " + {} changes of the tenants present x {} s",
+            c.level_changes,
+            LEVEL_CHANGE.as_secs()
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "{} host at {}/h ({}, price as of {}) x {:.2} h (plan + {} min launch and teardown) = {}{unknown}",
+        "{} host at {}/h ({}, price as of {}) x {:.2} h (plan{changes} + {} min launch and teardown) = {}{unknown}",
         c.family,
         money(c.usd_per_hour),
         c.price_region,

@@ -11,9 +11,12 @@
 //! that then owns the lease. Whatever happens after the first resource exists (an
 //! error, a health timeout, Ctrl-C dropping the launch), the provider's lease knows
 //! it and [`Provider::abandon`] tears it down; [`Fleet::shutdown`] does so after the
-//! run.
+//! run. Between steps it stops and starts tenants on the host ([`presence`] says why
+//! it stops rather than launching per level).
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
@@ -45,9 +48,19 @@ macro_rules! say {
     }};
 }
 
+pub mod agents;
+mod presence;
+
+pub use agents::InstanceAgents;
+use presence::Placed;
+
 /// Time a run spends on launching and tearing down, added to the plan's estimate
 /// when pricing it: allocation, boot and install, termination and release.
 pub const LAUNCH_OVERHEAD: Duration = Duration::from_secs(10 * 60);
+/// Time one change of the tenants present takes, added per change when pricing a run:
+/// StopInstances until stopped, or StartInstances until the instance boots and its
+/// agent answers (about a minute each on Nitro).
+pub const LEVEL_CHANGE: Duration = Duration::from_secs(90);
 /// Pause between two health checks of a tenant that did not answer yet.
 const HEALTH_POLL: Duration = Duration::from_secs(1);
 /// Silent tenants named one by one in a health-timeout error; the rest are counted.
@@ -58,6 +71,8 @@ const NAMED_SILENT: usize = 5;
 pub struct AwsLease {
     ec2: Ec2,
     lease: Lease,
+    /// The stand-in agents (tests), told of every instance teardown terminated.
+    agents: Option<Arc<dyn InstanceAgents>>,
 }
 
 impl AwsLease {
@@ -79,7 +94,15 @@ impl AwsLease {
                 self.lease.host_ids().len()
             );
         }
-        match self.lease.teardown(&self.ec2).await {
+        let held = self.lease.instance_ids().to_vec();
+        let torn = self.lease.teardown(&self.ec2).await;
+        if let Some(agents) = &self.agents {
+            let left = self.lease.instance_ids();
+            for id in held.iter().filter(|id| !left.contains(id)) {
+                agents.stopped(id);
+            }
+        }
+        match torn {
             Ok(report) => {
                 let removed = report.terminated.len()
                     + report.released.len()
@@ -144,23 +167,28 @@ pub struct CostEstimate {
     pub price_region: String,
     /// When the price was read.
     pub price_as_of: String,
-    /// Expected time the host is held: the plan's estimate plus [`LAUNCH_OVERHEAD`].
+    /// Changes of the tenants present between steps, each priced at [`LEVEL_CHANGE`].
+    pub level_changes: usize,
+    /// Expected time the host is held: the plan's estimate, the level changes and
+    /// [`LAUNCH_OVERHEAD`].
     pub hours: f64,
     /// The estimate, USD.
     pub usd: f64,
 }
 
-/// Prices holding `spec`'s host for `measuring` (the plan's estimate) plus the
-/// launch and teardown overhead.
-pub fn estimate_cost(spec: &AwsSpec, measuring: Duration) -> CostEstimate {
+/// Prices holding `spec`'s host for `measuring` (the plan's estimate), plus
+/// `level_changes` changes of the tenants present and the launch and teardown overhead.
+pub fn estimate_cost(spec: &AwsSpec, measuring: Duration, level_changes: usize) -> CostEstimate {
     let family = Catalog::builtin().family(&spec.family);
     let usd_per_hour = family.map_or(0.0, |f| f.host_price_usd_per_hour);
-    let hours = (measuring + LAUNCH_OVERHEAD).as_secs_f64() / 3600.0;
+    let changes = LEVEL_CHANGE.saturating_mul(u32::try_from(level_changes).unwrap_or(u32::MAX));
+    let hours = (measuring + changes + LAUNCH_OVERHEAD).as_secs_f64() / 3600.0;
     CostEstimate {
         family: spec.family.clone(),
         usd_per_hour,
         price_region: family.map_or_else(String::new, |f| f.price_region.clone()),
         price_as_of: family.map_or_else(String::new, |f| f.price_as_of.clone()),
+        level_changes,
         hours,
         usd: usd_per_hour * hours,
     }
@@ -274,6 +302,21 @@ pub fn launch_plan(
     })
 }
 
+/// How often the tenants present change along `plan`: every tenant runs after the
+/// launch, and each step whose set differs from the one before is one change.
+pub fn level_changes(plan: &Plan, tenants: &[TenantSpec]) -> usize {
+    let mut now: BTreeSet<&str> = tenants.iter().map(|t| t.name.as_str()).collect();
+    let mut changes = 0;
+    for step in &plan.steps {
+        let wanted: BTreeSet<&str> = step.present.iter().map(String::as_str).collect();
+        if wanted != now {
+            changes += 1;
+            now = wanted;
+        }
+    }
+    changes
+}
+
 /// Refuses a plan whose tenants do not fit the host (catalog: instances per host,
 /// or vCPUs of a family host). Creates nothing.
 pub fn check_capacity(plan: &LaunchPlan) -> Result<(), ProviderError> {
@@ -292,14 +335,20 @@ pub async fn connect_s3(region: Option<&str>) -> S3 {
     S3::new(&nnb_aws::config::load(region).await)
 }
 
-/// The EC2 provider of one run: its spec, and the lease of what its launch created
-/// until the fleet takes it over.
+/// The EC2 provider of one run: its spec, the lease of what its launch created
+/// until the fleet takes it over, and the launched instances it stops and starts.
 #[derive(Debug)]
 pub struct AwsProvider {
     spec: AwsSpec,
     run_id: String,
     lease: Option<AwsLease>,
     record: Option<CloudRecord>,
+    /// The EC2 client to use; `None`: one from the standard chain at launch.
+    ec2: Option<Ec2>,
+    /// Who serves the instances' agents; `None`: the instances themselves.
+    agents: Option<Arc<dyn InstanceAgents>>,
+    /// The launched instances, once the launch succeeded.
+    placed: Option<Placed>,
 }
 
 impl AwsProvider {
@@ -310,6 +359,26 @@ impl AwsProvider {
             run_id: run_id.to_string(),
             lease: None,
             record: None,
+            ec2: None,
+            agents: None,
+            placed: None,
+        }
+    }
+
+    /// A provider that talks to EC2 through `ec2` and whose instances' agents are
+    /// served by `agents`, not by the instances: the test seam that runs the real
+    /// provider and controller against moto (whose instances run nothing) with real
+    /// agents. Not reachable from an experiment file or the command line.
+    pub fn with_agents(
+        spec: &AwsSpec,
+        run_id: &str,
+        ec2: Ec2,
+        agents: Arc<dyn InstanceAgents>,
+    ) -> AwsProvider {
+        AwsProvider {
+            ec2: Some(ec2),
+            agents: Some(agents),
+            ..AwsProvider::new(spec, run_id)
         }
     }
 
@@ -325,10 +394,14 @@ impl AwsProvider {
         let token = Token::generate().secret().to_string();
         let plan = launch_plan(spec, tenants, with_endpoint, run_id, &token)?;
         check_capacity(&plan)?;
-        let ec2 = connect(spec.region.as_deref()).await;
+        let ec2 = match &self.ec2 {
+            Some(ec2) => ec2.clone(),
+            None => connect(spec.region.as_deref()).await,
+        };
         let held = self.lease.insert(AwsLease {
-            ec2,
+            ec2: ec2.clone(),
             lease: Lease::new(run_id),
+            agents: self.agents.clone(),
         });
         say!(
             "run {run_id}: allocating a {} dedicated host in {} and launching {} x {}",
@@ -338,21 +411,31 @@ impl AwsProvider {
             spec.instance_type
         );
         let launched = held.ec2.provision(&plan, &mut held.lease).await?;
+        let host_id = held.lease.host_ids().first().cloned().unwrap_or_default();
         let deadline = Instant::now() + spec.health_timeout;
-        let launched = wait_running(&held.ec2, &launched, deadline, spec.health_timeout).await?;
+        let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
+        let launched = wait_state(
+            &held.ec2,
+            &ids,
+            State::Running,
+            deadline,
+            spec.health_timeout,
+        )
+        .await?;
         let groups = match &plan.security_group {
             SecurityGroupPlan::Existing(ids) => ids.clone(),
             SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
         };
         self.record = Some(record(spec, &plan, held.lease.host(), &launched, groups));
-        let fleet_tenants = to_tenants(spec, tenants, &launched, &token)?;
+        let addrs = agent_addrs(spec, self.agents.as_ref(), &launched, &token).await?;
+        let fleet_tenants = to_tenants(tenants, &launched, &addrs, &token)?;
         let endpoint = if with_endpoint {
             let spec_ep = TenantSpec {
                 name: ENDPOINT_ROLE.to_string(),
                 role: Role::Neighbor,
                 vcpus: 1,
             };
-            to_tenants(spec, &[spec_ep], &launched, &token)?.pop()
+            to_tenants(&[spec_ep], &launched, &addrs, &token)?.pop()
         } else {
             None
         };
@@ -364,6 +447,17 @@ impl AwsProvider {
         );
         let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
         wait_healthy(&all, deadline, spec.health_timeout).await?;
+        self.placed = Some(Placed {
+            ec2,
+            host_id,
+            token,
+            instances: launched
+                .iter()
+                .filter(|l| l.role != ENDPOINT_ROLE)
+                .map(|l| (l.tenant.clone(), l.instance_id.clone()))
+                .collect(),
+            unconfirmed: BTreeSet::new(),
+        });
         let mut fleet = Fleet::of(fleet_tenants, endpoint);
         fleet.cloud = CloudLease {
             held: self
@@ -387,6 +481,16 @@ impl Provider for AwsProvider {
         with_endpoint: bool,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
         Box::pin(self.launch_aws(specs, with_endpoint))
+    }
+
+    /// Stops the tenants `present` leaves out and starts the stopped ones it names, on
+    /// the run's host (see [`presence`]).
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
+        Box::pin(self.change_present(fleet, present))
     }
 
     /// `max_cost_usd` at the catalog price of the host family, when both are known.
@@ -451,10 +555,11 @@ pub fn preflight(
     yes: bool,
 ) -> Result<Preflight, ProviderError> {
     let (estimate, unknown) = plan.estimate(exp.settle);
-    let cost = estimate_cost(spec, estimate);
+    let tenants = exp.tenant_specs();
+    let cost = estimate_cost(spec, estimate, level_changes(plan, &tenants));
     let launch = launch_plan(
         spec,
-        &exp.tenant_specs(),
+        &tenants,
         plan.needs_endpoint(),
         "dry-run",
         "dry-run-token",
@@ -483,73 +588,131 @@ pub fn preflight(
     })
 }
 
-/// The launched instances described again once every one runs: RunInstances answers
-/// while they are pending, and a public address is assigned only when an instance
-/// runs. Waiting counts against the health timeout (`timeout`, ending at `deadline`):
-/// an instance that never boots fails the run like an agent that never answers.
-async fn wait_running(
+/// A state [`wait_state`] waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Booted: a public address is assigned only now.
+    Running,
+    /// Shut down: no VM on the host any more.
+    Stopped,
+}
+
+impl State {
+    /// EC2's name of it.
+    fn name(self) -> &'static str {
+        match self {
+            State::Running => "running",
+            State::Stopped => "stopped",
+        }
+    }
+}
+
+/// Instances `ids` described again once every one is in state `want`, in the order of
+/// `ids`: RunInstances and StartInstances answer while they are pending (a public
+/// address is assigned only when an instance runs), StopInstances while they are
+/// stopping. Waiting counts against the health timeout (`timeout`, ending at
+/// `deadline`): an instance that never boots fails the run like an agent that never
+/// answers. One that is being terminated fails at once.
+async fn wait_state(
     ec2: &Ec2,
-    launched: &[Launched],
+    ids: &[String],
+    want: State,
     deadline: Instant,
     timeout: Duration,
 ) -> Result<Vec<Launched>, ProviderError> {
-    let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
+    let want_name = want.name();
     loop {
-        let now = ec2.describe(&ids).await?;
-        let waiting: Vec<String> = launched
-            .iter()
-            .filter(|l| {
-                !now.iter()
-                    .any(|n| n.instance_id == l.instance_id && n.state == "running")
-            })
-            .map(|l| l.tenant.clone())
-            .collect();
+        let now = ec2.describe(ids).await?;
+        let mut waiting = Vec::new();
+        for id in ids {
+            match now.iter().find(|n| n.instance_id == *id) {
+                Some(n) if n.state == want_name => {}
+                Some(n) if matches!(n.state.as_str(), "shutting-down" | "terminated") => {
+                    return Err(ProviderError::AgentStart {
+                        tenant: n.tenant.clone(),
+                        message: format!(
+                            "its instance {id} is {} while nnb waits for it to be {want_name}",
+                            n.state
+                        ),
+                    });
+                }
+                Some(n) => waiting.push(format!("{} ({id}, {})", n.tenant, n.state)),
+                None => waiting.push(format!("{id} (not listed)")),
+            }
+        }
         if waiting.is_empty() {
-            // In launch order, as the manifest records them.
             let mut now = now;
             now.sort_by_key(|n| ids.iter().position(|id| *id == n.instance_id));
             return Ok(now);
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(ProviderError::Unhealthy {
+            return Err(ProviderError::InstanceState {
+                state: want_name,
                 timeout,
-                detail: format!("instances not running yet: {}", waiting.join(", ")),
+                detail: waiting.join(", "),
             });
         }
         tokio::time::sleep(HEALTH_POLL.min(left)).await;
     }
 }
 
-/// The launched instances as tenants, in the order of `specs`; each agent is
-/// reached at the instance's public address, or its private one when it has none.
-fn to_tenants(
+/// Where each of `launched` (in order) is reached: the agent `agents` starts for it
+/// when given (tests), else the agent port at the instance's public address, or its
+/// private one when it has none.
+async fn agent_addrs(
     spec: &AwsSpec,
+    agents: Option<&Arc<dyn InstanceAgents>>,
+    launched: &[Launched],
+    token: &str,
+) -> Result<Vec<SocketAddr>, ProviderError> {
+    let mut addrs = Vec::with_capacity(launched.len());
+    for l in launched {
+        let fail = |message| ProviderError::AgentStart {
+            tenant: l.tenant.clone(),
+            message,
+        };
+        let addr = match agents {
+            Some(agents) => agents
+                .started(&l.tenant, &l.instance_id, token)
+                .await
+                .map_err(|e| fail(format!("its stand-in agent: {e}")))?,
+            None => {
+                let ip = l
+                    .public_ip
+                    .or(l.private_ip)
+                    .ok_or_else(|| fail(format!("instance {} has no IP address", l.instance_id)))?;
+                SocketAddr::new(ip, spec.agent_port)
+            }
+        };
+        addrs.push(addr);
+    }
+    Ok(addrs)
+}
+
+/// The launched instances as tenants, in the order of `specs`; each agent is
+/// reached at `addrs` (one per instance of `launched`).
+fn to_tenants(
     specs: &[TenantSpec],
     launched: &[Launched],
+    addrs: &[SocketAddr],
     token: &str,
 ) -> Result<Vec<Tenant>, ProviderError> {
     specs
         .iter()
         .map(|s| {
-            let l = launched
+            let (l, addr) = launched
                 .iter()
-                .find(|l| l.tenant == s.name)
+                .zip(addrs)
+                .find(|(l, _)| l.tenant == s.name)
                 .ok_or_else(|| ProviderError::AgentStart {
                     tenant: s.name.clone(),
                     message: "no instance was launched for it".to_string(),
                 })?;
-            let ip = l
-                .public_ip
-                .or(l.private_ip)
-                .ok_or_else(|| ProviderError::AgentStart {
-                    tenant: s.name.clone(),
-                    message: format!("instance {} has no IP address", l.instance_id),
-                })?;
             Ok(Tenant {
                 name: s.name.clone(),
                 role: s.role,
-                addr: SocketAddr::new(ip, spec.agent_port),
+                addr: *addr,
                 token: token.to_string(),
                 cpus: Vec::new(),
                 netns: None,

@@ -228,6 +228,20 @@ pub enum ProviderError {
     #[cfg(feature = "aws")]
     #[error(transparent)]
     Aws(#[from] nnb_aws::ec2::AwsError),
+    /// Cloud instances did not reach the state a launch or a level change waits for
+    /// (running, or stopped) in time.
+    #[error(
+        "instances did not become {state} within {timeout:?} (`health_timeout` in \
+         [provider]): {detail}"
+    )]
+    InstanceState {
+        /// The state waited for.
+        state: &'static str,
+        /// The timeout.
+        timeout: Duration,
+        /// Each instance still waited for, with its state.
+        detail: String,
+    },
     /// The cloud tenants' agents did not answer their health check in time.
     #[error(
         "the agents did not answer their health check within {timeout:?} \

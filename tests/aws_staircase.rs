@@ -1,0 +1,479 @@
+//! Neighbors that come and go on an aws host, end to end against a real moto server:
+//! the real aws provider and controller run a busy-then-idle staircase whose
+//! instances moto holds, each instance's agent served by a real `nnb agent` on
+//! 127.0.0.1 (the provider's test seam, `AwsProvider::with_agents`: moto's instances
+//! run nothing), started when its instance starts and killed when it stops.
+//!
+//! When each step's measured job starts, the test asks DescribeInstances which
+//! instances run on the host: exactly the step's tenants. A step failing half-way
+//! under `on_failure = "abort"` tears everything down, and every run leaves 0
+//! instances and 0 hosts in moto (read back with boto3) and no agent process.
+//! Skipped (with the reason) when moto is missing, failing instead under `CI`.
+
+#![cfg(feature = "aws")]
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nnb_aws::ec2::Ec2;
+use nnb_orchestrator::client::{AgentApi, AgentError, BoxFuture};
+use nnb_orchestrator::controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
+use nnb_orchestrator::experiment::{self, Experiment};
+use nnb_orchestrator::jobs::{Health, JobId, JobRequest, JobStatus};
+use nnb_orchestrator::plan;
+use nnb_orchestrator::provider::aws::{AwsProvider, InstanceAgents};
+use nnb_orchestrator::provider::{
+    CloudRecord, Fleet, Provider, ProviderError, Role, Tenant, TenantSpec,
+};
+
+use crate::support::agents::still_alive_after;
+use crate::support::cli::NNB;
+use crate::support::moto::{Moto, REGION, ZONE};
+
+/// A staircase of a test node and three m5.large neighbors on an m5 host, busy then
+/// idle, each step a tiny fixed-work burn; a failed step ends the run.
+fn experiment_text(subnet: &str) -> String {
+    format!(
+        r#"name = "aws-come-and-go"
+repetitions = 1
+settle = "0s"
+step_timeout = "30s"
+on_failure = "abort"
+
+[provider]
+kind = "aws"
+availability_zone = "{ZONE}"
+host = "m5"
+instance_type = "m5.large"
+image_id = "ami-12c6146b"
+subnet_id = "{subnet}"
+allowed_cidrs = ["10.0.0.0/8"]
+preinstalled = "/usr/local/bin/nnb"
+health_timeout = "20s"
+expires_after = "1h"
+
+[[tenants]]
+name = "test"
+role = "test"
+
+[[tenants]]
+name = "nb"
+role = "neighbor"
+count = 3
+
+[scenario]
+kind = "neighbor-staircase"
+neighbor_state = "both"
+
+[scenario.busy]
+kind = "burner"
+threads = 1
+
+[scenario.test]
+workload = "fpadd"
+ops = 20000
+"#
+    )
+}
+
+/// A real `nnb agent` on 127.0.0.1 per running instance: the provider's test seam.
+#[derive(Debug)]
+struct LocalAgents {
+    /// Token files.
+    dir: tempfile::TempDir,
+    /// Running agents: instance id → (tenant, child).
+    running: Mutex<HashMap<String, (String, Child)>>,
+    /// Every instance started: instance id → tenant.
+    instances: Mutex<HashMap<String, String>>,
+    /// Every agent process ever started.
+    pids: Mutex<Vec<u32>>,
+}
+
+impl LocalAgents {
+    fn new() -> LocalAgents {
+        LocalAgents {
+            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}")),
+            running: Mutex::default(),
+            instances: Mutex::default(),
+            pids: Mutex::default(),
+        }
+    }
+
+    /// The tenants whose agents run now.
+    fn alive(&self) -> BTreeSet<String> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.values().map(|(t, _)| t.clone()).collect()
+    }
+
+    /// Every instance id started so far.
+    fn instance_ids(&self) -> Vec<String> {
+        let instances = self.instances.lock().unwrap_or_else(|e| e.into_inner());
+        instances.keys().cloned().collect()
+    }
+
+    /// Kills tenant `tenant`'s agent as if it crashed (its instance keeps running).
+    fn crash(&self, tenant: &str) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        for (_, child) in running.values_mut().filter(|(t, _)| t == tenant) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts `nnb agent` with `token` and reads the address it listens on.
+    fn spawn(&self, instance_id: &str, token: &str) -> Result<(Child, SocketAddr), String> {
+        let file = self.dir.path().join(format!("{instance_id}.token"));
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&file)
+            .map_err(|e| e.to_string())?;
+        writeln!(f, "{token}").map_err(|e| e.to_string())?;
+        let mut child = Command::new(NNB)
+            .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting {NNB} agent: {e}"))?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        match line.trim().strip_prefix("listening ").map(str::parse) {
+            Some(Ok(addr)) => Ok((child, addr)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("the agent printed {line:?}, not its address"))
+            }
+        }
+    }
+}
+
+impl InstanceAgents for LocalAgents {
+    fn started<'a>(
+        &'a self,
+        tenant: &'a str,
+        instance_id: &'a str,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<SocketAddr, String>> {
+        Box::pin(async move {
+            self.stopped(instance_id);
+            let (child, addr) = self.spawn(instance_id, token)?;
+            self.pids
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(child.id());
+            self.instances
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(instance_id.to_string(), tenant.to_string());
+            self.running
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(instance_id.to_string(), (tenant.to_string(), child));
+            Ok(addr)
+        })
+    }
+
+    fn stopped(&self, instance_id: &str) {
+        let gone = self
+            .running
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(instance_id);
+        if let Some((_, mut child)) = gone {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for LocalAgents {
+    fn drop(&mut self) {
+        let running = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
+        for (_, (_, child)) in running.iter_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// What the cloud looked like when a measured job started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Seen {
+    /// Tenants whose instances DescribeInstances calls running.
+    running: BTreeSet<String>,
+    /// The hosts those instances run on.
+    hosts: BTreeSet<Option<String>>,
+    /// Tenants whose stand-in agents run.
+    agents: BTreeSet<String>,
+}
+
+/// What the watch shares: the EC2 client, the agents, the snapshots, when to fail.
+#[derive(Debug)]
+struct Watch {
+    ec2: Ec2,
+    agents: Arc<LocalAgents>,
+    seen: Mutex<Vec<Seen>>,
+    /// Crash the test node's agent as the measured job of this step (1-based) starts.
+    crash_at: Option<usize>,
+}
+
+impl Watch {
+    /// Asks DescribeInstances about every instance of the run, and records it.
+    async fn look(&self) -> usize {
+        let described = self
+            .ec2
+            .describe(&self.agents.instance_ids())
+            .await
+            .unwrap_or_else(|e| panic!("DescribeInstances: {e}"));
+        let up: Vec<_> = described.iter().filter(|l| l.state == "running").collect();
+        let seen = Seen {
+            running: up.iter().map(|l| l.tenant.clone()).collect(),
+            hosts: up.iter().map(|l| l.host_id.clone()).collect(),
+            agents: self.agents.alive(),
+        };
+        let mut all = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        all.push(seen);
+        all.len()
+    }
+}
+
+/// The test node's agent, looking at the cloud whenever a measured job starts (the
+/// test node runs only measured jobs in a staircase).
+#[derive(Debug)]
+struct Measured {
+    inner: Arc<dyn AgentApi>,
+    watch: Arc<Watch>,
+}
+
+impl AgentApi for Measured {
+    fn addr(&self) -> SocketAddr {
+        self.inner.addr()
+    }
+
+    fn health(&self) -> BoxFuture<'_, Result<Health, AgentError>> {
+        self.inner.health()
+    }
+
+    fn start<'a>(&'a self, req: &'a JobRequest) -> BoxFuture<'a, Result<JobId, AgentError>> {
+        Box::pin(async move {
+            let step = self.watch.look().await;
+            if self.watch.crash_at == Some(step) {
+                self.watch.agents.crash("test");
+            }
+            self.inner.start(req).await
+        })
+    }
+
+    fn status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
+        self.inner.status(id)
+    }
+
+    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
+        self.inner.stop(id)
+    }
+
+    fn list(&self) -> BoxFuture<'_, Result<Vec<JobStatus>, AgentError>> {
+        self.inner.list()
+    }
+}
+
+/// The aws provider, with the test node's agent watched.
+struct Watched {
+    inner: AwsProvider,
+    watch: Arc<Watch>,
+}
+
+impl Provider for Watched {
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
+
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
+        self.inner.launch(specs, with_endpoint)
+    }
+
+    fn agent(&self, tenant: &Tenant) -> Arc<dyn AgentApi> {
+        let inner = self.inner.agent(tenant);
+        if tenant.role != Role::Test {
+            return inner;
+        }
+        Arc::new(Measured {
+            inner,
+            watch: Arc::clone(&self.watch),
+        })
+    }
+
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
+        self.inner.set_present(fleet, present)
+    }
+
+    fn cost_cap(&self, since: tokio::time::Instant) -> Option<nnb_orchestrator::budget::CostCap> {
+        self.inner.cost_cap(since)
+    }
+
+    fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
+        self.inner.abandon()
+    }
+
+    fn shutdown(&mut self, fleet: Fleet) -> BoxFuture<'_, Result<(), ProviderError>> {
+        self.inner.shutdown(fleet)
+    }
+}
+
+/// What one run against moto did.
+struct Outcome {
+    status: RunStatus,
+    measured: usize,
+    failed: usize,
+    /// Each step's tenants, in plan order.
+    planned: Vec<BTreeSet<String>>,
+    seen: Vec<Seen>,
+    agents: Arc<LocalAgents>,
+}
+
+/// Runs the staircase through the controller on `moto`, crashing the test node's
+/// agent at step `crash_at` when given.
+async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outcome {
+    let sdk = nnb_aws::config::loader(Some(REGION))
+        .endpoint_url(&moto.endpoint)
+        .test_credentials()
+        .load()
+        .await;
+    let ec2 = Ec2::new(&sdk);
+    let text = experiment_text(&moto.default_subnet());
+    let exp: Experiment = experiment::parse("aws-come-and-go.toml", &text, Some(2))
+        .unwrap_or_else(|e| panic!("the experiment: {e}"));
+    let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(2));
+    let planned = plan
+        .steps
+        .iter()
+        .map(|s| s.present.iter().cloned().collect())
+        .collect();
+    let experiment::Provider::Aws(spec) = &exp.provider else {
+        panic!("an aws experiment")
+    };
+    let spec = spec.clone();
+    let mut run = Run::create(
+        &dir.join("results"),
+        "aws-come-and-go.toml",
+        &text,
+        exp,
+        plan,
+    )
+    .unwrap_or_else(|e| panic!("creating the run: {e}"));
+    let agents = Arc::new(LocalAgents::new());
+    let seam: Arc<dyn InstanceAgents> = agents.clone();
+    let watch = Arc::new(Watch {
+        ec2: ec2.clone(),
+        agents: Arc::clone(&agents),
+        seen: Mutex::default(),
+        crash_at,
+    });
+    let mut provider = Watched {
+        inner: AwsProvider::with_agents(&spec, &run.dir.run_id, ec2, seam),
+        watch: Arc::clone(&watch),
+    };
+    let (_canceller, cancel) = Cancel::manual();
+    let outcome = execute_with(&mut run, &mut provider, &RunOptions::default(), &cancel)
+        .await
+        .unwrap_or_else(|e| panic!("the run: {e}"));
+    let seen = watch.seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Outcome {
+        status: outcome.status,
+        measured: outcome.measured,
+        failed: outcome.failed,
+        planned,
+        seen,
+        agents,
+    }
+}
+
+/// Nothing is left: no instance, no host, no group in moto, no agent process.
+fn assert_all_gone(moto: &Moto, agents: &LocalAgents) {
+    let left = moto.leftovers();
+    assert!(left.is_empty(), "left in moto: {left:?}");
+    assert!(agents.alive().is_empty(), "{:?}", agents.alive());
+    let pids = agents
+        .pids
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let alive = still_alive_after(&pids, Duration::from_secs(5));
+    assert!(alive.is_empty(), "agent processes still alive: {alive:?}");
+}
+
+/// While each step is measured, DescribeInstances shows exactly the step's tenants
+/// running on the host, and exactly their agents run; the idle pass starts again
+/// from the test node alone; teardown leaves nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_staircase_runs_exactly_each_levels_instances_on_the_host() {
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let out = run_staircase(&moto, dir.path(), None).await;
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!((out.measured, out.failed), (8, 0));
+    let sizes: Vec<usize> = out.planned.iter().map(BTreeSet::len).collect();
+    assert_eq!(
+        sizes,
+        [1, 2, 3, 4, 1, 2, 3, 4],
+        "busy, then idle from the test node alone"
+    );
+    assert_eq!(
+        out.seen.len(),
+        out.planned.len(),
+        "one look per measured step"
+    );
+    for (i, (seen, want)) in out.seen.iter().zip(&out.planned).enumerate() {
+        assert_eq!(&seen.running, want, "step {}: running instances", i + 1);
+        assert_eq!(&seen.agents, want, "step {}: running agents", i + 1);
+        assert_eq!(seen.hosts.len(), 1, "step {}: {:?}", i + 1, seen.hosts);
+        assert!(
+            seen.hosts
+                .iter()
+                .all(|h| h.as_deref().is_some_and(|h| h.starts_with("h-"))),
+            "step {}: on the dedicated host: {:?}",
+            i + 1,
+            seen.hosts
+        );
+    }
+    assert_all_gone(&moto, &out.agents);
+}
+
+/// A step that fails in the middle of the staircase (the test node's agent crashes as
+/// step 3 starts) under `on_failure = "abort"` ends the run, and teardown leaves 0
+/// instances, 0 hosts and no agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_staircase_failing_mid_way_is_torn_down() {
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let out = run_staircase(&moto, dir.path(), Some(3)).await;
+    assert_eq!(out.status, RunStatus::Aborted);
+    assert_eq!((out.measured, out.failed), (2, 1));
+    assert_eq!(out.seen.len(), 3);
+    assert_eq!(
+        out.seen[2].running, out.planned[2],
+        "step 3 had its tenants"
+    );
+    assert_all_gone(&moto, &out.agents);
+}
