@@ -344,9 +344,17 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
     }
     if let Some(t) = &a.analyses.node_throughput {
         let chart = charts::node_lines(&label, t);
-        w.plot("throughput_per_node_lines", &chart.title, plot::line_chart(&chart))?;
+        w.plot(
+            "throughput_per_node_lines",
+            &chart.title,
+            plot::line_chart(&chart),
+        )?;
         let chart = charts::node_boxes(&label, t);
-        w.plot("throughput_per_node_boxes", &chart.title, plot::box_chart(&chart))?;
+        w.plot(
+            "throughput_per_node_boxes",
+            &chart.title,
+            plot::box_chart(&chart),
+        )?;
     }
     if let Some(t) = &a.analyses.throughput {
         let chart = charts::throughput(&label, t);
