@@ -408,6 +408,19 @@ fn dry_run_prints_the_plan_without_starting_agents() {
     assert_eq!(plan["steps"].as_array().map(Vec::len), Some(12));
     assert_eq!(plan["tenants"].as_array().map(Vec::len), Some(3));
     assert!(plan["tenants"][0]["cpus"].is_array());
+    // Each step carries its level and the tenants present: the test node and the
+    // level's neighbors, busy and idle passes alike (2 repetitions per level).
+    for (i, step) in plan["steps"].as_array().into_iter().flatten().enumerate() {
+        let level = (i / 2) % 3;
+        assert_eq!(step["level"], level as f64, "{step}");
+        let want: Vec<String> = std::iter::once("test".to_string())
+            .chain((1..=level).map(|k| format!("nb-{k}")))
+            .collect();
+        assert_eq!(step["present"], serde_json::json!(want), "{step}");
+    }
+    let text = nnb(&["run", exp.to_str().unwrap_or_default(), "--dry-run"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("1 of 3"), "{text}");
     assert!(!results.exists(), "a dry run wrote results");
 }
 
