@@ -2,9 +2,7 @@
 //! neighbors offering 150 Mbit/s each through one 200 Mbit/s host NIC raise the test
 //! node's latency, and the load that gets through is the host bandwidth.
 
-use crate::support::netns;
-
-use std::process::Command;
+use crate::support::{cli, netns};
 
 use nnb_format::Metric;
 use serde_json::Value;
@@ -51,25 +49,7 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
     let exp = dir.path().join("exp.toml");
     std::fs::write(&exp, EXPERIMENT).unwrap_or_else(|e| panic!("{e}"));
     let results = dir.path().join("results");
-    let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args([
-            "run",
-            exp.to_str().unwrap_or_default(),
-            "--quiet",
-            "--json",
-            "--results",
-        ])
-        .arg(&results)
-        .output()
-        .unwrap_or_else(|e| panic!("running nnb: {e}"));
-    assert!(
-        out.status.success(),
-        "nnb run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let run = std::path::PathBuf::from(outcome["outcome"]["dir"].as_str().unwrap_or_default());
-    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    let (run, text) = cli::run_experiment(&exp, &results);
     let records: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}")))

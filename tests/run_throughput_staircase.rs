@@ -7,10 +7,9 @@
 //! bucket shapes Ethernet frames of payload + 8 (UDP) + 20 (IPv4) + 14 (Ethernet
 //! header) bytes, so 1400-byte datagrams carry 1400 / 1442 of the link as payload.
 
-use crate::support::netns;
+use crate::support::{cli, netns};
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -27,21 +26,7 @@ fn every_level_shares_the_link_among_its_nodes() {
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("experiments/local-throughput-staircase.toml");
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .arg("run")
-        .arg(&file)
-        .args(["--quiet", "--json", "--results"])
-        .arg(dir.path())
-        .output()
-        .unwrap_or_else(|e| panic!("running nnb: {e}"));
-    assert!(
-        out.status.success(),
-        "nnb run failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let outcome: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let run = std::path::PathBuf::from(outcome["outcome"]["dir"].as_str().unwrap_or_default());
-    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    let (_, text) = cli::run_experiment(&file, dir.path());
     // Neighbors -> (tenant, received rate, sent window mean).
     let mut levels: BTreeMap<u64, Vec<(String, f64, f64)>> = BTreeMap::new();
     for line in text.lines() {

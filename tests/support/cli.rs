@@ -1,5 +1,6 @@
 //! Running the built `nnb` binary from the root package's end-to-end tests.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -36,4 +37,21 @@ pub(crate) fn json_of(out: &Output) -> Value {
 /// Runs `nnb ARGS`, which must succeed, and parses its stdout as JSON.
 pub(crate) fn json(args: &[&str]) -> Value {
     json_of(&nnb(args))
+}
+
+/// Runs `nnb run EXPERIMENT --quiet --json --results RESULTS`, which must succeed, and
+/// returns the run's directory (the outcome's `dir`) and its `samples.jsonl` as text
+/// (empty when there is none).
+pub(crate) fn run_experiment(experiment: &Path, results: &Path) -> (PathBuf, String) {
+    let out = Command::new(NNB)
+        .arg("run")
+        .arg(experiment)
+        .args(["--quiet", "--json", "--results"])
+        .arg(results)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {NNB}: {e}"));
+    let outcome = json_of(&out);
+    let run = PathBuf::from(outcome["outcome"]["dir"].as_str().unwrap_or_default());
+    let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    (run, text)
 }

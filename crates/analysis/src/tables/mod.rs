@@ -23,7 +23,7 @@ pub use node_throughput::{
     measured_degradation_pct, node_throughput, predicted_degradation_pct, NodeLevel,
     NodeThroughput, StaircaseDegradation,
 };
-pub use throughput::{throughput, Prediction, Throughput, ThroughputLevel};
+pub use throughput::{throughput, NodeRates, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
 pub use verdict::{
     findings, verdict_table, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL, NOISY_CV,

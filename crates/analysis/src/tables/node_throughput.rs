@@ -3,15 +3,18 @@
 //! repetitions), the fair share of an emulated link beside it, and the degradation at
 //! the top level against the baseline bandwidth, beside the thesis 6.3 prediction.
 
+use std::ops::Deref;
+
 use nnb_catalog::Catalog;
-use nnb_format::{Metric, Role};
-use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
+use nnb_format::Role;
+use nnb_units::wire::Framing;
 use serde_json::Value;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, is, measured, AnalysisError, Row};
+use super::throughput::{emulated_host_bw, msg_size, NodeRates};
+use super::{by_group, is, measured, AnalysisError};
 
 /// Every node's throughput per level of a throughput staircase.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,19 +34,21 @@ pub struct NodeLevel {
     pub level: f64,
     /// Label, e.g. `neighbors=2`.
     pub label: String,
-    /// Each node's received payload rate, bit/s, mean over the repetitions.
-    pub per_node_bps: Vec<(String, f64)>,
-    /// Mean over the nodes.
-    pub mean: f64,
-    /// Slowest node.
-    pub min: f64,
-    /// Fastest node.
-    pub max: f64,
-    /// Sum over the nodes.
-    pub sum: f64,
+    /// Each node's received payload rate, bit/s, mean over the repetitions, and their
+    /// mean, min, max and sum, reached through `Deref` as if they were this level's
+    /// fields.
+    pub rates: NodeRates,
     /// An emulated link's payload rate shared by the nodes present: `host_bw x
     /// payload share / nodes`.
     pub fair_share_bps: Option<f64>,
+}
+
+impl Deref for NodeLevel {
+    type Target = NodeRates;
+
+    fn deref(&self) -> &NodeRates {
+        &self.rates
+    }
 }
 
 /// The measured degradation at the top level against the baseline bandwidth, and the
@@ -74,8 +79,14 @@ pub struct StaircaseDegradation {
 /// the rest, `100 - that` (0 when the share is above the baseline). The m5 host's
 /// 25 Gbit/s over 6 m5.4xlarge at 5 Gbit/s: 16.7%; over 48 m5.large at 0.75: 30.6%.
 pub fn predicted_degradation_pct(host_bw_bps: f64, nodes: usize, baseline_bps: f64) -> f64 {
-    let share = host_bw_bps / nodes.max(1) as f64;
+    let share = predicted_share_bps(host_bw_bps, nodes);
     (100.0 - share / baseline_bps * 100.0).max(0.0)
+}
+
+/// The thesis 6.3 prediction of what each of `nodes` gets of a host's bandwidth when
+/// all push at once: `host_bw / nodes`.
+pub(super) fn predicted_share_bps(host_bw_bps: f64, nodes: usize) -> f64 {
+    host_bw_bps / nodes.max(1) as f64
 }
 
 /// `(baseline - measured) / baseline x 100`: the thesis' 4.12 against 5 Gbit/s is
@@ -99,27 +110,20 @@ pub fn node_throughput(run: &Run) -> Result<Option<NodeThroughput>, AnalysisErro
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {
-            let per_node_bps = per_node(&l.rows);
-            for (n, _) in &per_node_bps {
+            let Some(rates) = NodeRates::of(&l.rows) else {
+                continue;
+            };
+            for (n, _) in &rates.per_node_bps {
                 if !nodes.contains(n) {
                     nodes.push(n.clone());
                 }
             }
-            if per_node_bps.is_empty() {
-                continue;
-            }
-            let rates = per_node_bps.iter().map(|(_, r)| *r);
-            let sum: f64 = rates.clone().sum();
             let count = l.level as usize + 1;
             levels.push(NodeLevel {
                 level: l.level,
                 label: l.label.clone(),
-                mean: sum / per_node_bps.len() as f64,
-                min: rates.clone().fold(f64::INFINITY, f64::min),
-                max: rates.fold(f64::NEG_INFINITY, f64::max),
-                sum,
                 fair_share_bps: link.map(|bw| bw / count as f64),
-                per_node_bps,
+                rates,
             });
         }
     }
@@ -134,42 +138,11 @@ pub fn node_throughput(run: &Run) -> Result<Option<NodeThroughput>, AnalysisErro
     }))
 }
 
-/// Each tenant's mean rate over its records, in order of first appearance.
-fn per_node(rows: &[&Row]) -> Vec<(String, f64)> {
-    let mut per: Vec<(String, Vec<f64>)> = Vec::new();
-    for r in rows {
-        let Some(rate) = r.metrics.get(Metric::RateBps) else {
-            continue;
-        };
-        match per.iter_mut().find(|(t, _)| *t == r.tenant) {
-            Some((_, v)) => v.push(rate),
-            None => per.push((r.tenant.clone(), vec![rate])),
-        }
-    }
-    per.into_iter()
-        .map(|(t, v)| (t, v.iter().sum::<f64>() / v.len() as f64))
-        .collect()
-}
-
 /// An emulated network's link as UDP payload at the run's datagram size: tc's token
 /// bucket counts each datagram's Ethernet frame without preamble and FCS (payload +
 /// 8 UDP + 20 IPv4 + 14 Ethernet header bytes).
 fn emulated_payload_bps(run: &Run) -> Option<f64> {
-    let exp = &run.manifest.experiment;
-    let bw = exp
-        .pointer("/network/host_bw_bps")
-        .and_then(Value::as_f64)
-        .filter(|_| exp.pointer("/network/mode").and_then(Value::as_str) == Some("emulated"))?;
-    Some(bw * Framing::Shaped.payload_share(msg_size(run), false))
-}
-
-fn msg_size(run: &Run) -> usize {
-    run.manifest
-        .experiment
-        .pointer("/scenario/msg_size")
-        .and_then(Value::as_u64)
-        .and_then(|m| usize::try_from(m).ok())
-        .unwrap_or(DEFAULT_MSG_SIZE)
+    emulated_host_bw(run).map(|bw| bw * Framing::Shaped.payload_share(msg_size(run), false))
 }
 
 /// The top level's degradation against the configured baseline (compared as
@@ -231,16 +204,7 @@ impl NodeThroughput {
             .levels
             .iter()
             .map(|l| {
-                let mut row = vec![
-                    Cell::text(&l.label),
-                    Cell::Int(l.per_node_bps.len() as i64),
-                    mbps(l.mean),
-                    mbps(l.min),
-                    mbps(l.max),
-                    mbps(l.sum),
-                    l.fair_share_bps.map_or(Cell::Empty, mbps),
-                    Cell::opt(l.fair_share_bps.map(|f| l.mean / f * 100.0), 1),
-                ];
+                let mut row = l.rates.row(&l.label, l.fair_share_bps);
                 row.extend(self.nodes.iter().map(|n| {
                     l.per_node_bps
                         .iter()
@@ -250,18 +214,7 @@ impl NodeThroughput {
                 row
             })
             .collect();
-        let mut columns: Vec<String> = [
-            "level",
-            "nodes",
-            "mean (Mbit/s)",
-            "min (Mbit/s)",
-            "max (Mbit/s)",
-            "sum (Mbit/s)",
-            "fair share (Mbit/s)",
-            "mean vs fair share %",
-        ]
-        .map(String::from)
-        .to_vec();
+        let mut columns = NodeRates::columns("fair share", "fair share");
         columns.extend(self.nodes.iter().map(|n| format!("{n} (Mbit/s)")));
         let mut tables = vec![Table {
             name: "throughput_staircase".to_string(),

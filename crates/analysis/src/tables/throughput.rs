@@ -2,6 +2,8 @@
 //! received rate, their mean, min, max and sum, beside the prediction that `n` nodes
 //! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
 
+use std::ops::Deref;
+
 use nnb_catalog::Catalog;
 use nnb_format::{Metric, Role};
 use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
@@ -10,7 +12,8 @@ use serde_json::Value;
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{by_group, is, measured, AnalysisError};
+use super::node_throughput::{measured_degradation_pct, predicted_share_bps};
+use super::{by_group, is, measured, AnalysisError, Row};
 
 /// Per-node throughput of a load-steps run.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,16 +31,100 @@ pub struct ThroughputLevel {
     pub level: f64,
     /// Level label, e.g. `load=50M`.
     pub label: String,
-    /// Each node's mean received rate over the repetitions, bit/s, by tenant name.
+    /// The nodes' received rates (`per_node_bps`, `mean`, `min`, `max`, `sum`),
+    /// reached through `Deref` as if they were this level's fields.
+    pub rates: NodeRates,
+}
+
+impl Deref for ThroughputLevel {
+    type Target = NodeRates;
+
+    fn deref(&self) -> &NodeRates {
+        &self.rates
+    }
+}
+
+/// The nodes' received rates at one level and their mean, min, max and sum.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeRates {
+    /// Each node's mean received rate over the repetitions, bit/s, by tenant name, in
+    /// order of first appearance.
     pub per_node_bps: Vec<(String, f64)>,
-    /// Mean over nodes, bit/s.
+    /// Mean over the nodes, bit/s.
     pub mean: f64,
     /// Slowest node, bit/s.
     pub min: f64,
     /// Fastest node, bit/s.
     pub max: f64,
-    /// Sum over nodes, bit/s.
+    /// Sum over the nodes, bit/s.
     pub sum: f64,
+}
+
+impl NodeRates {
+    /// Each tenant's mean `rate_bps` over its records in `rows` and their mean, min,
+    /// max and sum; `None` when no record has a rate.
+    pub(super) fn of(rows: &[&Row]) -> Option<NodeRates> {
+        let mut per: Vec<(String, Vec<f64>)> = Vec::new();
+        for r in rows {
+            let Some(rate) = r.metrics.get(Metric::RateBps) else {
+                continue;
+            };
+            match per.iter_mut().find(|(t, _)| *t == r.tenant) {
+                Some((_, v)) => v.push(rate),
+                None => per.push((r.tenant.clone(), vec![rate])),
+            }
+        }
+        if per.is_empty() {
+            return None;
+        }
+        let per_node_bps: Vec<(String, f64)> = per
+            .into_iter()
+            .map(|(t, v)| (t, v.iter().sum::<f64>() / v.len() as f64))
+            .collect();
+        let rates = per_node_bps.iter().map(|(_, r)| *r);
+        let sum: f64 = rates.clone().sum();
+        Some(NodeRates {
+            mean: sum / per_node_bps.len() as f64,
+            min: rates.clone().fold(f64::INFINITY, f64::min),
+            max: rates.fold(f64::NEG_INFINITY, f64::max),
+            sum,
+            per_node_bps,
+        })
+    }
+
+    /// A table row: `label`, the nodes, their mean, min, max and sum (Mbit/s), the
+    /// `reference` rate per node (Mbit/s) and the mean against it, %.
+    pub(super) fn row(&self, label: &str, reference_bps: Option<f64>) -> Vec<Cell> {
+        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
+        vec![
+            Cell::text(label),
+            Cell::Int(self.per_node_bps.len() as i64),
+            mbps(self.mean),
+            mbps(self.min),
+            mbps(self.max),
+            mbps(self.sum),
+            reference_bps.map_or(Cell::Empty, mbps),
+            Cell::opt(reference_bps.map(|r| self.mean / r * 100.0), 1),
+        ]
+    }
+
+    /// The columns of [`NodeRates::row`]: the reference rate's column is
+    /// `"{reference} (Mbit/s)"`, the mean against it `"mean vs {against} %"`.
+    pub(super) fn columns(reference: &str, against: &str) -> Vec<String> {
+        let mut columns: Vec<String> = [
+            "level",
+            "nodes",
+            "mean (Mbit/s)",
+            "min (Mbit/s)",
+            "max (Mbit/s)",
+            "sum (Mbit/s)",
+        ]
+        .map(String::from)
+        .to_vec();
+        columns.push(format!("{reference} (Mbit/s)"));
+        columns.push(format!("mean vs {against} %"));
+        columns
+    }
 }
 
 /// What a node should get when every node on the host pushes at once, as UDP payload
@@ -71,36 +158,13 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {
-            let mut per_node: Vec<(String, Vec<f64>)> = Vec::new();
-            for r in &l.rows {
-                let Some(rate) = r.metrics.get(Metric::RateBps) else {
-                    continue;
-                };
-                match per_node.iter_mut().find(|(t, _)| *t == r.tenant) {
-                    Some((_, v)) => v.push(rate),
-                    None => per_node.push((r.tenant.clone(), vec![rate])),
-                }
-            }
-            if per_node.is_empty() {
+            let Some(rates) = NodeRates::of(&l.rows) else {
                 continue;
-            }
-            let per_node_bps: Vec<(String, f64)> = per_node
-                .into_iter()
-                .map(|(t, v)| {
-                    let mean = v.iter().sum::<f64>() / v.len() as f64;
-                    (t, mean)
-                })
-                .collect();
-            let rates = per_node_bps.iter().map(|(_, r)| *r);
-            let sum: f64 = rates.clone().sum();
+            };
             levels.push(ThroughputLevel {
                 level: l.level,
                 label: l.label.clone(),
-                mean: sum / per_node_bps.len() as f64,
-                min: rates.clone().fold(f64::INFINITY, f64::min),
-                max: rates.fold(f64::NEG_INFINITY, f64::max),
-                sum,
-                per_node_bps,
+                rates,
             });
         }
     }
@@ -125,19 +189,7 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
 /// and the Ethernet header) or an Ethernet line rate (the whole frame) carries
 /// `msg_size / (msg_size + headers)` of its rate as UDP payload over IPv4.
 fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
-    let exp = &run.manifest.experiment;
-    let msg_size = exp
-        .pointer("/scenario/msg_size")
-        .and_then(Value::as_u64)
-        .and_then(|m| usize::try_from(m).ok())
-        .unwrap_or(DEFAULT_MSG_SIZE);
-    let emulated = exp
-        .pointer("/network/mode")
-        .and_then(Value::as_str)
-        .filter(|m| *m == "emulated")
-        .and_then(|_| exp.pointer("/network/host_bw_bps"))
-        .and_then(Value::as_f64);
-    let (host_bw_bps, framing, max_nodes, baseline_bps, source) = match emulated {
+    let (host_bw_bps, framing, max_nodes, baseline_bps, source) = match emulated_host_bw(run) {
         Some(bw) if nodes > 0 => (
             bw,
             Framing::Shaped,
@@ -163,41 +215,49 @@ fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
     if max_nodes == 0 {
         return None;
     }
-    let payload_share = framing.payload_share(msg_size, false);
-    let expected = host_bw_bps * payload_share / max_nodes as f64;
+    let payload_share = framing.payload_share(msg_size(run), false);
+    let expected = predicted_share_bps(host_bw_bps * payload_share, max_nodes);
     Some(Prediction {
         host_bw_bps,
         payload_share,
         max_nodes,
         expected_per_node_bps: expected,
         baseline_bps,
-        shortfall_pct: baseline_bps
-            .map(|b| (b * payload_share - expected) / (b * payload_share) * 100.0),
+        shortfall_pct: baseline_bps.map(|b| measured_degradation_pct(b * payload_share, expected)),
         source,
     })
+}
+
+/// The run's UDP datagram payload size: the scenario's `msg_size`, else the default.
+pub(super) fn msg_size(run: &Run) -> usize {
+    run.manifest
+        .experiment
+        .pointer("/scenario/msg_size")
+        .and_then(Value::as_u64)
+        .and_then(|m| usize::try_from(m).ok())
+        .unwrap_or(DEFAULT_MSG_SIZE)
+}
+
+/// An emulated network's `host_bw`, bit/s, as its link counts it; `None` for other
+/// networks.
+pub(super) fn emulated_host_bw(run: &Run) -> Option<f64> {
+    let exp = &run.manifest.experiment;
+    exp.pointer("/network/mode")
+        .and_then(Value::as_str)
+        .filter(|m| *m == "emulated")
+        .and_then(|_| exp.pointer("/network/host_bw_bps"))
+        .and_then(Value::as_f64)
 }
 
 impl Throughput {
     /// One row per level: nodes, mean, min, max, sum (Mbit/s), the predicted rate per
     /// node and the measured mean against it.
     pub fn table(&self) -> Table {
-        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
         let expected = self.prediction.as_ref().map(|p| p.expected_per_node_bps);
         let rows = self
             .levels
             .iter()
-            .map(|l| {
-                vec![
-                    Cell::text(&l.label),
-                    Cell::Int(l.per_node_bps.len() as i64),
-                    mbps(l.mean),
-                    mbps(l.min),
-                    mbps(l.max),
-                    mbps(l.sum),
-                    expected.map_or(Cell::Empty, mbps),
-                    Cell::opt(expected.map(|e| l.mean / e * 100.0), 1),
-                ]
-            })
+            .map(|l| l.rates.row(&l.label, expected))
             .collect();
         let mut notes = vec!["received payload rate per load-generating node, Mbit/s".to_string()];
         match &self.prediction {
@@ -223,18 +283,7 @@ impl Throughput {
         Table {
             name: "throughput".to_string(),
             title: "Throughput per node per level".to_string(),
-            columns: [
-                "level",
-                "nodes",
-                "mean (Mbit/s)",
-                "min (Mbit/s)",
-                "max (Mbit/s)",
-                "sum (Mbit/s)",
-                "predicted/node (Mbit/s)",
-                "mean vs predicted %",
-            ]
-            .map(String::from)
-            .to_vec(),
+            columns: NodeRates::columns("predicted/node", "predicted"),
             rows,
             notes,
         }
