@@ -375,17 +375,20 @@ fn throughput_per_node_and_emulated_prediction() {
     let l = &t.levels[0];
     assert_eq!(l.label, "load=50M");
     // neighbor-1: (24 + 24.5) / 2 = 24.25, neighbor-2: (25 + 24.9) / 2 = 24.95 Mbit/s
-    assert_eq!(l.per_node_bps.len(), 2);
-    assert_eq!(l.per_node_bps[0].0, "neighbor-1");
-    close(l.per_node_bps[0].1, 24.25e6);
-    close(l.per_node_bps[1].1, 24.95e6);
-    close(l.mean, (24.25e6 + 24.95e6) / 2.0);
-    close(l.min, 24.25e6);
-    close(l.max, 24.95e6);
-    close(l.sum, 24.25e6 + 24.95e6);
+    assert_eq!(l.rates.per_node_bps.len(), 2);
+    assert_eq!(l.rates.per_node_bps[0].0, "neighbor-1");
+    close(l.rates.per_node_bps[0].1, 24.25e6);
+    close(l.rates.per_node_bps[1].1, 24.95e6);
+    close(l.rates.mean, (24.25e6 + 24.95e6) / 2.0);
+    close(l.rates.min, 24.25e6);
+    close(l.rates.max, 24.95e6);
+    close(l.rates.sum, 24.25e6 + 24.95e6);
     let l = &t.levels[1];
-    close(l.mean, ((48e6 + 49e6) / 2.0 + (50e6 + 48e6) / 2.0) / 2.0);
-    close(l.sum, 97.5e6);
+    close(
+        l.rates.mean,
+        ((48e6 + 49e6) / 2.0 + (50e6 + 48e6) / 2.0) / 2.0,
+    );
+    close(l.rates.sum, 97.5e6);
     let p = t.prediction.as_ref().unwrap();
     close(p.host_bw_bps, 200e6);
     assert_eq!(p.max_nodes, 2);
@@ -407,10 +410,10 @@ fn throughput_prediction_from_the_catalog_for_m5_large() {
     let t = throughput(&run).unwrap().unwrap();
     let l = &t.levels[1];
     // 31, 33, 35 Mbit/s
-    close(l.mean, 33e6);
-    close(l.min, 31e6);
-    close(l.max, 35e6);
-    close(l.sum, 99e6);
+    close(l.rates.mean, 33e6);
+    close(l.rates.min, 31e6);
+    close(l.rates.max, 35e6);
+    close(l.rates.sum, 99e6);
     // thesis 6.3: a 25 Gbit/s m5 host shared by 48 m5.large = 520.83 Mbit/s each,
     // against a 750 Mbit/s baseline: (750 - 520.83) / 750 = 30.56% short (the same
     // share of both is payload, so the shortfall is framing-free).

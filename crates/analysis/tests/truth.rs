@@ -193,9 +193,9 @@ fn w4_received_rates_come_only_from_complete_sink_reports() {
     let t = throughput(&run).unwrap().unwrap();
     let l = &t.levels[0];
     // neighbor-1 has no received rate at 50M at all; neighbor-2: (25 + 24.9) / 2
-    assert_eq!(l.per_node_bps.len(), 1);
-    assert_eq!(l.per_node_bps[0].0, "neighbor-2");
-    close(l.per_node_bps[0].1, 24.95e6);
+    assert_eq!(l.rates.per_node_bps.len(), 1);
+    assert_eq!(l.rates.per_node_bps[0].0, "neighbor-2");
+    close(l.rates.per_node_bps[0].1, 24.95e6);
     let a = Analyses::of(&run).unwrap();
     assert!(
         a.verdict

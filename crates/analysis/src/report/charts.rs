@@ -333,7 +333,7 @@ pub(crate) fn throughput(label: &str, t: &Throughput) -> BoxChart {
         groups: names
             .into_iter()
             .zip(&t.levels)
-            .map(|(name, l)| (name, l.per_node_bps.iter().map(|p| p.1).collect()))
+            .map(|(name, l)| (name, l.rates.per_node_bps.iter().map(|p| p.1).collect()))
             .collect(),
         reference: t.prediction.as_ref().map(|p| {
             (
@@ -366,7 +366,7 @@ pub(crate) fn node_lines(label: &str, t: &NodeThroughput) -> LineChart {
                     .levels
                     .iter()
                     .filter_map(|l| {
-                        let (_, r) = l.per_node_bps.iter().find(|(t, _)| t == n)?;
+                        let (_, r) = l.rates.per_node_bps.iter().find(|(t, _)| t == n)?;
                         Some((l.level + 1.0, *r))
                     })
                     .collect(),
@@ -409,7 +409,7 @@ pub(crate) fn node_boxes(label: &str, t: &NodeThroughput) -> BoxChart {
                 let l = &t.levels[i];
                 (
                     format!("{}", l.level as usize + 1),
-                    l.per_node_bps.iter().map(|p| p.1).collect(),
+                    l.rates.per_node_bps.iter().map(|p| p.1).collect(),
                 )
             })
             .collect(),
@@ -435,8 +435,13 @@ pub(crate) fn throughput_compare(runs: &[(String, &Throughput)]) -> LineChart {
             .iter()
             .map(|(label, t)| Series {
                 name: format!("{label}: mean (band: slowest to fastest node)"),
-                points: t.levels.iter().map(|l| (l.level, l.mean)).collect(),
-                band: Some(t.levels.iter().map(|l| (l.min, l.max)).collect()),
+                points: t.levels.iter().map(|l| (l.level, l.rates.mean)).collect(),
+                band: Some(
+                    t.levels
+                        .iter()
+                        .map(|l| (l.rates.min, l.rates.max))
+                        .collect(),
+                ),
             })
             .collect(),
         markers: Vec::new(),

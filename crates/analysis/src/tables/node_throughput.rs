@@ -3,8 +3,6 @@
 //! repetitions), the fair share of an emulated link beside it, and the degradation at
 //! the top level against the baseline bandwidth, beside the thesis 6.3 prediction.
 
-use std::ops::Deref;
-
 use nnb_catalog::Catalog;
 use nnb_format::Role;
 use nnb_units::wire::Framing;
@@ -41,14 +39,6 @@ pub struct NodeLevel {
     /// An emulated link's payload rate shared by the nodes present: `host_bw x
     /// payload share / nodes`.
     pub fair_share_bps: Option<f64>,
-}
-
-impl Deref for NodeLevel {
-    type Target = NodeRates;
-
-    fn deref(&self) -> &NodeRates {
-        &self.rates
-    }
 }
 
 /// The measured degradation at the top level against the baseline bandwidth, and the
@@ -165,10 +155,13 @@ fn degradation(
         Some(b) => (b, "the experiment's baseline".to_string()),
         None => {
             let alone = levels.iter().find(|l| l.level == 0.0)?;
-            (alone.mean, "the test node alone (level 0)".to_string())
+            (
+                alone.rates.mean,
+                "the test node alone (level 0)".to_string(),
+            )
         }
     };
-    let nodes = top.per_node_bps.len();
+    let nodes = top.rates.per_node_bps.len();
     let catalog = || {
         let instance = run.instance_type()?;
         let (family, _) = Catalog::builtin().size(&instance)?;
@@ -186,8 +179,8 @@ fn degradation(
         baseline_bps,
         baseline_source,
         nodes,
-        mean_bps: top.mean,
-        measured_pct: measured_degradation_pct(baseline_bps, top.mean),
+        mean_bps: top.rates.mean,
+        measured_pct: measured_degradation_pct(baseline_bps, top.rates.mean),
         host_bw_bps: host.as_ref().map(|h| h.0),
         predicted_pct: host
             .as_ref()
@@ -206,7 +199,8 @@ impl NodeThroughput {
             .map(|l| {
                 let mut row = l.rates.row(&l.label, l.fair_share_bps);
                 row.extend(self.nodes.iter().map(|n| {
-                    l.per_node_bps
+                    l.rates
+                        .per_node_bps
                         .iter()
                         .find(|(t, _)| t == n)
                         .map_or(Cell::Empty, |(_, r)| mbps(*r))

@@ -2,8 +2,6 @@
 //! received rate, their mean, min, max and sum, beside the prediction that `n` nodes
 //! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
 
-use std::ops::Deref;
-
 use nnb_catalog::Catalog;
 use nnb_format::{Metric, Role};
 use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
@@ -34,14 +32,6 @@ pub struct ThroughputLevel {
     /// The nodes' received rates (`per_node_bps`, `mean`, `min`, `max`, `sum`),
     /// reached through `Deref` as if they were this level's fields.
     pub rates: NodeRates,
-}
-
-impl Deref for ThroughputLevel {
-    type Target = NodeRates;
-
-    fn deref(&self) -> &NodeRates {
-        &self.rates
-    }
 }
 
 /// The nodes' received rates at one level and their mean, min, max and sum.
@@ -173,7 +163,7 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
     }
     let nodes = levels
         .iter()
-        .map(|l| l.per_node_bps.len())
+        .map(|l| l.rates.per_node_bps.len())
         .max()
         .unwrap_or(0);
     Ok(Some(Throughput {
