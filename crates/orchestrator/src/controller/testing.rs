@@ -400,12 +400,7 @@ impl Provider for FakeProvider {
         present: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
-            if let Some(n) = present
-                .iter()
-                .find(|n| !fleet.tenants.iter().any(|t| &t.name == *n))
-            {
-                return Err(ProviderError::Invalid(format!("no tenant {n}")));
-            }
+            fleet.check_present(present)?;
             let mut w = self.world.lock().unwrap_or_else(|p| p.into_inner());
             w.presence_changes += 1;
             let mut started = Vec::new();

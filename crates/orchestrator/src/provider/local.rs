@@ -354,23 +354,8 @@ impl Provider for LocalProvider {
         present: &'a [String],
     ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
-            if let Some(name) = present
-                .iter()
-                .find(|n| !fleet.tenants.iter().any(|t| &t.name == *n))
-            {
-                return Err(ProviderError::Invalid(format!(
-                    "no tenant {name} in the fleet"
-                )));
-            }
-            let (stay, leave): (Vec<_>, Vec<_>) = std::mem::take(&mut fleet.children)
-                .into_iter()
-                .partition(|(n, _)| n == ENDPOINT || present.contains(n));
-            fleet.children = stay;
-            for (_, mut child) in leave {
-                // Already gone is fine: kill fails for a reaped child.
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+            fleet.check_present(present)?;
+            fleet.kill_children(|n| n == ENDPOINT || present.iter().any(|p| p == n));
             let mut started = Vec::new();
             for name in present {
                 if fleet.children.iter().any(|(n, _)| n == name) {

@@ -357,13 +357,31 @@ impl Fleet {
         local.and(cloud)
     }
 
-    fn teardown(&mut self) -> Result<(), ProviderError> {
-        for (_, child) in &mut self.children {
+    /// Refuses a present list that names a tenant this fleet does not have.
+    pub fn check_present(&self, present: &[String]) -> Result<(), ProviderError> {
+        match present
+            .iter()
+            .find(|n| !self.tenants.iter().any(|t| &t.name == *n))
+        {
+            Some(name) => Err(ProviderError::Invalid(format!(
+                "no tenant {name} in the fleet"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Kills and reaps the child agents `keep` says no to.
+    fn kill_children(&mut self, keep: impl Fn(&str) -> bool) {
+        for (_, child) in self.children.iter_mut().filter(|(n, _)| !keep(n)) {
             // Already gone is fine: kill fails with InvalidInput for a reaped child.
             let _ = child.kill();
             let _ = child.wait();
         }
-        self.children.clear();
+        self.children.retain(|(n, _)| keep(n));
+    }
+
+    fn teardown(&mut self) -> Result<(), ProviderError> {
+        self.kill_children(|_| false);
         match self.net.take() {
             Some(net) => net.remove(),
             None => Ok(()),

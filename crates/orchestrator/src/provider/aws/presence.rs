@@ -126,14 +126,7 @@ impl AwsProvider {
         fleet: &mut Fleet,
         present: &[String],
     ) -> Result<Vec<String>, ProviderError> {
-        if let Some(name) = present
-            .iter()
-            .find(|n| !fleet.tenants.iter().any(|t| &t.name == *n))
-        {
-            return Err(ProviderError::Invalid(format!(
-                "no tenant {name} in the fleet"
-            )));
-        }
+        fleet.check_present(present)?;
         let (spec, run_id, agents) = (&self.spec, self.run_id.as_str(), self.agents.clone());
         let Some(placed) = self.placed.as_mut() else {
             return Err(ProviderError::Unsupported(
