@@ -25,6 +25,26 @@ pub fn format_bits_per_sec(bps: f64) -> String {
     format_per_sec(bps, "bit")
 }
 
+/// Formats a byte count with a binary prefix and one decimal, as memory is sized:
+/// `512 B`, `4.0 KiB`, `256.0 MiB`, `1.5 GiB`.
+pub fn format_bytes(bytes: f64) -> String {
+    let (div, unit) = [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ]
+    .into_iter()
+    .map(|(d, u)| (d as f64, u))
+    .find(|&(d, _)| bytes.abs() >= d * 0.999_95)
+    .unwrap_or((1.0, "B"));
+    if unit == "B" {
+        format!("{bytes:.0} B")
+    } else {
+        format!("{:.1} {unit}", bytes / div)
+    }
+}
+
 /// Formats nanoseconds for people with four significant digits: `850 ns`,
 /// `41.20 µs`, `3.050 ms`, `1.235 s` (whole nanoseconds below a microsecond).
 pub fn format_ns(ns: f64) -> String {
@@ -67,6 +87,16 @@ pub fn format_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_take_a_binary_prefix() {
+        assert_eq!(format_bytes(512.0), "512 B");
+        assert_eq!(format_bytes(4096.0), "4.0 KiB");
+        assert_eq!(format_bytes(256.0 * 1048576.0), "256.0 MiB");
+        assert_eq!(format_bytes(1.5 * 1073741824.0), "1.5 GiB");
+        // Just under a MiB prints as one, not as 1024.0 KiB.
+        assert_eq!(format_bytes(1048575.9), "1.0 MiB");
+    }
 
     #[test]
     fn si_prefix_follows_the_rounded_value() {
