@@ -24,23 +24,49 @@ pub enum JobKind {
     Latency,
     /// A UDP load generator.
     Load,
+    /// A paced random read/write generator on a file (version 5).
+    Disk,
+    /// Memory allocated and kept touched by worker processes (version 5).
+    Memory,
 }
 
 impl JobKind {
-    /// The job's name in the format: `burn`, `latency`, `load`.
+    /// Every measured job kind.
+    pub const ALL: [JobKind; 5] = [
+        JobKind::Burn,
+        JobKind::Latency,
+        JobKind::Load,
+        JobKind::Disk,
+        JobKind::Memory,
+    ];
+
+    /// The job's name in the format: `burn`, `latency`, `load`, `disk`, `memory`.
     pub const fn name(self) -> &'static str {
         match self {
             JobKind::Burn => "burn",
             JobKind::Latency => "latency",
             JobKind::Load => "load",
+            JobKind::Disk => "disk",
+            JobKind::Memory => "memory",
         }
     }
 
     /// The measured job kind named `name`, if it is one (`steal`, `busy`, ... are not).
     pub fn from_name(name: &str) -> Option<JobKind> {
-        [JobKind::Burn, JobKind::Latency, JobKind::Load]
-            .into_iter()
-            .find(|k| k.name() == name)
+        JobKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The host-side utilisation metric of the resource this kind of job loads: a
+    /// burn's CPU, a load's network, a disk job's I/O, a memory job's resident
+    /// memory; none for a latency probe.
+    pub const fn host_metric(self) -> Option<Metric> {
+        match self {
+            JobKind::Burn => Some(Metric::HostCpuPct),
+            JobKind::Load => Some(Metric::HostNetBps),
+            JobKind::Disk => Some(Metric::HostIops),
+            JobKind::Memory => Some(Metric::HostMemBytes),
+            JobKind::Latency => None,
+        }
     }
 }
 
@@ -296,6 +322,24 @@ impl Achieved {
     }
 }
 
+/// What the format reads of a `disk` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct DiskJobResult {
+    /// Generating time, s.
+    pub elapsed_s: f64,
+    /// Operations completed per second.
+    pub iops: f64,
+}
+
+/// What the format reads of a `memory` job's result.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct MemoryJobResult {
+    /// Loading time, s.
+    pub elapsed_s: f64,
+    /// The workers' highest resident set size, bytes.
+    pub peak_rss_bytes: f64,
+}
+
 /// A measured job's result, read by kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobResult {
@@ -305,6 +349,10 @@ pub enum JobResult {
     Latency(LatencyJobResult),
     /// A load generator's.
     Load(LoadJobResult),
+    /// A disk generator's.
+    Disk(DiskJobResult),
+    /// A memory load's.
+    Memory(MemoryJobResult),
 }
 
 impl JobResult {
@@ -315,6 +363,8 @@ impl JobResult {
             JobKind::Burn => JobResult::Burn(BurnJobResult::deserialize(result)?),
             JobKind::Latency => JobResult::Latency(LatencyJobResult::deserialize(result)?),
             JobKind::Load => JobResult::Load(LoadJobResult::deserialize(result)?),
+            JobKind::Disk => JobResult::Disk(DiskJobResult::deserialize(result)?),
+            JobKind::Memory => JobResult::Memory(MemoryJobResult::deserialize(result)?),
         })
     }
 
@@ -325,6 +375,8 @@ impl JobResult {
             JobResult::Burn(b) => b.burn.wall_ns / 1e9,
             JobResult::Latency(l) => l.elapsed_s + warmup_s,
             JobResult::Load(l) => l.sent.elapsed_s,
+            JobResult::Disk(d) => d.elapsed_s,
+            JobResult::Memory(m) => m.elapsed_s,
         }
     }
 }
@@ -353,13 +405,16 @@ impl Metrics {
     /// The metrics of a `kind` job's raw result. A fixed-work burn's primary metric is
     /// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a
     /// load's the received rate. A result without the expected fields keeps the
-    /// primary metric's name with no values.
+    /// primary metric's name with no values. A disk job's primary metric is its
+    /// IOPS, a memory job's its peak RSS.
     pub fn of(kind: JobKind, fixed_work: bool, result: &Value) -> Metrics {
         let primary = match kind {
             JobKind::Burn if fixed_work => Metric::RuntimeS,
             JobKind::Burn => Metric::OpsPerSec,
             JobKind::Latency => Metric::RttMeanNs,
             JobKind::Load => Metric::RateBps,
+            JobKind::Disk => Metric::Iops,
+            JobKind::Memory => Metric::RssBytes,
         };
         let mut m = Metrics {
             metric: Some(primary),
@@ -384,6 +439,8 @@ impl Metrics {
                 }
             }
             Ok(JobResult::Load(l)) => m.values.set(Metric::RateBps, l.rate_bps()),
+            Ok(JobResult::Disk(d)) => m.values.set(Metric::Iops, Some(d.iops)),
+            Ok(JobResult::Memory(r)) => m.values.set(Metric::RssBytes, Some(r.peak_rss_bytes)),
             Err(_) => {}
         }
         m.value = m.get(primary);
@@ -504,6 +561,30 @@ mod tests {
         ] {
             assert_eq!(BackgroundJob::from_name(k.name()), Some(k));
         }
+    }
+
+    #[test]
+    fn disk_and_memory_results_give_iops_and_rss() {
+        let disk = json!({"elapsed_s": 2.0, "iops": 199.5, "ops": 399, "target_iops": 200.0});
+        let m = Metrics::of(JobKind::Disk, false, &disk);
+        assert_eq!((m.metric, m.value), (Some(Metric::Iops), Some(199.5)));
+        assert_eq!(
+            JobResult::parse(JobKind::Disk, &disk)
+                .unwrap()
+                .measured_secs(0.0),
+            2.0
+        );
+        let mem = json!({"elapsed_s": 3.0, "peak_rss_bytes": 268435456.0, "oom_kills": 0});
+        let m = Metrics::of(JobKind::Memory, false, &mem);
+        assert_eq!(
+            (m.metric, m.value),
+            (Some(Metric::RssBytes), Some(268435456.0))
+        );
+        for k in JobKind::ALL {
+            assert_eq!(JobKind::from_name(k.name()), Some(k));
+        }
+        assert_eq!(JobKind::Disk.host_metric(), Some(Metric::HostIops));
+        assert_eq!(JobKind::Latency.host_metric(), None);
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub enum Quantity {
     OpsPerSecond,
     /// Bits per second.
     BitsPerSecond,
+    /// Percent of one CPU (100 = one CPU busy all the time).
+    PercentCpu,
+    /// Bytes.
+    Bytes,
 }
 
 /// A metric of the results format: a flat numeric column of `samples.jsonl`, and the
@@ -63,11 +67,29 @@ pub enum Metric {
     /// operation, which a thread sweep compares across levels (total throughput rises
     /// with the thread count and says nothing about interference).
     NsPerOpPerThread,
+    /// Disk load generator (version 5): I/O operations completed per second, as the
+    /// generator counted them.
+    Iops,
+    /// Memory load (version 5): the workers' highest resident set size, bytes, as
+    /// the load read it from `/proc`.
+    RssBytes,
+    /// Host side (version 5): the tenant's CPU time per wall time over the measured
+    /// jobs, read from its cgroup's accounting, percent of one CPU.
+    HostCpuPct,
+    /// Host side (version 5): the tenant's mean resident memory over the measured
+    /// jobs, read from its cgroup, bytes.
+    HostMemBytes,
+    /// Host side (version 5): the tenant's block I/O operations per second, read
+    /// from its cgroup's I/O accounting.
+    HostIops,
+    /// Host side (version 5): the bits per second the tenant's network interface
+    /// sent, read from its counters outside the tenant.
+    HostNetBps,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 9] = [
+    pub const ALL: [Metric; 15] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -77,6 +99,21 @@ impl Metric {
         Metric::RttP999Ns,
         Metric::RateBps,
         Metric::NsPerOpPerThread,
+        Metric::Iops,
+        Metric::RssBytes,
+        Metric::HostCpuPct,
+        Metric::HostMemBytes,
+        Metric::HostIops,
+        Metric::HostNetBps,
+    ];
+
+    /// The host-side utilisation metrics (version 5): what the provider read of each
+    /// tenant from outside it, independent of what its load generator reports.
+    pub const HOST: [Metric; 4] = [
+        Metric::HostCpuPct,
+        Metric::HostMemBytes,
+        Metric::HostIops,
+        Metric::HostNetBps,
     ];
 
     /// The round-trip-time metrics of a latency job: mean, p50, p90, p99, p99.9.
@@ -101,6 +138,12 @@ impl Metric {
             Metric::RttP999Ns => "rtt_p999_ns",
             Metric::RateBps => "rate_bps",
             Metric::NsPerOpPerThread => "ns_per_op_per_thread",
+            Metric::Iops => "iops",
+            Metric::RssBytes => "rss_bytes",
+            Metric::HostCpuPct => "host_cpu_pct",
+            Metric::HostMemBytes => "host_mem_bytes",
+            Metric::HostIops => "host_iops",
+            Metric::HostNetBps => "host_net_bps",
         }
     }
 
@@ -125,7 +168,10 @@ impl Metric {
             | Metric::RttP99Ns
             | Metric::RttP999Ns
             | Metric::NsPerOpPerThread => Quantity::Nanoseconds,
-            Metric::RateBps => Quantity::BitsPerSecond,
+            Metric::RateBps | Metric::HostNetBps => Quantity::BitsPerSecond,
+            Metric::Iops | Metric::HostIops => Quantity::OpsPerSecond,
+            Metric::RssBytes | Metric::HostMemBytes => Quantity::Bytes,
+            Metric::HostCpuPct => Quantity::PercentCpu,
         }
     }
 
@@ -136,6 +182,8 @@ impl Metric {
             Quantity::Nanoseconds => "ns",
             Quantity::OpsPerSecond => "ops/s",
             Quantity::BitsPerSecond => "bit/s",
+            Quantity::PercentCpu => "% CPU",
+            Quantity::Bytes => "B",
         }
     }
 
@@ -148,6 +196,8 @@ impl Metric {
             Quantity::Nanoseconds => nnb_units::format_ns(v),
             Quantity::OpsPerSecond => nnb_units::format_per_sec(v, "ops"),
             Quantity::BitsPerSecond => nnb_units::format_bits_per_sec(v),
+            Quantity::PercentCpu => format!("{v:.1} % CPU"),
+            Quantity::Bytes => nnb_units::format_bytes(v),
         }
     }
 
@@ -155,7 +205,12 @@ impl Metric {
     pub fn direction(self) -> Direction {
         match self.quantity() {
             Quantity::Seconds | Quantity::Nanoseconds => Direction::LowerIsBetter,
-            Quantity::OpsPerSecond | Quantity::BitsPerSecond => Direction::HigherIsBetter,
+            // Utilisation: a tenant's share of the resource, which the isolation
+            // matrix compares alone and beside a neighbor: more is more of its grant.
+            Quantity::OpsPerSecond
+            | Quantity::BitsPerSecond
+            | Quantity::PercentCpu
+            | Quantity::Bytes => Direction::HigherIsBetter,
         }
     }
 
@@ -172,15 +227,22 @@ impl Metric {
             Metric::RttP999Ns => "p99.9 round-trip time",
             Metric::RateBps => "rate",
             Metric::NsPerOpPerThread => "time per op per thread",
+            Metric::Iops => "I/O operations per second",
+            Metric::RssBytes => "resident memory",
+            Metric::HostCpuPct => "CPU utilisation (host side)",
+            Metric::HostMemBytes => "resident memory (host side)",
+            Metric::HostIops => "I/O operations per second (host side)",
+            Metric::HostNetBps => "network send rate (host side)",
         }
     }
 
     /// Digits shown after the point in tables: 4 for seconds, 3 for the time per op
-    /// (about a nanosecond), none for the rest.
+    /// (about a nanosecond), 2 for a CPU percentage, none for the rest.
     pub fn decimals(self) -> usize {
         match (self, self.quantity()) {
             (_, Quantity::Seconds) => 4,
             (Metric::NsPerOpPerThread, _) => 3,
+            (_, Quantity::PercentCpu) => 2,
             _ => 0,
         }
     }
@@ -299,7 +361,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =

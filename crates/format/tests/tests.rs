@@ -3,3 +3,15 @@
 
 mod v1_runs;
 mod v3_runs;
+
+/// The metric columns version 5 added (the disk and memory jobs' own figures and the
+/// host-side utilisation): an older sample reads with them null and writes them back
+/// as nulls.
+const ADDED_IN_V5: [&str; 6] = [
+    "iops",
+    "rss_bytes",
+    "host_cpu_pct",
+    "host_mem_bytes",
+    "host_iops",
+    "host_net_bps",
+];

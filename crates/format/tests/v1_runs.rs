@@ -26,9 +26,12 @@ fn lines(run: &str) -> Vec<String> {
 /// Columns version 2 added to a sample.
 const ADDED_IN_V2: [&str; 1] = ["ns_per_op_per_thread"];
 
-/// Columns added since version 1: version 2's and version 4's.
+/// Columns added since version 1: version 2's, version 4's and version 5's.
 fn added_since_v1() -> impl Iterator<Item = &'static str> {
-    ADDED_IN_V2.into_iter().chain(nnb_format::CONDITION_COLUMNS)
+    ADDED_IN_V2
+        .into_iter()
+        .chain(nnb_format::CONDITION_COLUMNS)
+        .chain(crate::ADDED_IN_V5)
 }
 
 #[test]

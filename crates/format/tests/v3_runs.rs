@@ -1,6 +1,6 @@
-//! Version-3 records stay readable in version 4: a sample written before the
-//! conditions columns existed reads with them null and writes back with every field
-//! it had, plus those nulls; a version-4 sample made from a job's result carries them.
+//! Version-3 records stay readable in versions 4 and 5: a sample written before the
+//! conditions columns (and version 5's metric columns) existed reads with them null
+//! and writes back with every field it had, plus those nulls; a version-4 sample made from a job's result carries them.
 
 use std::time::SystemTime;
 
@@ -33,7 +33,7 @@ fn a_v3_sample_reads_with_null_conditions() {
     assert_eq!(s.format_version, 3);
     assert_eq!(s.conditions, StepConditions::default());
     let mut written = serde_json::to_value(&s).unwrap();
-    for c in CONDITION_COLUMNS {
+    for c in CONDITION_COLUMNS.into_iter().chain(crate::ADDED_IN_V5) {
         let v = written.as_object_mut().unwrap().remove(c);
         assert_eq!(v, Some(Value::Null), "{c}");
     }

@@ -61,6 +61,21 @@ impl Unit {
         prefixed: false,
         max_exponent: 0,
     };
+    /// Data in percent of one CPU.
+    pub const PERCENT_CPU: Unit = Unit {
+        symbol: "% CPU",
+        scale: 1.0,
+        prefixed: false,
+        max_exponent: 0,
+    };
+    /// Data in bytes, shown as `B` .. `TB` (decimal prefixes, as the axis' other
+    /// units).
+    pub const BYTES: Unit = Unit {
+        symbol: "B",
+        scale: 1.0,
+        prefixed: true,
+        max_exponent: 12,
+    };
 
     /// The unit of a results-format metric's values.
     pub fn of_metric(metric: Metric) -> Unit {
@@ -69,6 +84,8 @@ impl Unit {
             Quantity::BitsPerSecond => Unit::BITS_PER_SECOND,
             Quantity::Seconds => Unit::SECONDS,
             Quantity::OpsPerSecond => Unit::OPS_PER_SECOND,
+            Quantity::PercentCpu => Unit::PERCENT_CPU,
+            Quantity::Bytes => Unit::BYTES,
         }
     }
 
