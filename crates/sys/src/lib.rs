@@ -15,6 +15,7 @@ pub mod file;
 pub mod mmsg;
 pub mod process;
 pub mod socket;
+pub mod toucher;
 
 /// Turns a C return code into an I/O result: negative means `errno` holds the error.
 fn cvt(rc: libc::c_int) -> std::io::Result<libc::c_int> {
