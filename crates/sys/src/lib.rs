@@ -1,7 +1,7 @@
 //! nnb's OS layer: every system call nnb makes (CPU affinity, clocks, the hardware
-//! counter, socket options, batched UDP I/O, process setup), each behind a small safe
-//! function, so the rest of the workspace needs no `unsafe` (it is denied there by
-//! the workspace lints).
+//! counter, socket options, batched UDP I/O, process setup, cgroups), each behind a
+//! small safe function, so the rest of the workspace needs no `unsafe` (it is denied
+//! there by the workspace lints).
 //!
 //! The style follows quinn-udp: the raw C structures (`cpu_set_t`, `iovec`,
 //! `mmsghdr`, control messages) never leave this crate, errors come back as
@@ -10,6 +10,7 @@
 #![allow(unsafe_code)]
 
 pub mod affinity;
+pub mod cgroup;
 pub mod clock;
 pub mod file;
 pub mod mmsg;
