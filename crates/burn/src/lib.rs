@@ -11,6 +11,7 @@ pub mod clock;
 pub mod conditions;
 pub mod env;
 pub mod freq;
+pub mod memload;
 pub mod placement;
 pub mod session;
 pub mod smt_probe;
