@@ -544,8 +544,8 @@ fn every_fixture_run_gets_the_plots_its_scenario_supports() {
     );
     assert_eq!(
         svgs_in("20261122T100200Z-cccccc"),
-        set(&[]),
-        "the isolation matrix is tables only"
+        set(&["isolation.svg"]),
+        "the isolation matrix's Fig. 5"
     );
     assert!(files
         .iter()

@@ -596,6 +596,102 @@ fn m10_without_capacity_or_unrestricted_the_largest_baseline_stands_in() {
     assert!(iso.table().notes.contains(&note));
 }
 
+/// m10, version 5: with host-side utilisation recorded, a and a' are it, not the
+/// generator's ops/s: tenant a's `host_cpu_pct` carries Table 2's values (the ops/s
+/// are set far off, so reading them would show), b's is 40% of one CPU (30 and 50 in
+/// its two repetitions: sd 14.142). The capacity step kept CPUs 0 and 1 busy, so
+/// p_max = 2 x 100% = 200 exactly, not the 199 it measured. a_s b_o: I_ulr = 1.52 /
+/// 200 = 0.76%; Fig. 5's shares: a's 23.48 / 200 = 11.74%, b's 40 / 200 = 20% with
+/// sd 14.142 / 200 = 7.071%.
+#[test]
+fn m10_host_side_cpu_utilisation_is_what_the_matrix_compares() {
+    let (_d, run) = table2_run(Some(1e9), |r| {
+        if r["role"] == "test" {
+            r["host_cpu_pct"] = if r["group"] == "capacity" {
+                json!(199.0)
+            } else {
+                r["value"].clone()
+            };
+            r["ops_per_sec"] = json!(1e9);
+            r["value"] = json!(1e9);
+        } else {
+            r["host_cpu_pct"] = json!(if r["rep"] == 1 { 30.0 } else { 50.0 });
+        }
+        true
+    });
+    let iso = isolation(&run).unwrap().unwrap();
+    assert!(iso.host_side);
+    assert_eq!(iso.metric, Metric::HostCpuPct);
+    close(iso.p_max, 200.0);
+    assert_eq!(iso.p_max_source, PmaxSource::Cpus { cpus: 2 });
+    let p = pair(&iso, 11);
+    close(p.p_a, 25.0);
+    close(p.p_b, 23.48);
+    assert!((p.i_ulr - 0.0076).abs() < 1e-12, "{}", p.i_ulr);
+    let (b_mean, b_sd) = p.b.unwrap();
+    close(b_mean, 40.0);
+    close(b_sd, 200f64.sqrt());
+    let shares = iso.shares();
+    assert_eq!(shares.len(), 4 + 12);
+    let s11 = shares.iter().find(|s| s.id == 11).unwrap();
+    close(s11.a.0, 11.74);
+    close(s11.a.1, 0.0);
+    let (b_share, b_share_sd) = s11.b.unwrap();
+    close(b_share, 20.0);
+    close(b_share_sd, 200f64.sqrt() / 2.0);
+    assert!(shares.iter().filter(|s| s.id <= 4).all(|s| s.b.is_none()));
+    let t = iso.table();
+    assert_eq!(t.columns[2], "a (% CPU)");
+    assert!(
+        t.notes.iter().any(|n| n.contains("seen from the host")),
+        "{:?}",
+        t.notes
+    );
+    assert_eq!(
+        iso.p_max_note(),
+        "p_max = 200.00 % CPU: 2 CPUs x 100%, the CPUs tenant a's capacity step kept busy"
+    );
+}
+
+/// m10, version 5: a memory matrix has no capacity step; p_max is the machine's
+/// memory its memory jobs reported (8 GiB), and a and a' are resident bytes shown in
+/// MiB: a_s = 256 MiB alone, 128 MiB beside b: I_plr = 50%, I_ulr = 128 MiB / 8 GiB
+/// = 1.5625%.
+#[test]
+fn m10_memory_utilisation_is_relative_to_the_machines_memory() {
+    let mib = (1u64 << 20) as f64;
+    let (_d, run) = table2_run(None, |r| {
+        r["job"] = json!("memory");
+        r["metric"] = json!("rss_bytes");
+        let label = r["level_label"].as_str().unwrap_or_default().to_string();
+        let rss = match label.as_str() {
+            "a=saturated" => 256.0 * mib,
+            "a=saturated,b=overcommitted" => 128.0 * mib,
+            _ => 100.0 * mib,
+        };
+        r["host_mem_bytes"] = json!(rss);
+        r["rss_bytes"] = json!(rss);
+        r["value"] = json!(rss);
+        r["result"] =
+            json!({"peak_rss_bytes": rss, "elapsed_s": 3.0, "mem_total_bytes": 8u64 << 30});
+        true
+    });
+    let iso = isolation(&run).unwrap().unwrap();
+    assert_eq!(iso.metric, Metric::HostMemBytes);
+    assert_eq!(iso.p_max_source, PmaxSource::Memory { bytes: 8 << 30 });
+    let p = pair(&iso, 11);
+    close(p.i_plr, 0.5);
+    close(p.i_ulr, 128.0 / 8192.0);
+    let t = iso.table();
+    assert_eq!(t.columns[2], "a (MiB)");
+    let row = t.rows.iter().find(|r| r[0] == Cell::Int(11)).unwrap();
+    assert!(matches!(row[2], Cell::Num { value, .. } if (value - 256.0).abs() < 1e-9));
+    assert!(matches!(row[3], Cell::Num { value, .. } if (value - 128.0).abs() < 1e-9));
+    assert!(iso
+        .p_max_note()
+        .starts_with("p_max = 8192.0 MiB: the machine's memory"));
+}
+
 /// `fixture` as a run of format `version`: its manifest and every record say so.
 fn as_version(fixture: &str, version: u64) -> (tempfile::TempDir, Run) {
     edited(

@@ -38,6 +38,9 @@ pub struct Quality {
     pub uptime_s: Option<f64>,
     /// The effective frequency of the job's CPUs while it ran (version 4).
     pub freq: Option<FreqUse>,
+    /// A memory job's machine memory (`MemTotal`), bytes (version 5): the resource
+    /// maximum a memory isolation matrix's utilisation loss is relative to.
+    pub mem_total_bytes: Option<u64>,
 }
 
 /// The hypervisor's steal during a job (`steal`).

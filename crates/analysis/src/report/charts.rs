@@ -5,7 +5,9 @@ use nnb_format::Metric;
 
 use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
 use crate::read::Run;
-use crate::tables::{Degradation, Knees, LatencyVsLoad, LevelStats, NodeThroughput, Throughput};
+use crate::tables::{
+    Degradation, Isolation, Knees, LatencyVsLoad, LevelStats, NodeThroughput, Throughput,
+};
 
 /// Most series a percentile chart gets; runs with more load levels show an even
 /// spread of them, first and last included.
@@ -374,6 +376,49 @@ pub(crate) fn node_lines(label: &str, t: &NodeThroughput) -> LineChart {
             })
             .collect(),
         markers: Vec::new(),
+        log_x: false,
+        y_from_zero: true,
+    }
+}
+
+/// Volpert et al.'s Fig. 5: the utilisation of tenants a and b in every scenario
+/// of the isolation matrix (Table 1 ids 1-16: a alone, then a beside b), as a
+/// share of the resource maximum `p_max`, each with its standard deviation over the
+/// repetitions as a band.
+pub(crate) fn isolation(label: &str, iso: &Isolation) -> LineChart {
+    let shares = iso.shares();
+    let band = |m: f64, sd: f64| (m - sd, m + sd);
+    let a = Series {
+        name: "tenant a (mean ± sd)".into(),
+        points: shares.iter().map(|s| (f64::from(s.id), s.a.0)).collect(),
+        band: Some(shares.iter().map(|s| band(s.a.0, s.a.1)).collect()),
+    };
+    let b_shares: Vec<(u32, (f64, f64))> =
+        shares.iter().filter_map(|s| Some((s.id, s.b?))).collect();
+    let b = Series {
+        name: "tenant b (mean ± sd)".into(),
+        points: b_shares
+            .iter()
+            .map(|(id, (m, _))| (f64::from(*id), *m))
+            .collect(),
+        band: Some(b_shares.iter().map(|(_, (m, sd))| band(*m, *sd)).collect()),
+    };
+    let seen = if iso.host_side {
+        "seen from the host"
+    } else {
+        "as generated"
+    };
+    LineChart {
+        title: format!("{label}: {} per scenario ({seen})", iso.metric.label()),
+        x_label: "scenario (Volpert et al. Table 1 id; 1-4 a alone)".into(),
+        x_unit: Unit::NONE,
+        y_label: "share of the resource maximum".into(),
+        y_unit: Unit::PERCENT,
+        series: [a, b]
+            .into_iter()
+            .filter(|s| !s.points.is_empty())
+            .collect(),
+        markers: vec![(4.5, "a beside b →".to_string())],
         log_x: false,
         y_from_zero: true,
     }

@@ -360,6 +360,10 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
         let chart = charts::throughput(&label, t);
         w.plot("throughput_per_node", &chart.title, plot::box_chart(&chart))?;
     }
+    if let Some(iso) = &a.analyses.isolation {
+        let chart = charts::isolation(&label, iso);
+        w.plot("isolation", &chart.title, plot::line_chart(&chart))?;
+    }
     Ok(w)
 }
 

@@ -2,8 +2,16 @@
 //! performance alone in each state (`p_a`) against beside tenant b (`p_b`), as
 //! `I_plr = |p_a - p_b| / p_a` and `I_ulr = |p_a - p_b| / p_max`.
 //!
+//! The figures are utilisation seen from the host (format version 5): each tenant's
+//! CPU time, resident memory, block I/O operations or sent bits per second, read by
+//! the provider from its cgroup and interface, outside its load generator (the
+//! paper's black-box principle). Runs without them (older runs, cloud tenants) fall
+//! back to the load generator's own metric (ops/s, bit/s), and the table says so.
+//!
 //! `p_max` is "the maximum possible utilisation a resource can achieve" (eq. 4): the
-//! whole resource, not what one tenant gets. The paper's tables work out to 2 CPUs x
+//! whole resource, not what one tenant gets: the CPUs x 100% the capacity step kept
+//! busy, the machine's memory (which a memory job reports), the device's IOPS or the
+//! link's rate measured by the capacity step. The paper's tables work out to 2 CPUs x
 //! 100% = 200 for the CPU (Table 2, id 11: |25.00 - 23.48| = 1.52 is I_ulr 0.76%) and
 //! 100% of the link for the network (Table 3). nnb measures it in the plan's
 //! capacity step (group `capacity`, id 0): tenant a alone with a burner thread pinned
@@ -16,7 +24,7 @@
 use std::collections::BTreeSet;
 
 use nnb_format::stats::Summary;
-use nnb_format::{Metric, Role};
+use nnb_format::{Metric, Quantity, Role};
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -26,8 +34,11 @@ use super::{by_group, is, measured, AnalysisError, Row};
 /// Baselines and pairs of an isolation-matrix run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Isolation {
-    /// The primary metric of tenant a (throughput or rate).
+    /// What a and a' are: a host-side utilisation metric, or (runs without one)
+    /// tenant a's primary metric (throughput or rate).
     pub metric: Metric,
+    /// Whether `metric` is the host-side utilisation.
+    pub host_side: bool,
     /// The maximum I_ulr divides by: the capacity step's mean, or a stand-in (see
     /// `p_max_source`).
     pub p_max: f64,
@@ -42,6 +53,17 @@ pub struct Isolation {
 /// Where an isolation matrix's `p_max` came from.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PmaxSource {
+    /// CPU utilisation: 100% per CPU the capacity step kept busy (Volpert et al.'s
+    /// "CPUs x 100%").
+    Cpus {
+        /// The CPUs.
+        cpus: usize,
+    },
+    /// Memory: the machine's memory, as tenant a's memory jobs reported it.
+    Memory {
+        /// Bytes.
+        bytes: u64,
+    },
     /// The run's capacity step (id 0): tenant a alone using the whole resource of
     /// the host, the resource maximum of eq. 4.
     Capacity {
@@ -73,6 +95,8 @@ pub struct IsolationBaseline {
     pub state: String,
     /// Mean of the repetitions.
     pub mean: f64,
+    /// Their standard deviation.
+    pub sd: f64,
     /// Repetitions used.
     pub n: usize,
 }
@@ -98,6 +122,21 @@ pub struct IsolationPair {
     pub i_ulr: f64,
     /// Repetitions used for `p_b`.
     pub n: usize,
+    /// The standard deviation of a's repetitions beside b.
+    pub p_b_sd: f64,
+    /// Tenant b's utilisation meanwhile (mean, standard deviation), when recorded.
+    pub b: Option<(f64, f64)>,
+}
+
+/// Tenants a and b in one scenario, as percentages of `p_max`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScenarioShare {
+    /// Table 1 id (1-4 a alone, 5-16 a beside b).
+    pub id: u32,
+    /// Tenant a's mean and standard deviation over the repetitions, percent.
+    pub a: (f64, f64),
+    /// Tenant b's, when it ran (the pairs).
+    pub b: Option<(f64, f64)>,
 }
 
 /// One letter per state, as in the paper's short names (`a_s b_o`).
@@ -133,9 +172,36 @@ fn busy_cpus(rows: &[&Row]) -> Option<usize> {
     (!cpus.is_empty()).then_some(cpus.len())
 }
 
-/// The isolation metrics of an isolation-matrix run (tenant a's records); `None` for
-/// other scenarios. `p_max` is the capacity step's mean; without one, a's
-/// unrestricted baseline (Table 1 id 4), or else the largest baseline, stands in.
+/// What a and a' are measured in: the host-side metric of tenant a's job kind when
+/// every record of a has it, else a's primary metric.
+fn view(rows: &[Row]) -> Option<(Metric, bool)> {
+    let host = rows.iter().find_map(|r| r.job?.host_metric());
+    match host {
+        Some(h) if rows.iter().all(|r| r.metrics.get(h).is_some()) => Some((h, true)),
+        _ => rows.iter().find_map(|r| r.metric).map(|m| (m, false)),
+    }
+}
+
+/// Mean and standard deviation of `metric` in `rows` (its primary value when
+/// `metric` is the rows' own primary metric and not host-side).
+fn summary(rows: &[&Row], metric: Metric, host_side: bool) -> Option<Summary> {
+    let values: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| {
+            if host_side {
+                r.metrics.get(metric)
+            } else {
+                r.value
+            }
+        })
+        .collect();
+    Summary::of(&values)
+}
+
+/// The isolation metrics of an isolation-matrix run (tenant a's records, and b's
+/// utilisation beside it); `None` for other scenarios. `p_max` is the resource
+/// maximum (see the module); without a capacity, a's unrestricted baseline (Table 1
+/// id 4), or else the largest baseline, stands in.
 pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     if !is(run, Scenario::IsolationMatrix) {
         return Ok(None);
@@ -146,34 +212,44 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
         message,
     };
     let no_baseline = || data_err("no baseline of tenant a: I_plr needs one".to_string());
-    let metric = rows.iter().find_map(|r| r.metric).ok_or_else(no_baseline)?;
+    let (metric, host_side) = view(&rows).ok_or_else(no_baseline)?;
+    let b_rows = measured(run, Role::Neighbor)?;
+    let b_levels = by_group(&b_rows);
+    let b_of = |label: &str| -> Option<(f64, f64)> {
+        let level = b_levels
+            .iter()
+            .flat_map(|(_, levels)| levels)
+            .find(|l| l.label == label)?;
+        let (m, host) = view(&level.rows.iter().map(|r| (*r).clone()).collect::<Vec<_>>())?;
+        summary(&level.rows, m, host).map(|s| (s.mean, s.stddev))
+    };
     let mut baselines = Vec::new();
     let mut pairs = Vec::new();
     let mut capacity = None;
     for (group, levels) in by_group(&rows) {
         for l in levels {
-            let values: Vec<f64> = l.rows.iter().filter_map(|r| r.value).collect();
-            let Some(s) = Summary::of(&values) else {
+            let Some(s) = summary(&l.rows, metric, host_side) else {
                 continue;
             };
             let (a, b) = states(&l.label);
             match (group.as_str(), b) {
                 ("capacity", _) => {
-                    capacity = Some((
-                        s.mean,
-                        PmaxSource::Capacity {
-                            n: s.n,
-                            cpus: busy_cpus(&l.rows),
-                        },
-                    ))
+                    let cpus = busy_cpus(&l.rows);
+                    capacity = Some(match (metric, cpus) {
+                        (Metric::HostCpuPct, Some(cpus)) if host_side => {
+                            (cpus as f64 * 100.0, PmaxSource::Cpus { cpus })
+                        }
+                        _ => (s.mean, PmaxSource::Capacity { n: s.n, cpus }),
+                    })
                 }
                 ("baseline", _) => baselines.push(IsolationBaseline {
                     id: l.level as u32,
                     state: a,
                     mean: s.mean,
+                    sd: s.stddev,
                     n: s.n,
                 }),
-                ("pair", Some(b)) => pairs.push((l.level as u32, a, b, s.mean, s.n)),
+                ("pair", Some(b)) => pairs.push((l.level as u32, a, b, s, b_of(&l.label))),
                 _ => {
                     return Err(data_err(format!(
                         "unexpected isolation-matrix level `{}` in group `{group}`",
@@ -183,6 +259,11 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             }
         }
     }
+    let memory = || {
+        let bytes = rows.iter().find_map(|r| r.quality.mem_total_bytes)?;
+        (host_side && metric == Metric::HostMemBytes)
+            .then_some((bytes as f64, PmaxSource::Memory { bytes }))
+    };
     let unrestricted = || {
         baselines
             .iter()
@@ -202,17 +283,19 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             })
     };
     let (p_max, p_max_source) = capacity
+        .or_else(memory)
         .or_else(unrestricted)
         .or_else(largest)
         .ok_or_else(no_baseline)?;
     let pairs = pairs
         .into_iter()
-        .map(|(id, a, b, p_b, n)| {
+        .map(|(id, a, b, s, b_use)| {
             let p_a = baselines
                 .iter()
                 .find(|x| x.state == a)
                 .map(|x| x.mean)
                 .ok_or_else(|| data_err(format!("no baseline of tenant a {a} for pair {id}")))?;
+            let p_b = s.mean;
             Ok(IsolationPair {
                 id,
                 shortname: format!("a_{} b_{}", letter(&a), letter(&b)),
@@ -222,12 +305,15 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
                 p_b,
                 i_plr: (p_a - p_b).abs() / p_a,
                 i_ulr: (p_a - p_b).abs() / p_max,
-                n,
+                n: s.n,
+                p_b_sd: s.stddev,
+                b: b_use,
             })
         })
         .collect::<Result<Vec<_>, AnalysisError>>()?;
     Ok(Some(Isolation {
         metric,
+        host_side,
         p_max,
         p_max_source,
         baselines,
@@ -236,14 +322,36 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
 }
 
 impl Isolation {
+    /// How a and a' are printed: the factor from the metric's unit, the unit, and the
+    /// decimals (bytes as MiB; the rest in the metric's own unit).
+    fn shown(&self) -> (f64, &'static str, usize) {
+        match self.metric.quantity() {
+            Quantity::Bytes => (1.0 / (1u64 << 20) as f64, "MiB", 1),
+            _ => (1.0, self.metric.unit(), self.metric.decimals()),
+        }
+    }
+
+    /// The utilisation of tenants a and b per scenario as a share of `p_max`: the
+    /// data of Volpert et al.'s Fig. 5.
+    pub fn shares(&self) -> Vec<ScenarioShare> {
+        let pct = |(mean, sd): (f64, f64)| (mean / self.p_max * 100.0, sd / self.p_max * 100.0);
+        let alone = self.baselines.iter().map(|b| ScenarioShare {
+            id: b.id,
+            a: pct((b.mean, b.sd)),
+            b: None,
+        });
+        let beside = self.pairs.iter().map(|p| ScenarioShare {
+            id: p.id,
+            a: pct((p.p_b, p.p_b_sd)),
+            b: p.b.map(pct),
+        });
+        alone.chain(beside).collect()
+    }
+
     /// What the table's note says of `p_max`: its value and where it came from.
     pub fn p_max_note(&self) -> String {
-        let value = format!(
-            "p_max = {:.*} {}",
-            self.metric.decimals(),
-            self.p_max,
-            self.metric.unit()
-        );
+        let (scale, unit, decimals) = self.shown();
+        let value = format!("p_max = {:.*} {unit}", decimals, self.p_max * scale);
         let stand_in = |what: String, missing: &str| {
             format!(
                 "{value}: stand-in, {what}; this run has no capacity step{missing}, so I_ulr \
@@ -251,9 +359,18 @@ impl Isolation {
             )
         };
         match &self.p_max_source {
+            PmaxSource::Cpus { cpus } => {
+                format!("{value}: {cpus} CPUs x 100%, the CPUs tenant a's capacity step kept busy")
+            }
+            PmaxSource::Memory { .. } => {
+                format!(
+                    "{value}: the machine's memory (MemTotal, as tenant a's memory jobs read it)"
+                )
+            }
             PmaxSource::Capacity { n, cpus } => {
                 let what = match (self.metric, cpus) {
-                    (Metric::RateBps, _) => "the link's capacity".to_string(),
+                    (Metric::RateBps | Metric::HostNetBps, _) => "the link's capacity".to_string(),
+                    (Metric::HostIops, _) => "the device's IOPS".to_string(),
                     (_, Some(c)) => format!("the host's capacity, {c} CPUs busy"),
                     (_, None) => "the host's capacity".to_string(),
                 };
@@ -272,12 +389,12 @@ impl Isolation {
     /// Rows as in seed 004 Table 2: id, shortname, a, a', I_ulr %, I_plr %; the
     /// capacity step first as id 0 `capacity` when the run has one.
     pub fn table(&self) -> Table {
-        let d = self.metric.decimals();
+        let (scale, u, d) = self.shown();
         let row = |id: u32, name: String, a: f64| {
             vec![
                 Cell::Int(i64::from(id)),
                 Cell::text(name),
-                Cell::num(a, d),
+                Cell::num(a * scale, d),
                 Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
@@ -296,13 +413,17 @@ impl Isolation {
             vec![
                 Cell::Int(i64::from(p.id)),
                 Cell::text(&p.shortname),
-                Cell::num(p.p_a, d),
-                Cell::num(p.p_b, d),
+                Cell::num(p.p_a * scale, d),
+                Cell::num(p.p_b * scale, d),
                 Cell::num(p.i_ulr * 100.0, 2),
                 Cell::num(p.i_plr * 100.0, 2),
             ]
         }));
-        let u = self.metric.unit();
+        let seen = if self.host_side {
+            "utilisation seen from the host (the tenant's cgroup and interface)"
+        } else {
+            "the load generator's own figure: this run recorded no host-side utilisation"
+        };
         Table {
             name: "isolation".to_string(),
             title: format!("Isolation matrix ({})", self.metric),
@@ -318,6 +439,7 @@ impl Isolation {
             notes: vec![
                 "a: tenant a alone in its state; a': tenant a beside b (Volpert et al., Table 1)"
                     .to_string(),
+                format!("a and a': {} ({seen})", self.metric.label()),
                 "I_plr = |a - a'| / a; I_ulr = |a - a'| / p_max, the resource maximum (eq. 3-4)"
                     .to_string(),
                 self.p_max_note(),

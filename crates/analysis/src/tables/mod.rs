@@ -16,7 +16,9 @@ mod verdict;
 
 pub use background::{achieved_background, AchievedBackground, BackgroundLevel};
 pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
-pub use isolation::{isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource};
+pub use isolation::{
+    isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource, ScenarioShare,
+};
 pub use knees::{knees, KneeNoise, KneeStep, Knees};
 pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
 pub use node_throughput::{
@@ -30,7 +32,7 @@ pub use verdict::{
 };
 
 use nnb_format::quality::Quality;
-use nnb_format::{Metric, MetricValues, Role, SampleStatus};
+use nnb_format::{JobKind, Metric, MetricValues, Role, SampleStatus};
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
 use crate::read::{ReadError, Run, Scenario};
@@ -166,6 +168,8 @@ pub(crate) struct Row {
     pub level: f64,
     pub label: String,
     pub tenant: String,
+    /// The measured job's kind.
+    pub job: Option<JobKind>,
     pub metric: Option<Metric>,
     pub value: Option<f64>,
     pub higher_is_better: Option<bool>,
@@ -271,6 +275,10 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
         let level = num("level")?;
         let label = text("level_label")?;
         let tenant = text("tenant")?;
+        let job: Vec<Option<JobKind>> = text("job")?
+            .iter()
+            .map(|j| j.as_deref().and_then(JobKind::from_name))
+            .collect();
         let metric: Vec<Option<Metric>> = text("metric")?
             .iter()
             .map(|m| m.as_deref().and_then(Metric::from_name))
@@ -290,6 +298,7 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
                 level: level[i].unwrap_or(f64::NAN),
                 label: label[i].clone().unwrap_or_default(),
                 tenant: tenant[i].clone().unwrap_or_default(),
+                job: job[i],
                 metric: metric[i],
                 value: value[i],
                 higher_is_better: higher[i],
