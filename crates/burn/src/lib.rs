@@ -9,6 +9,7 @@
 pub mod burner;
 pub mod clock;
 pub mod conditions;
+pub mod disk;
 pub mod env;
 pub mod freq;
 pub mod memload;

@@ -1,6 +1,7 @@
 //! nnb-burn's integration tests: one test binary (as ripgrep's `tests/tests.rs`),
 //! so the crate and any shared helpers are linked once.
 
+mod disk;
 mod memload;
 mod placement;
 mod smt_probe;
