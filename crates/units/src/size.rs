@@ -5,11 +5,12 @@ use crate::UnitError;
 
 const KIND: &str = "size";
 const EXPECTED: &str =
-    "a size in bytes like 64, 1400B, 4KiB, 1MiB (binary: 1024) or 1MB (decimal: 1000)";
+    "a size in bytes like 64, 1400B, 4KiB or 4k, 1MiB or 1M (binary: 1024) or 1MB (decimal: 1000)";
 
 /// Parses a size in bytes. A bare number or `B` is bytes; `KiB`, `MiB`, `GiB` are
 /// binary (1024, 1024², 1024³); `kB`/`KB`, `MB`, `GB` decimal (1000, 1e6, 1e9), as
-/// IEC 80000-13 has it. The result must be a whole number of bytes that fits a `u64`.
+/// IEC 80000-13 has it; the one-letter `k`/`K`, `M`, `G` are binary, as fio,
+/// stress-ng, dd and free read them (`--vm-bytes 256M`, `--bs=4k`). The result must be a whole number of bytes that fits a `u64`.
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     let (value, unit) = split_number(s, KIND, EXPECTED)?;
     let mult: u64 = match unit {
@@ -17,9 +18,9 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
         "kB" | "KB" => 1000,
         "MB" => 1_000_000,
         "GB" => 1_000_000_000,
-        "KiB" => 1 << 10,
-        "MiB" => 1 << 20,
-        "GiB" => 1 << 30,
+        "KiB" | "k" | "K" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
         _ => {
             return Err(UnitError::UnknownUnit {
                 kind: KIND,
@@ -70,6 +71,11 @@ mod tests {
         assert_eq!(parse_size("4KB"), Ok(4000));
         assert_eq!(parse_size("1.5KiB"), Ok(1536));
         assert_eq!(parse_bytes("1400B"), Ok(1400));
+        // One letter is binary, as fio's --bs=4k and stress-ng's --vm-bytes 256M.
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("4K"), Ok(4096));
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
     }
 
     #[test]
