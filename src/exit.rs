@@ -142,6 +142,8 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         )
         || matches!(e.downcast_ref::<ProbeError>(), Some(ProbeError::Invalid(_)))
         || matches!(e.downcast_ref::<LoadError>(), Some(LoadError::Invalid(_)))
+        || e.downcast_ref::<nnb_burn::disk::DiskError>()
+            .is_some_and(nnb_burn::disk::DiskError::is_bad_input)
         || matches!(e.downcast_ref::<ServeError>(), Some(ServeError::Pin { .. }))
 }
 

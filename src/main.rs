@@ -44,6 +44,8 @@ enum Command {
     Latency(cmd::latency::LatencyArgs),
     /// Rate-paced UDP (or TCP) load generator.
     Load(cmd::load::LoadArgs),
+    /// Paced random read/write disk load (fio randrw at a set IOPS, direct I/O).
+    Disk(cmd::disk::DiskArgs),
     /// Serve typed jobs to a controller over HTTP/JSON behind a bearer token.
     Agent(cmd::agent::AgentArgs),
     /// Run an experiment file (neighbor staircase, thread sweep, load steps, isolation matrix).
@@ -91,6 +93,7 @@ fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
         Command::Serve(args) => cmd::serve::run(args, out),
         Command::Latency(args) => cmd::latency::run(args, out),
         Command::Load(args) => cmd::load::run(args, out),
+        Command::Disk(args) => cmd::disk::run(args, out),
         Command::Agent(args) => cmd::agent::run(args, out),
         #[cfg(feature = "controller")]
         Command::Run(args) => cmd::run::run(args, out),

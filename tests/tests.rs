@@ -10,6 +10,7 @@ mod aws_cli;
 mod aws_staircase;
 mod cpu_burn_o0;
 mod cpu_cli;
+mod disk_cli;
 mod ground_truth_delay;
 mod ground_truth_rate;
 mod ground_truth_steal;

@@ -7,6 +7,7 @@ pub(crate) mod analyze;
 pub(crate) mod aws;
 pub(crate) mod common;
 pub(crate) mod cpu;
+pub(crate) mod disk;
 #[cfg(feature = "aws")]
 pub(crate) mod fetch;
 pub(crate) mod latency;
