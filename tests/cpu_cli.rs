@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::cli::{json_of, nnb};
+use crate::support::cli::{json, json_of, nnb};
 
 fn fixture(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -177,6 +177,15 @@ fn bad_input_exits_2_with_a_clear_message() {
         (&["cpu", "--clock", "hpet"], "unknown clock 'hpet'"),
         (&["cpu", "--threads", "4096"], "--oversubscribe"),
         (&["cpu", "--sysfs-root", &offline], "--dry-run"),
+        (
+            &["cpu", "--duration", "1s", "--load", "0"],
+            "0 is not in 1..=100",
+        ),
+        (
+            &["cpu", "--duration", "1s", "--load", "150"],
+            "150 is not in 1..=100",
+        ),
+        (&["cpu", "--load", "50"], "--duration"),
     ];
     for (args, needle) in cases {
         let out = nnb(args);
@@ -184,6 +193,37 @@ fn bad_input_exits_2_with_a_clear_message() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     }
+}
+
+/// `--load 50` runs a fixed-time burn at half load and records the share in the
+/// report and in every run.
+#[test]
+fn load_is_recorded() {
+    let v = json(&[
+        "cpu",
+        "--json",
+        "--threads",
+        "1",
+        "--duration",
+        "200ms",
+        "--load",
+        "50",
+        "--reps",
+        "2",
+        "--warmup",
+        "0",
+    ]);
+    assert_eq!(v["duty"], 0.5);
+    let runs = v["steps"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for run in runs {
+        assert_eq!(run["duty"], 0.5);
+        assert_eq!(run["work"]["duration_ns"], 200_000_000);
+    }
+    // Without --load there is no duty.
+    let plain = json(&["cpu", "--json", "--threads", "1", "--duration", "50ms"]);
+    assert!(plain.get("duty").is_none());
+    assert!(plain["steps"][0]["runs"][0].get("duty").is_none());
 }
 
 /// `1h` is a duration for `nnb cpu` as for every other command (it used to be refused).

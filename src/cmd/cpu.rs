@@ -3,7 +3,8 @@
 //! Plans where the threads go (`--pin`, `--cpus`), runs warm-ups and repetitions of a
 //! fixed-work (`--ops`, runtime is the result) or fixed-time (`--duration`, ops/s is
 //! the result) burn, verifies every thread ran where it was put, and reports the
-//! repetitions' statistics; `--sweep` repeats this for a range of thread counts and
+//! repetitions' statistics; `--load P` keeps each thread busy only P% of the time
+//! (`stress-ng --cpu-load`); `--sweep` repeats this for a range of thread counts and
 //! marks the knees. Output: a human table, `--json` or `--csv`, the latter two with the
 //! environment, the clock and the verified placement.
 
@@ -16,7 +17,7 @@ use comfy_table::Cell;
 
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
-use nnb_burn::burner::{BurnResult, Work};
+use nnb_burn::burner::{BurnResult, Duty, Work};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{
@@ -68,6 +69,10 @@ pub(crate) struct CpuArgs {
     /// Fixed time, e.g. 10s, 500ms or 1h (ops/s is the result).
     #[arg(short, long, value_parser = nnb_units::parse_positive_duration)]
     pub duration: Option<Duration>,
+    /// Keep each thread busy only this percentage of the time (1-100), like
+    /// `stress-ng --cpu-load`: busy then asleep in 10 ms slices. Needs --duration.
+    #[arg(long, requires = "duration", value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub load: Option<u8>,
     /// primes: count primes below this (sysbench's --cpu-max-prime).
     #[arg(long, default_value_t = nnb_burn::workload::DEFAULT_MAX_PRIME)]
     pub max_prime: u64,
@@ -102,6 +107,7 @@ pub(crate) struct CpuArgs {
 struct Config {
     workload: Workload,
     work: Work,
+    duty: Option<Duty>,
     strategy: PinStrategy,
     counts: Vec<usize>,
     sweep: bool,
@@ -124,6 +130,9 @@ struct Report {
     clock: ClockInfo,
     workload: Workload,
     work: Work,
+    /// The busy share of `--load` (absent without it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    duty: Option<Duty>,
     pin: String,
     warmup: usize,
     reps: usize,
@@ -184,6 +193,7 @@ pub(crate) fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
         clock: clock.info(),
         workload: cfg.workload,
         work: cfg.work,
+        duty: cfg.duty,
         pin: cfg.strategy.to_string(),
         warmup: args.warmup,
         reps: args.reps,
@@ -244,9 +254,12 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
         }
     };
     let clock = args.clock.parse::<ClockChoice>().context("--clock")?;
+    // clap keeps --load in 1..=100, so the share is in (0, 1].
+    let duty = args.load.and_then(|p| Duty::new(f64::from(p) / 100.0));
     Ok(Config {
         workload,
         work,
+        duty,
         strategy,
         counts,
         sweep,
@@ -298,6 +311,7 @@ fn measure(
         work: cfg.work,
         warmup: args.warmup,
         reps: args.reps,
+        duty: cfg.duty,
     };
     let steps = session.run(placements, &mut |r| {
         let what = if r.warmup { "warm-up" } else { "rep" };
@@ -382,6 +396,10 @@ fn print_human(out: &mut Out, report: &Report) -> io::Result<()> {
     let work = match report.work {
         Work::Ops(n) => format!("{n} ops ({}) per thread", report.workload.op_unit()),
         Work::Duration(d) => format!("{d:?} per run"),
+    };
+    let work = match report.duty {
+        Some(d) => format!("{work} at {:.0}% load", d.share() * 100.0),
+        None => work,
     };
     writeln!(
         out,

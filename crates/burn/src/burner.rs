@@ -1,7 +1,9 @@
 //! The pinned burner: T threads, each pinned to its slot's CPU, verified, released
 //! together, running a fixed amount of work (the runtime is the result, like the
 //! thesis' `cpu_burn`), running for a fixed time (ops/s is the result), or running
-//! until told to stop ([`burn_until`]: a steady neighbor load).
+//! until told to stop ([`burn_until`]: a steady neighbor load). A fixed-time burn can
+//! be duty-cycled ([`burn_duty`], like `stress-ng --cpu-load P`): each thread busy a
+//! share of every period and asleep the rest.
 //!
 //! Truthfulness rules implemented here:
 //! - a thread pins itself, then reads back its affinity and the CPU it runs on; a
@@ -19,6 +21,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
+
+use nnb_sys::clock::{monotonic_ns, thread_cpu_ns};
 
 use crate::clock::Clock;
 use crate::placement::{allowed_cpus, Slot};
@@ -40,6 +44,37 @@ fn serialize_ns<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 }
 
 pub use nnb_sys::affinity::{current_cpu, pin_current_thread, PinError};
+
+/// The share of each period a duty-cycled burner thread is busy: `0 < share <= 1`.
+///
+/// The period ([`Duty::PERIOD`], 100 ms) is cut into [`Duty::SLICES`] slices on an
+/// absolute schedule from the thread's start. In each slice the thread works until it
+/// has used `share` of the slice in CPU time (its own CPU clock, so time the scheduler
+/// gave to others does not count as busy), then sleeps to the slice's end. Work comes
+/// in chunks ([`Workload::check_every`] ops), so a slice's busy time overshoots by up
+/// to a chunk: the overshoot is taken from the next slices' busy time, which keeps the
+/// long-run share exact. Busy time the thread could not get (the CPU was taken) is not
+/// made up later: the load it offers never exceeds `share` of a slice.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct Duty(f64);
+
+impl Duty {
+    /// The duty cycle's period.
+    pub const PERIOD: Duration = Duration::from_millis(100);
+    /// Slices per period, each busy [`Duty::share`] of its length.
+    pub const SLICES: u32 = 10;
+
+    /// A duty cycle busy `share` of the time; `None` unless `0 < share <= 1`.
+    pub fn new(share: f64) -> Option<Duty> {
+        (share > 0.0 && share <= 1.0).then_some(Duty(share))
+    }
+
+    /// The busy share, in (0, 1].
+    pub fn share(self) -> f64 {
+        self.0
+    }
+}
 
 /// A burn that could not be run or whose placement did not hold.
 #[derive(Debug, thiserror::Error)]
@@ -120,6 +155,9 @@ pub struct BurnResult {
     pub timing_overhead_ns: f64,
     /// `timing_overhead_ns / wall_ns`.
     pub timing_overhead_share: f64,
+    /// The busy share of a duty-cycled burn ([`burn_duty`]); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duty: Option<Duty>,
 }
 
 /// When a burner thread stops.
@@ -132,10 +170,12 @@ enum Limit<'a> {
         stop: Option<&'a AtomicBool>,
     },
     /// At the first check (every [`Workload::check_every`] ops) after `duration` has
-    /// passed (never without one) or after `stop` was raised.
+    /// passed (never without one) or after `stop` was raised; with a duty cycle, the
+    /// checks pace the thread.
     Until {
         duration: Option<Duration>,
         stop: Option<&'a AtomicBool>,
+        duty: Option<Duty>,
     },
 }
 
@@ -175,10 +215,34 @@ fn burn_limited(
         Work::Duration(d) => Limit::Until {
             duration: Some(d),
             stop,
+            duty: None,
         },
     };
     let threads = run_threads(clock, workload, limit, slots, "burn")?;
-    Ok(summarize(clock, workload, work, threads))
+    Ok(summarize(clock, workload, work, None, threads))
+}
+
+/// A fixed-time burn of `duration` ([`burn`] with [`Work::Duration`]) in which every
+/// thread is busy only `duty` of each period and sleeps the rest (see [`Duty`]), like
+/// `stress-ng --cpu-load`. It ends at the first check after the deadline or after
+/// `stop` is raised, and a thread asleep then wakes at its slice's end: within a
+/// slice (10 ms) plus any overshoot it still owes. The result records the duty.
+pub fn burn_duty(
+    clock: &Clock,
+    workload: &Workload,
+    duration: Duration,
+    duty: Duty,
+    slots: &[Slot],
+    stop: Option<&AtomicBool>,
+) -> Result<BurnResult, BurnError> {
+    let limit = Limit::Until {
+        duration: Some(duration),
+        stop,
+        duty: Some(duty),
+    };
+    let threads = run_threads(clock, workload, limit, slots, "burn")?;
+    let work = Work::Duration(duration);
+    Ok(summarize(clock, workload, work, Some(duty), threads))
 }
 
 /// Runs `workload` on one thread per slot until `stop` is raised: a steady load. The
@@ -197,9 +261,16 @@ pub fn burn_until(
     let limit = Limit::Until {
         duration: None,
         stop: Some(stop),
+        duty: None,
     };
     let threads = run_threads(clock, workload, limit, slots, "steady")?;
-    let mut r = summarize(clock, workload, Work::Duration(Duration::ZERO), threads);
+    let mut r = summarize(
+        clock,
+        workload,
+        Work::Duration(Duration::ZERO),
+        None,
+        threads,
+    );
     r.work = Work::Duration(Duration::from_nanos(r.wall_ns as u64));
     Ok(r)
 }
@@ -248,6 +319,7 @@ fn summarize(
     clock: &Clock,
     workload: &Workload,
     work: Work,
+    duty: Option<Duty>,
     threads: Vec<ThreadRecord>,
 ) -> BurnResult {
     let first_start = threads.iter().map(|t| t.start_ticks).min().unwrap_or(0);
@@ -272,6 +344,7 @@ fn summarize(
             0.0
         },
         threads,
+        duty,
     }
 }
 
@@ -326,11 +399,17 @@ fn run_thread(
                 runner.run_ops_until(n, workload.check_every(), || stop.load(Ordering::Relaxed));
             (clock.now(), ops, checksum, 2)
         }
-        Limit::Until { duration, stop } => {
+        Limit::Until {
+            duration,
+            stop,
+            duty,
+        } => {
             let deadline = duration.map_or(u64::MAX, |d| {
                 start.saturating_add(clock.duration_to_ticks(d))
             });
             let chunk = workload.check_every();
+            // A thread busy all the time needs no pacing (and no CPU clock reads).
+            let mut pacer = duty.filter(|d| d.share() < 1.0).map(Pacer::new);
             let (mut ops, mut checksum, mut reads) = (0u64, 0u64, 1u64);
             loop {
                 checksum = checksum.wrapping_add(runner.run_ops(chunk));
@@ -339,6 +418,9 @@ fn run_thread(
                 reads += 1;
                 if now >= deadline || stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
                     break (now, ops, checksum, reads);
+                }
+                if let Some(p) = &mut pacer {
+                    p.pace();
                 }
             }
         }
@@ -374,6 +456,61 @@ fn run_thread(
         checksum,
         clock_reads,
     })
+}
+
+/// Paces a duty-cycled thread between chunks of work (see [`Duty`]): slices on an
+/// absolute `CLOCK_MONOTONIC` schedule, busy time from the thread's CPU clock.
+struct Pacer {
+    /// A slice's length, ns.
+    slice_ns: u64,
+    /// A slice's busy share, ns of CPU time (at least 1).
+    busy_ns: u64,
+    /// When the current slice ends (monotonic ns).
+    slice_end: u64,
+    /// The thread's CPU time when the current slice started.
+    cpu_at_start: u64,
+    /// The current slice's busy budget: `busy_ns` less what earlier slices overshot.
+    budget: u64,
+}
+
+impl Pacer {
+    /// Starts the first slice now.
+    fn new(duty: Duty) -> Pacer {
+        let slice_ns = u64::try_from((Duty::PERIOD / Duty::SLICES).as_nanos()).unwrap_or(1);
+        let busy_ns = ((slice_ns as f64 * duty.share()) as u64).clamp(1, slice_ns);
+        Pacer {
+            slice_ns,
+            busy_ns,
+            slice_end: monotonic_ns().saturating_add(slice_ns),
+            cpu_at_start: thread_cpu_ns(),
+            budget: busy_ns,
+        }
+    }
+
+    /// Returns at once while the slice's budget and time last; else sleeps to the end
+    /// of the slice (and of the whole slices its overshoot pays for) and starts the
+    /// next slice on the schedule.
+    fn pace(&mut self) {
+        let used = thread_cpu_ns().saturating_sub(self.cpu_at_start);
+        if used < self.budget && monotonic_ns() < self.slice_end {
+            return;
+        }
+        let owed = used.saturating_sub(self.budget);
+        let skipped = owed / self.busy_ns;
+        let wake = self
+            .slice_end
+            .saturating_add(skipped.saturating_mul(self.slice_ns));
+        let now = monotonic_ns();
+        if now < wake {
+            std::thread::sleep(Duration::from_nanos(wake - now));
+        }
+        // The first slice boundary after now: a late start (wake-up latency, or the
+        // CPU taken away) shortens that slice, it does not shift the schedule.
+        let now = monotonic_ns().max(wake);
+        self.slice_end = wake + ((now - wake) / self.slice_ns + 1) * self.slice_ns;
+        self.budget = self.busy_ns - owed % self.busy_ns;
+        self.cpu_at_start = thread_cpu_ns();
+    }
 }
 
 /// The record of a thread that did not run because another failed (never returned
@@ -550,6 +687,27 @@ mod tests {
             let t = &r.threads[0];
             assert!(t.ops > 0 && t.ops < 100_000_000_000, "{work:?}: {}", t.ops);
         }
+    }
+
+    /// A duty is a share in (0, 1]; a duty-cycled burn records it (in its JSON too),
+    /// a plain burn has none.
+    #[test]
+    fn a_duty_is_a_share_and_is_recorded() {
+        for bad in [0.0, -0.5, 1.01, f64::NAN] {
+            assert_eq!(Duty::new(bad), None, "{bad}");
+        }
+        assert_eq!(Duty::new(1.0).map(Duty::share), Some(1.0));
+        let clock = Clock::calibrate();
+        let half = Duty::new(0.5).expect("0.5 is a share");
+        let d = Duration::from_millis(50);
+        let r = burn_duty(&clock, &Workload::Int, d, half, &[slot(0, None)], None).unwrap();
+        assert_eq!(r.duty, Some(half));
+        assert_eq!(r.work, Work::Duration(d));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["duty"], 0.5);
+        let plain = burn(&clock, &Workload::Int, Work::Duration(d), &[slot(0, None)]).unwrap();
+        assert_eq!(plain.duty, None);
+        assert!(serde_json::to_value(&plain).unwrap().get("duty").is_none());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::burner::{burn, BurnError, BurnResult, Work};
+use crate::burner::{burn, burn_duty, BurnError, BurnResult, Duty, Work};
 use crate::clock::Clock;
 use crate::placement::Placement;
 use crate::workload::Workload;
@@ -26,6 +26,8 @@ pub struct Session<'a> {
     pub warmup: usize,
     /// Measured repetitions per thread count (at least 1).
     pub reps: usize,
+    /// Busy only this share of the time ([`burn_duty`]); fixed-time work only.
+    pub duty: Option<Duty>,
 }
 
 /// A run about to start, for a progress display.
@@ -64,6 +66,9 @@ pub enum SessionError {
     /// No measured repetition was asked for.
     #[error("at least one repetition is needed")]
     NoReps,
+    /// A duty cycle was asked for with fixed work: only fixed-time burns pace.
+    #[error("a duty-cycled burn runs for a fixed time, not a fixed number of ops")]
+    DutyNeedsFixedTime,
     /// The repetitions gave no statistics (a NaN among them).
     #[error("the repetitions with {0} threads gave no statistics")]
     NoStatistics(usize),
@@ -89,6 +94,9 @@ impl Session<'_> {
         if self.reps == 0 {
             return Err(SessionError::NoReps);
         }
+        if self.duty.is_some() && matches!(self.work, Work::Ops(_)) {
+            return Err(SessionError::DutyNeedsFixedTime);
+        }
         let mut done = 0;
         let mut steps = Vec::with_capacity(placements.len());
         for placement in placements {
@@ -103,8 +111,14 @@ impl Session<'_> {
                     warmup,
                     done,
                 });
-                let r = burn(self.clock, self.workload, self.work, &placement.slots)
-                    .map_err(|source| SessionError::Burn { threads, source })?;
+                let slots = &placement.slots;
+                let r = match (self.work, self.duty) {
+                    (Work::Duration(d), Some(duty)) => {
+                        burn_duty(self.clock, self.workload, d, duty, slots, None)
+                    }
+                    (work, _) => burn(self.clock, self.workload, work, slots),
+                }
+                .map_err(|source| SessionError::Burn { threads, source })?;
                 tracing::debug!(threads, rep = i, wall_ns = r.wall_ns, "burn done");
                 if !warmup {
                     runs.push(r);
@@ -160,6 +174,7 @@ mod tests {
             work: Work::Ops(1000),
             warmup: 2,
             reps: 3,
+            duty: None,
         };
         let mut seen = Vec::new();
         let steps = session
@@ -184,7 +199,7 @@ mod tests {
     }
 
     #[test]
-    fn zero_repetitions_are_refused() {
+    fn zero_repetitions_and_paced_fixed_work_are_refused() {
         let clock = Clock::calibrate();
         let session = Session {
             clock: &clock,
@@ -192,10 +207,20 @@ mod tests {
             work: Work::Ops(1),
             warmup: 0,
             reps: 0,
+            duty: None,
         };
         assert!(matches!(
             session.run(Vec::new(), &mut |_| {}),
             Err(SessionError::NoReps)
+        ));
+        let fixed_work_at_half_load = Session {
+            reps: 1,
+            duty: Duty::new(0.5),
+            ..session
+        };
+        assert!(matches!(
+            fixed_work_at_half_load.run(Vec::new(), &mut |_| {}),
+            Err(SessionError::DutyNeedsFixedTime)
         ));
     }
 }

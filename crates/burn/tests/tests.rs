@@ -2,6 +2,7 @@
 //! so the crate and any shared helpers are linked once.
 
 mod disk;
+mod duty;
 mod memload;
 mod placement;
 mod smt_probe;
