@@ -37,7 +37,7 @@ pub(crate) struct DiskArgs {
         value_name = "F"
     )]
     read_fraction: f64,
-    /// Bytes per operation: a power of two from 512 bytes to 16MiB (e.g. 4KiB).
+    /// Bytes per operation: a power of two from 512 bytes to 16MiB (4k = 4KiB).
     #[arg(long, default_value = "4KiB", value_parser = parse_bytes, value_name = "SIZE")]
     block_size: usize,
     /// Operations in flight: one worker thread each (fio: --numjobs with a
