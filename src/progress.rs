@@ -160,6 +160,7 @@ mod tests {
     #[test]
     fn a_step_line_is_plain_and_names_step_level_rep_value_and_time() {
         let step = Step {
+            lifted: Vec::new(),
             id: "busy/neighbors=2/rep=3".to_string(),
             group: "busy".to_string(),
             level: 2.0,

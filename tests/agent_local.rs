@@ -87,6 +87,7 @@ async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
         pin: "cores".into(),
         cpus: None,
         scope: BurnScope::Tenant,
+        duty: None,
     };
     let id = test
         .start(&JobRequest {

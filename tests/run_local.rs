@@ -429,7 +429,7 @@ fn dry_run_prints_the_plan_without_starting_agents() {
 /// runs over the host's CPUs too, and the table says so.
 #[test]
 fn the_isolation_matrix_dry_run_measures_the_capacity_first() {
-    let exp = "experiments/isolation-matrix.toml";
+    let exp = "experiments/isolation-matrix-cpu.toml";
     let plan = nnb_json(&["run", exp, "--dry-run", "--json"]);
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
     assert_eq!(steps.len(), (1 + 4 + 12) * 3);

@@ -221,6 +221,7 @@ fn describe(job: &JobSpec) -> String {
             duration_ms,
             pin,
             scope,
+            duty,
             ..
         } => {
             let amount = match (ops, duration_ms) {
@@ -232,7 +233,30 @@ fn describe(job: &JobSpec) -> String {
                 BurnScope::Tenant => "",
                 BurnScope::Host => " over the host's CPUs",
             };
-            format!("burn {workload} x{threads} {amount} pin={pin}{over}")
+            let load = duty.map_or_else(String::new, |d| format!(" at {:.0}% load", d * 100.0));
+            format!("burn {workload} x{threads} {amount} pin={pin}{load}{over}")
+        }
+        JobSpec::Memory {
+            bytes,
+            mode,
+            duration_ms,
+            ..
+        } => format!(
+            "memory {} ({mode}) for {duration_ms} ms",
+            nnb_units::format_bytes(*bytes as f64)
+        ),
+        JobSpec::Disk {
+            iops,
+            queue_depth,
+            read_fraction,
+            duration_ms,
+            ..
+        } => {
+            let pace = iops.map_or_else(|| "unpaced".to_string(), |n| format!("{n:.0} IOPS"));
+            format!(
+                "disk {pace} qd={queue_depth} reads={:.0}% for {duration_ms} ms",
+                read_fraction * 100.0
+            )
         }
         JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
         JobSpec::Idle => "idle".to_string(),

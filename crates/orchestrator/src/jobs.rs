@@ -38,6 +38,11 @@ pub enum JobSpec {
         /// unrestricted state, the isolation matrix's capacity step).
         #[serde(default, skip_serializing_if = "BurnScope::is_tenant")]
         scope: BurnScope,
+        /// Each thread busy this share of every period and asleep the rest (0 to 1,
+        /// like `stress-ng --cpu-load`); absent = busy all the time. An
+        /// undercommitted tenant's demand below its grant.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duty: Option<f64>,
     },
     /// Steal/hiccup detection (`nnb steal`) on the given CPUs.
     Steal {
@@ -95,6 +100,38 @@ pub enum JobSpec {
     },
     /// Nothing, until stopped: an idle neighbor that is nonetheless "up".
     Idle,
+    /// A paced random read/write generator on its own file in `dir` (`nnb disk`,
+    /// like `fio --rw=randrw --rate_iops --direct=1`), for a fixed time.
+    Disk {
+        /// Directory of the file (on a disk: tmpfs has no direct I/O).
+        dir: String,
+        /// The file's size, bytes.
+        file_size: u64,
+        /// Bytes per operation.
+        block_size: usize,
+        /// Operations per second asked for; `None` = as fast as the device goes.
+        iops: Option<f64>,
+        /// Share of reads, 0 to 1.
+        read_fraction: f64,
+        /// Operations in flight (one thread each).
+        queue_depth: usize,
+        /// Bypass the page cache (`O_DIRECT`).
+        direct: bool,
+        /// Run time, ms.
+        duration_ms: u64,
+    },
+    /// Memory allocated and kept touched by worker processes (`nnb memory`, like
+    /// `stress-ng --vm --vm-keep`), for a fixed time.
+    Memory {
+        /// Bytes to allocate, over all workers.
+        bytes: u64,
+        /// Worker processes.
+        workers: usize,
+        /// `keep` (touch every page, again and again) or `bandwidth` (stream writes).
+        mode: String,
+        /// Run time, ms.
+        duration_ms: u64,
+    },
 }
 
 /// How a `load` job samples its throughput: its rate every `interval_ms`, as sent
@@ -144,6 +181,8 @@ impl JobSpec {
             JobSpec::Serve { .. } => "serve",
             JobSpec::Busy { .. } => "busy",
             JobSpec::Idle => "idle",
+            JobSpec::Disk { .. } => JobKind::Disk.name(),
+            JobSpec::Memory { .. } => JobKind::Memory.name(),
         }
     }
 }
@@ -170,6 +209,10 @@ pub mod limits {
     /// Most threads of one `burn` or `busy` job (placements allocate one slot per
     /// thread, and unpinned threads may outnumber the CPUs).
     pub const MAX_THREADS: usize = 1024;
+    /// Most operations in flight of one `disk` job (one thread each).
+    pub const MAX_QUEUE_DEPTH: usize = 256;
+    /// Most worker processes of one `memory` job.
+    pub const MAX_WORKERS: usize = 256;
     /// Most streams of one `load` job (one socket and one thread each).
     pub const MAX_STREAMS: usize = nnb_netlat::load::MAX_STREAMS;
     /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
@@ -279,13 +322,40 @@ impl JobSpec {
                 threads,
                 ops,
                 duration_ms,
+                duty,
                 ..
             } => {
                 check_at_most("threads", *threads, limits::MAX_THREADS, "threads")?;
                 if *ops == Some(0) {
                     return Err("ops must be above zero".into());
                 }
+                if let Some(d) = duty {
+                    if !(*d > 0.0 && *d <= 1.0) {
+                        return Err(format!("duty = {d} is not a share above 0 and at most 1"));
+                    }
+                }
                 duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+            }
+            JobSpec::Disk {
+                queue_depth,
+                duration_ms,
+                ..
+            } => {
+                check_at_most(
+                    "queue_depth",
+                    *queue_depth,
+                    limits::MAX_QUEUE_DEPTH,
+                    "operations",
+                )?;
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Memory {
+                workers,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("workers", *workers, limits::MAX_WORKERS, "processes")?;
+                check_duration("duration_ms", *duration_ms)
             }
             JobSpec::Busy { threads, .. } => {
                 check_at_most("threads", *threads, limits::MAX_THREADS, "threads")

@@ -229,6 +229,7 @@ mod tests {
 
     fn record(id: &str, part: usize, parts: usize) -> Sample {
         let step = Step {
+            lifted: Vec::new(),
             id: id.to_string(),
             group: "busy".to_string(),
             level: 1.0,

@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+mod isolation;
+
 use crate::experiment::{
-    Burn, BurnAmount, Busy, Experiment, IsolationMatrix, LoadSteps, NeighborState, Network,
-    Resource, Role, Scenario, Staircase, TenantDef, ThreadSweep, ThroughputStaircase,
-    UnusedNeighbors,
+    Burn, BurnAmount, Busy, Experiment, LoadSteps, NeighborState, Role, Scenario, Staircase,
+    TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
 };
 use crate::jobs::{BurnScope, JobSpec, LoadSampling};
 
@@ -21,16 +22,6 @@ use crate::jobs::{BurnScope, JobSpec, LoadSampling};
 pub const SINK: &str = "@sink";
 /// Target placeholder for the endpoint's UDP reflector, resolved by the controller.
 pub const REFLECTOR: &str = "@reflector";
-
-/// Factors of a tenant's saturating amount (vCPUs as threads, or its network share)
-/// that make the isolation-matrix states.
-const UNDERCOMMIT: f64 = 0.5;
-const OVERCOMMIT_CPU: f64 = 2.0;
-const OVERCOMMIT_NET: f64 = 1.5;
-const UNRESTRICTED_NET: f64 = 10.0;
-/// Streams of the network capacity step: several, so that no single sender's pace
-/// limits what reaches the sink.
-const CAPACITY_STREAMS: usize = 4;
 
 /// One job on one tenant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -61,9 +52,14 @@ pub struct Step {
     pub warmup: bool,
     /// Tenants whose agents run during the step, in file order (the endpoint is not
     /// a tenant): every tenant, except in a staircase whose neighbors above the
-    /// level are absent (a throughput staircase's always are). The controller starts and stops agents (and, on aws,
-    /// instances) between steps to match.
+    /// level are absent (a throughput staircase's always are). The controller starts
+    /// and stops agents (and, on aws, instances) between steps to match.
     pub present: Vec<String>,
+    /// Tenants whose grants are lifted during the step (an isolation matrix's
+    /// unrestricted tenant, and tenant a in its capacity step); every other tenant
+    /// runs within its grant.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lifted: Vec<String>,
     /// Background jobs running during the step (present tenants not listed run
     /// nothing).
     pub background: Vec<Assignment>,
@@ -153,6 +149,8 @@ struct Level {
     label: String,
     /// `None`: every tenant.
     present: Option<Vec<String>>,
+    /// Tenants without their grants.
+    lifted: Vec<String>,
     background: Vec<Assignment>,
     measure: Vec<Assignment>,
     estimate: Option<Duration>,
@@ -182,6 +180,7 @@ impl Builder<'_> {
                 rep,
                 warmup,
                 present: present.clone(),
+                lifted: l.lifted.clone(),
                 background: l.background.clone(),
                 measure: l.measure.clone(),
                 estimate: l.estimate,
@@ -233,6 +232,7 @@ impl Builder<'_> {
                     level: n as f64,
                     label: format!("neighbors={n}"),
                     present,
+                    lifted: Vec::new(),
                     background,
                     measure: vec![burn(&test, &s.test, s.test.threads)],
                     estimate: burn_estimate(&s.test),
@@ -249,6 +249,7 @@ impl Builder<'_> {
                 level: threads as f64,
                 label: format!("threads={threads}"),
                 present: None,
+                lifted: Vec::new(),
                 background: Vec::new(),
                 measure: vec![burn(&test, &s.test, threads)],
                 estimate: burn_estimate(&s.test),
@@ -284,6 +285,7 @@ impl Builder<'_> {
                 level: bps,
                 label: format!("load={}", compact_si(bps)),
                 present: None,
+                lifted: Vec::new(),
                 background: Vec::new(),
                 measure,
                 estimate: Some(span),
@@ -329,155 +331,12 @@ impl Builder<'_> {
                 level: k as f64,
                 label: format!("neighbors={k}"),
                 present: Some(present),
+                lifted: Vec::new(),
                 background: Vec::new(),
                 measure,
                 estimate: Some(s.duration),
             });
         }
-    }
-
-    /// The isolation matrix: the resource's capacity (id 0, `p_max`), a alone in
-    /// each state (ids 1-4), then a beside b (ids 5-16, Volpert et al.'s Table 1).
-    fn matrix(&mut self, m: &IsolationMatrix, host_cpus: usize) {
-        use MatrixState::*;
-        let a = self.test().clone();
-        let Some(b) = self.neighbors().first().map(|t| (*t).clone()) else {
-            return;
-        };
-        self.level(Level {
-            group: "capacity".to_string(),
-            level: 0.0,
-            label: "capacity".to_string(),
-            present: None,
-            background: Vec::new(),
-            measure: vec![capacity(m, &self.exp.network, &a, host_cpus)],
-            estimate: Some(m.duration),
-        });
-        let mut id = 0;
-        for state in [Undercommitted, Saturated, Overcommitted, Unrestricted] {
-            id += 1;
-            self.level(Level {
-                group: "baseline".to_string(),
-                level: f64::from(id),
-                label: format!("a={}", state.name()),
-                present: None,
-                background: Vec::new(),
-                measure: vec![state.job(m, &a, host_cpus)],
-                estimate: Some(m.duration),
-            });
-        }
-        for sa in [Undercommitted, Saturated, Overcommitted] {
-            for sb in [Undercommitted, Saturated, Overcommitted, Unrestricted] {
-                id += 1;
-                self.level(Level {
-                    group: "pair".to_string(),
-                    level: f64::from(id),
-                    label: format!("a={},b={}", sa.name(), sb.name()),
-                    present: None,
-                    background: Vec::new(),
-                    measure: vec![sa.job(m, &a, host_cpus), sb.job(m, &b, host_cpus)],
-                    estimate: Some(m.duration),
-                });
-            }
-        }
-    }
-}
-
-/// A tenant's state in the isolation matrix (Volpert et al.).
-#[derive(Debug, Clone, Copy)]
-enum MatrixState {
-    Undercommitted,
-    Saturated,
-    Overcommitted,
-    Unrestricted,
-}
-
-impl MatrixState {
-    fn name(self) -> &'static str {
-        match self {
-            MatrixState::Undercommitted => "undercommitted",
-            MatrixState::Saturated => "saturated",
-            MatrixState::Overcommitted => "overcommitted",
-            MatrixState::Unrestricted => "unrestricted",
-        }
-    }
-
-    /// The measured job that puts tenant `t` in this state for `m.duration`.
-    fn job(self, m: &IsolationMatrix, t: &TenantDef, host_cpus: usize) -> Assignment {
-        let job = match m.resource {
-            Resource::Cpu => {
-                let v = t.vcpus as f64;
-                let (threads, pin) = match self {
-                    MatrixState::Undercommitted => ((v * UNDERCOMMIT).floor().max(1.0), "cores"),
-                    MatrixState::Saturated => (v, "cores"),
-                    // More threads than vCPUs: unpinned, sharing the tenant's CPUs.
-                    MatrixState::Overcommitted => (v * OVERCOMMIT_CPU, "none"),
-                    // As many threads as the host has CPUs, placed by the scheduler
-                    // over all of them: no set boundaries.
-                    MatrixState::Unrestricted => (host_cpus.max(1) as f64, "none"),
-                };
-                let scope = match self {
-                    MatrixState::Unrestricted => BurnScope::Host,
-                    _ => BurnScope::Tenant,
-                };
-                JobSpec::Burn {
-                    workload: m.workload.clone(),
-                    threads: threads as usize,
-                    ops: None,
-                    duration_ms: Some(millis(m.duration)),
-                    pin: pin.to_string(),
-                    cpus: None,
-                    scope,
-                }
-            }
-            Resource::Network => {
-                let share = m.share_bps.unwrap_or(0.0);
-                let factor = match self {
-                    MatrixState::Undercommitted => UNDERCOMMIT,
-                    MatrixState::Saturated => 1.0,
-                    MatrixState::Overcommitted => OVERCOMMIT_NET,
-                    MatrixState::Unrestricted => UNRESTRICTED_NET,
-                };
-                load(share * factor, 1, m.msg_size, Some(m.duration))
-            }
-        };
-        Assignment {
-            tenant: t.name.clone(),
-            job,
-        }
-    }
-}
-
-/// The isolation matrix's capacity step: tenant `a` alone using the whole resource
-/// of the host, whose mean is `p_max`, "the maximum possible utilisation a resource
-/// can achieve" (Volpert et al., eq. 4). cpu: one burner thread pinned on each of
-/// the host's `host_cpus` online CPUs (host scope: beyond a's own CPUs); its ops/s
-/// is the host's throughput in the metric's own units. network: several streams
-/// asking for far more than the link carries (10x a tenant's share, and at least
-/// twice an emulated host NIC), so that the sink receives the link's capacity.
-fn capacity(m: &IsolationMatrix, network: &Network, a: &TenantDef, host_cpus: usize) -> Assignment {
-    let job = match m.resource {
-        Resource::Cpu => JobSpec::Burn {
-            workload: m.workload.clone(),
-            threads: host_cpus.max(1),
-            ops: None,
-            duration_ms: Some(millis(m.duration)),
-            pin: "compact".to_string(),
-            cpus: None,
-            scope: BurnScope::Host,
-        },
-        Resource::Network => {
-            let link = match network {
-                Network::Emulated { host_bw_bps, .. } => 2.0 * host_bw_bps,
-                Network::None => 0.0,
-            };
-            let rate = (m.share_bps.unwrap_or(0.0) * UNRESTRICTED_NET).max(link);
-            load(rate, CAPACITY_STREAMS, m.msg_size, Some(m.duration))
-        }
-    };
-    Assignment {
-        tenant: a.name.clone(),
-        job,
     }
 }
 
@@ -522,6 +381,7 @@ fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
             pin: b.pin.clone(),
             cpus: None,
             scope: BurnScope::Tenant,
+            duty: None,
         },
     }
 }

@@ -510,6 +510,7 @@ mod tests {
 
     fn sample(group: &str, label: &str, value: f64, higher: bool) -> Sample {
         let step = Step {
+            lifted: Vec::new(),
             id: format!("{group}/{label}/rep=1"),
             group: group.to_string(),
             level: 0.0,

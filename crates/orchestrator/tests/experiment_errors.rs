@@ -258,3 +258,114 @@ fn a_queue_without_an_emulated_nic() {
     );
     assert_error(&src, "queue = ", "applies to mode = \"emulated\"");
 }
+
+/// A valid disk isolation matrix with grants; each grant test breaks one line.
+const MATRIX: &str = r#"name = "m"
+
+[[tenants]]
+name = "a"
+role = "test"
+vcpus = 1
+grant = { cpu = 0.5, memory = "256M", write_iops = 200, read_iops = 100 }
+
+[[tenants]]
+name = "b"
+role = "neighbor"
+vcpus = 1
+grant = { cpu = 0.5, memory = "256M", write_iops = 200, read_iops = 100 }
+
+[scenario]
+kind = "isolation-matrix"
+resource = "disk"
+read_fraction = 0.25
+"#;
+
+fn matrix(from: &str, to: &str) -> String {
+    assert!(MATRIX.contains(from), "fixture lacks {from}");
+    MATRIX.replacen(from, to, 1)
+}
+
+#[test]
+fn grants_parse_into_the_tenants() {
+    let exp = parse("m.toml", MATRIX, Some(2)).unwrap_or_else(|e| panic!("{e}"));
+    let a = &exp.tenants[0].grant;
+    assert_eq!(a.cpu, Some(0.5));
+    assert_eq!(a.memory_bytes, Some(256 << 20));
+    assert_eq!((a.read_iops, a.write_iops), (Some(100), Some(200)));
+    // A quarter reads: reads bind at 100 / 0.25 = 400, writes at 200 / 0.75 = 266.7.
+    let sustained = a.sustained_iops(0.25).unwrap_or_default();
+    assert!((sustained - 200.0 / 0.75).abs() < 1e-9, "{sustained}");
+    assert_eq!(exp.disk_dir(), Some(std::path::Path::new("/var/tmp")));
+    assert!(exp.has_grants());
+}
+
+#[test]
+fn a_cpu_grant_above_the_tenants_vcpus() {
+    let src = matrix("grant = { cpu = 0.5,", "grant = { cpu = 1.5,");
+    assert_error(&src, "grant = { cpu = 1.5", "1 vCPUs");
+}
+
+#[test]
+fn a_memory_grant_too_small_for_the_agent() {
+    let src = matrix(
+        "memory = \"256M\", write_iops = 200, read_iops = 100 }\n\n[[tenants]]",
+        "memory = \"1M\", write_iops = 200, read_iops = 100 }\n\n[[tenants]]",
+    );
+    assert_error(&src, "grant = { cpu = 0.5, memory = \"1M\"", "16 MiB");
+}
+
+#[test]
+fn a_zero_iops_grant() {
+    let src = matrix(
+        "write_iops = 200, read_iops = 100 }\n\n[[tenants]]",
+        "write_iops = 0, read_iops = 100 }\n\n[[tenants]]",
+    );
+    assert_error(
+        &src,
+        "grant = { cpu = 0.5, memory = \"256M\", write_iops = 0",
+        "leave it out",
+    );
+}
+
+#[test]
+fn a_rate_grant_needs_the_emulated_network() {
+    let src = matrix(
+        "grant = { cpu = 0.5,",
+        "grant = { rate = \"50M\", cpu = 0.5,",
+    );
+    assert_error(&src, "grant = { rate", "emulated");
+}
+
+#[test]
+fn grants_are_for_the_local_provider() {
+    let src =
+        format!("{MATRIX}\n[provider]\nkind = \"static\"\nhosts = \"h\"\ntoken_file = \"t\"\n");
+    assert_error(&src, "grant = {", "local provider");
+}
+
+#[test]
+fn a_disk_matrix_needs_iops_grants() {
+    let src = MATRIX.replace(", write_iops = 200, read_iops = 100", "");
+    assert_error(&src, "kind = \"isolation-matrix\"", "no IOPS grant");
+}
+
+#[test]
+fn io_limits_outside_a_disk_matrix_need_an_io_dir() {
+    let src = matrix(
+        "resource = \"disk\"\nread_fraction = 0.25",
+        "resource = \"cpu\"",
+    );
+    assert_error(&src, "grant = {", "io_dir");
+}
+
+#[test]
+fn disk_settings_belong_to_a_disk_matrix() {
+    let src = matrix("resource = \"disk\"", "resource = \"memory\"");
+    assert_error(&src, "read_fraction = 0.25", "resource = \"disk\"");
+}
+
+#[test]
+fn a_read_fraction_outside_zero_to_one() {
+    let src = matrix("read_fraction = 0.25", "read_fraction = 1.5");
+    assert_error(&src, "read_fraction = 1.5", "0 to 1");
+}

@@ -242,7 +242,11 @@ fn example_experiments_expand() {
     for (file, steps) in [
         ("local-cpu-staircase.toml", 2 * 3 * (1 + 3)),
         ("local-latency-load.toml", 5 * 3),
-        ("isolation-matrix.toml", (1 + 4 + 12) * 3),
+        ("isolation-matrix-cpu.toml", (1 + 4 + 12) * 3),
+        // Memory has no capacity step: its maximum is the machine's memory.
+        ("isolation-matrix-memory.toml", (4 + 12) * 3),
+        ("isolation-matrix-disk.toml", (1 + 4 + 12) * 3),
+        ("isolation-matrix-network.toml", (1 + 4 + 12) * 3),
     ] {
         let exp = nnb_orchestrator::experiment::load(&root.join(file), Some(2))
             .unwrap_or_else(|e| panic!("{e}"));
@@ -381,4 +385,96 @@ fn throughput_staircase_sampling_is_checked() {
     assert!(e.contains("p.toml:"), "{e}");
     let e = err("duration = \"5s\"\nwindow = 6\n");
     assert!(e.contains("only 5 samples"), "{e}");
+}
+
+/// The example matrix `file`'s plan on a 2-CPU host.
+fn example(file: &str) -> Plan {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
+    let exp = nnb_orchestrator::experiment::load(&root.join(file), Some(2))
+        .unwrap_or_else(|e| panic!("{e}"));
+    expand(&exp, 2)
+}
+
+/// The first repetition of level `label`: its measured jobs and lifted tenants.
+fn level<'p>(p: &'p Plan, label: &str) -> &'p nnb_orchestrator::plan::Step {
+    p.steps
+        .iter()
+        .find(|s| s.level_label == label && s.rep == 1)
+        .unwrap_or_else(|| panic!("no level {label}"))
+}
+
+/// Each state is a demand against the tenant's grant, and only an unrestricted
+/// tenant (and a in the capacity step) has its grant lifted.
+#[test]
+fn matrix_states_are_demands_against_the_grants() {
+    // Memory, 256 MiB granted: half, all, twice, and 4 times with the limit lifted.
+    let p = example("isolation-matrix-memory.toml");
+    let bytes = |label: &str| match &level(&p, label).measure[0].job {
+        JobSpec::Memory { bytes, mode, .. } => {
+            assert_eq!(mode, "keep");
+            *bytes
+        }
+        other => panic!("not a memory job: {other:?}"),
+    };
+    assert_eq!(bytes("a=undercommitted"), 128 << 20);
+    assert_eq!(bytes("a=saturated"), 256 << 20);
+    assert_eq!(bytes("a=overcommitted"), 512 << 20);
+    assert_eq!(bytes("a=unrestricted"), 1 << 30);
+    assert!(level(&p, "a=saturated").lifted.is_empty());
+    assert_eq!(level(&p, "a=unrestricted").lifted, ["a"]);
+    assert_eq!(level(&p, "a=saturated,b=unrestricted").lifted, ["b"]);
+
+    // Disk, 200 read + 200 write IOPS at half reads: the grant sustains 400.
+    let p = example("isolation-matrix-disk.toml");
+    let disk = |label: &str| match &level(&p, label).measure[0].job {
+        JobSpec::Disk {
+            iops,
+            queue_depth,
+            direct,
+            ..
+        } => {
+            assert!(direct);
+            (*iops, *queue_depth)
+        }
+        other => panic!("not a disk job: {other:?}"),
+    };
+    assert_eq!(disk("a=undercommitted"), (Some(200.0), 4));
+    assert_eq!(disk("a=saturated"), (Some(400.0), 4));
+    assert_eq!(disk("a=overcommitted"), (Some(800.0), 8));
+    assert_eq!(disk("a=unrestricted"), (None, 4));
+    let cap = level(&p, "capacity");
+    assert_eq!(cap.lifted, ["a"]);
+    assert!(matches!(
+        cap.measure[0].job,
+        JobSpec::Disk { iops: None, .. }
+    ));
+
+    // Network, 50 Mbit/s granted: more streams when overcommitted.
+    let p = example("isolation-matrix-network.toml");
+    let load = |label: &str, k: usize| match &level(&p, label).measure[k].job {
+        JobSpec::Load {
+            rate_bps, streams, ..
+        } => (*rate_bps, *streams),
+        other => panic!("not a load: {other:?}"),
+    };
+    assert_eq!(load("a=undercommitted", 0), (25e6, 1));
+    assert_eq!(load("a=saturated", 0), (50e6, 1));
+    assert_eq!(load("a=saturated,b=overcommitted", 1), (75e6, 4));
+    assert_eq!(load("a=saturated,b=unrestricted", 1), (500e6, 8));
+
+    // CPU, 0.5 CPU granted: one thread busy a quarter, half, all of the time.
+    let p = example("isolation-matrix-cpu.toml");
+    let burn = |label: &str| match &level(&p, label).measure[0].job {
+        JobSpec::Burn {
+            threads,
+            duty,
+            scope,
+            ..
+        } => (*threads, *duty, *scope),
+        other => panic!("not a burn: {other:?}"),
+    };
+    assert_eq!(burn("a=undercommitted"), (1, Some(0.25), BurnScope::Tenant));
+    assert_eq!(burn("a=saturated"), (1, Some(0.5), BurnScope::Tenant));
+    assert_eq!(burn("a=overcommitted"), (1, None, BurnScope::Tenant));
+    assert_eq!(burn("a=unrestricted"), (2, None, BurnScope::Host));
 }

@@ -17,9 +17,11 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use nnb_burn::burner::{self, BurnResult, Work};
+use nnb_burn::burner::{self, BurnResult, Duty, Work};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::conditions::ConditionsWatch;
+use nnb_burn::disk::{self, DiskSpec};
+use nnb_burn::memload::{self, MemMode, MemSpec};
 use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
 use nnb_burn::topology::Topology;
@@ -91,6 +93,8 @@ enum Task {
         /// With [`BurnScope::Host`], the host's online CPUs: the job widens its own
         /// affinity to them before starting the threads, which inherit it.
         widen_to: Option<Vec<usize>>,
+        /// Each thread busy only this share of the time (fixed-time burns).
+        duty: Option<Duty>,
     },
     /// A steady burn until stopped: threads pinned and workload prepared once.
     Busy {
@@ -116,6 +120,10 @@ enum Task {
     Serve(ServeConfig),
     /// Nothing until stopped.
     Idle,
+    /// A paced disk load.
+    Disk(DiskSpec),
+    /// A memory load.
+    Memory(MemSpec),
 }
 
 /// The result of a `burn` job: where the threads ran, the clock, and the burn.
@@ -191,12 +199,23 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             pin,
             cpus,
             scope,
+            duty,
         } => {
             let work = match (ops, duration_ms) {
                 (Some(n), None) => Work::Ops(*n),
                 (None, Some(ms)) => Work::Duration(Duration::from_millis(*ms)),
                 _ => return Err("a burn job needs exactly one of `ops` and `duration_ms`".into()),
             };
+            let duty =
+                match (duty, work) {
+                    (None, _) => None,
+                    (Some(d), Work::Duration(_)) => Some(Duty::new(*d).ok_or_else(|| {
+                        format!("duty = {d} is not a share above 0 and at most 1")
+                    })?),
+                    (Some(_), Work::Ops(_)) => {
+                        return Err("a duty cycle needs a fixed-time burn (`duration_ms`)".into())
+                    }
+                };
             let strategy = match cpus {
                 Some(list) => PinStrategy::List(list.clone()),
                 None => pin.parse::<PinStrategy>().map_err(|e| e.to_string())?,
@@ -213,6 +232,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
                 placement,
                 scope: *scope,
                 widen_to: (*scope == BurnScope::Host).then_some(allowed),
+                duty,
             })
         }
         JobSpec::Busy {
@@ -301,6 +321,45 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             };
             cfg.validate().map_err(|e| e.to_string())?;
             Ok(Task::Load(cfg))
+        }
+        JobSpec::Disk {
+            dir,
+            file_size,
+            block_size,
+            iops,
+            read_fraction,
+            queue_depth,
+            direct,
+            duration_ms,
+        } => {
+            let spec = DiskSpec {
+                dir: dir.into(),
+                file_size: *file_size,
+                block_size: *block_size,
+                iops: *iops,
+                read_fraction: *read_fraction,
+                queue_depth: *queue_depth,
+                direct: *direct,
+                duration: Duration::from_millis(*duration_ms),
+            };
+            spec.validate().map_err(|e| e.to_string())?;
+            Ok(Task::Disk(spec))
+        }
+        JobSpec::Memory {
+            bytes,
+            workers,
+            mode,
+            duration_ms,
+        } => {
+            let spec = MemSpec {
+                bytes: *bytes,
+                mode: mode.parse::<MemMode>().map_err(|e| e.to_string())?,
+                workers: *workers,
+                duration: Duration::from_millis(*duration_ms),
+            };
+            let total = memload::mem_total_bytes().map_err(|e| e.to_string())?;
+            spec.check(total).map_err(|e| e.to_string())?;
+            Ok(Task::Memory(spec))
         }
     }
 }
@@ -406,7 +465,12 @@ impl Task {
             } => pinned(placement).or_else(|| widen_to.clone()),
             Task::Busy { placement, .. } => pinned(placement),
             Task::Steal { cpus, .. } => Some(cpus.clone()),
-            Task::Latency(_) | Task::Load(_) | Task::Serve(_) | Task::Idle => None,
+            Task::Latency(_)
+            | Task::Load(_)
+            | Task::Serve(_)
+            | Task::Idle
+            | Task::Disk(_)
+            | Task::Memory(_) => None,
         }
     }
 
@@ -419,10 +483,25 @@ impl Task {
                 placement,
                 scope,
                 widen_to,
+                duty,
             } => {
                 let clock = clock();
-                let run = || {
-                    burner::burn_stoppable(clock, &workload, work, &placement.slots, &shared.stop)
+                let run = || match (duty, work) {
+                    (Some(d), Work::Duration(t)) => burner::burn_duty(
+                        clock,
+                        &workload,
+                        t,
+                        d,
+                        &placement.slots,
+                        Some(&shared.stop),
+                    ),
+                    _ => burner::burn_stoppable(
+                        clock,
+                        &workload,
+                        work,
+                        &placement.slots,
+                        &shared.stop,
+                    ),
                 };
                 let burn = match widen_to {
                     None => run(),
@@ -489,6 +568,19 @@ impl Task {
                     std::thread::sleep(POLL);
                 }
                 Ok(Value::Null)
+            }
+            Task::Disk(spec) => {
+                let report = disk::run(&spec, &shared.stop).map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
+            Task::Memory(spec) => {
+                let report = memload::run(&spec, &shared.stop).map_err(|e| e.to_string())?;
+                let mut result = to_json(&report)?;
+                // The isolation matrix's p_max for memory: the machine's memory.
+                if let (Value::Object(map), Ok(total)) = (&mut result, memload::mem_total_bytes()) {
+                    map.insert("mem_total_bytes".to_string(), total.into());
+                }
+                Ok(result)
             }
         }
     }
@@ -564,6 +656,7 @@ mod tests {
                     pin: pin.into(),
                     cpus: None,
                     scope,
+                    duty: None,
                 };
                 prepare(&spec, &env).map(|job| job.run(&JobShared::default()))
             };
@@ -646,6 +739,7 @@ mod tests {
             pin: "compact".into(),
             cpus: None,
             scope: BurnScope::Tenant,
+            duty: None,
         };
         let steal = JobSpec::Steal {
             cpus: None,

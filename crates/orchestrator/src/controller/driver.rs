@@ -24,7 +24,7 @@ use crate::experiment::OnFailure;
 use crate::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
 use crate::plan::{Assignment, Step};
-use crate::provider::{Fleet, Provider, Role};
+use crate::provider::{Fleet, HostUsage, Provider, Role};
 use crate::results::{BackgroundRecord, SampleStatus};
 
 /// What a failed attempt at a step says.
@@ -46,6 +46,8 @@ impl From<(String, AgentError)> for StepFailure {
 pub(super) struct Measured {
     pub(super) assignment: Assignment,
     pub(super) status: JobStatus,
+    /// What the host saw its tenant use meanwhile, when the provider can tell.
+    pub(super) host: Option<HostUsage>,
 }
 
 /// The step loop's state.
@@ -58,6 +60,9 @@ pub(super) struct Driver<'a> {
     /// The tenants whose agents run now, as the last step wanted them; empty when
     /// unknown (a change failed half-way).
     present: Vec<String>,
+    /// The tenants whose grants are lifted now; `None` before the first step and
+    /// after a change failed (then the next step sets them all).
+    lifted: Option<Vec<String>>,
     pub(super) clients: HashMap<String, (Arc<dyn AgentApi>, Role)>,
     endpoint: Option<Endpoint>,
     running: HashMap<String, Running>,
@@ -91,6 +96,7 @@ impl<'a> Driver<'a> {
             provider,
             fleet,
             present,
+            lifted: None,
             clients,
             endpoint: None,
             running: HashMap::new(),
@@ -237,7 +243,8 @@ impl Driver<'_> {
         timeout: Duration,
     ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
         let came_or_went = self.make_present(&step.present).await?;
-        let changed = self.reconfigure(&step.background).await? || came_or_went;
+        let lifted = self.make_lifted(&step.lifted).await?;
+        let changed = self.reconfigure(&step.background).await? || came_or_went || lifted;
         for r in self.running.values_mut() {
             r.spans(&step.id);
         }
@@ -279,6 +286,22 @@ impl Driver<'_> {
             }
         }
         self.present = wanted.to_vec();
+        Ok(true)
+    }
+
+    /// Lifts the grants of the tenants the step wants unrestricted and enforces the
+    /// others' (the provider writes their cgroups). Returns whether anything
+    /// changed; a failed change fails the attempt.
+    async fn make_lifted(&mut self, wanted: &[String]) -> Result<bool, StepFailure> {
+        if self.lifted.as_deref() == Some(wanted) {
+            return Ok(false);
+        }
+        self.lifted = None;
+        self.provider
+            .set_lifted(self.fleet, wanted)
+            .await
+            .map_err(|e| StepFailure(format!("lifting or restoring grants: {e}")))?;
+        self.lifted = Some(wanted.to_vec());
         Ok(true)
     }
 
@@ -359,6 +382,8 @@ impl Driver<'_> {
         timeout: Duration,
     ) -> Result<Vec<Measured>, StepFailure> {
         let ep = self.endpoint.as_ref();
+        let tenants: Vec<String> = jobs.iter().map(|a| a.tenant.clone()).collect();
+        let meter = self.provider.usage_meter(self.fleet, &tenants);
         let starts = jobs.iter().map(|a| async move {
             let c = self.client(&a.tenant)?;
             let req = JobRequest {
@@ -407,13 +432,21 @@ impl Driver<'_> {
             Ok(Measured {
                 assignment: a.clone(),
                 status,
+                host: None,
             })
         });
         let ends = join_all(waits).await;
+        let host = meter.map(crate::provider::UsageMeter::finish);
         if ends.iter().any(Result::is_err) {
             self.stop_started(jobs, &ids).await;
         }
-        ends.into_iter().collect()
+        let mut measured: Vec<Measured> = ends.into_iter().collect::<Result<_, _>>()?;
+        if let Some(host) = host {
+            for m in &mut measured {
+                m.host = host.get(&m.assignment.tenant).copied();
+            }
+        }
+        Ok(measured)
     }
 
     /// Stops the measured jobs that started, so a retry starts clean; errors here

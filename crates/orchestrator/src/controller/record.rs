@@ -39,10 +39,13 @@ impl Driver<'_> {
                 None => None,
             };
             let fixed_work = matches!(a.job, JobSpec::Burn { ops: Some(_), .. });
-            let metrics = result
+            let mut metrics = result
                 .as_ref()
                 .map(|r| results::metrics(a.job.kind(), fixed_work, r))
                 .unwrap_or_default();
+            if let Some(host) = &m.host {
+                host.write_to(&mut metrics.values);
+            }
             records.push(Sample::new(
                 &run.dir.run_id,
                 run.experiment.scenario.kind(),

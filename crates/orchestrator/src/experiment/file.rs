@@ -263,6 +263,45 @@ pub struct TenantFile {
     /// Size in vCPUs (logical CPUs). Default 1.
     #[serde(default)]
     pub vcpus: Option<Spanned<usize>>,
+    /// What the tenant is granted, enforced on the host (local provider, root): its
+    /// own cgroup with a CPU quota, a memory limit and I/O limits, and a token bucket
+    /// on its network interface. Default: nothing beyond its vCPUs.
+    #[serde(default)]
+    pub grant: Option<Spanned<GrantFile>>,
+}
+
+/// `grant = { ... }` of a tenant: Volpert et al.'s per-tenant quota. Every limit left
+/// out is no limit.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantFile {
+    /// CPU quota in CPUs, e.g. 0.5 (cgroup cpu.max / CFS quota over a 100 ms period),
+    /// at most the tenant's vCPUs (its cpuset).
+    #[serde(default)]
+    pub cpu: Option<Spanned<f64>>,
+    /// Memory limit, e.g. "256M" (bytes; cgroup memory.max / memory.limit_in_bytes).
+    #[serde(default)]
+    pub memory: Option<Spanned<String>>,
+    /// Read operations per second on the disk of `io_dir`.
+    #[serde(default)]
+    pub read_iops: Option<Spanned<u64>>,
+    /// Write operations per second on the disk of `io_dir`.
+    #[serde(default)]
+    pub write_iops: Option<Spanned<u64>>,
+    /// Read bandwidth, bytes per second, e.g. "50M".
+    #[serde(default)]
+    pub read_bw: Option<Spanned<String>>,
+    /// Write bandwidth, bytes per second, e.g. "50M".
+    #[serde(default)]
+    pub write_bw: Option<Spanned<String>>,
+    /// A directory on the disk the I/O limits apply to. Default: the disk isolation
+    /// matrix's `dir`.
+    #[serde(default)]
+    pub io_dir: Option<Spanned<String>>,
+    /// Network send rate, e.g. "100M" (bit/s; a token bucket on the tenant's
+    /// interface, so it needs the emulated network).
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
 }
 
 /// The test workload: a pinned burner run (`nnb cpu`) on the test tenant.
@@ -462,6 +501,10 @@ pub struct LoadStepsFile {
 pub enum ResourceFile {
     /// CPU burners.
     Cpu,
+    /// Memory allocated and kept touched.
+    Memory,
+    /// Paced random reads and writes on a file.
+    Disk,
     /// UDP load.
     Network,
 }
@@ -473,7 +516,9 @@ pub enum ResourceFile {
 pub struct MatrixFile {
     /// The scenario kind.
     pub kind: MatrixTag,
-    /// "cpu" or "network".
+    /// "cpu", "memory", "disk" or "network". Each state is a demand against the
+    /// tenant's grant for it: undercommitted half of it, saturated all of it,
+    /// overcommitted more, unrestricted with the grant lifted.
     pub resource: ResourceFile,
     /// How long tenant a is measured in each scenario, e.g. "5s". Default "3s".
     #[serde(default)]
@@ -481,13 +526,34 @@ pub struct MatrixFile {
     /// cpu: burner workload. Default "fpadd".
     #[serde(default)]
     pub workload: Option<Spanned<String>>,
-    /// network: a tenant's saturating rate, e.g. "100M" (bit/s); undercommitted is
-    /// half of it, overcommitted 1.5 times, unrestricted 10 times.
+    /// network: a tenant's saturating rate, e.g. "100M" (bit/s), when the tenants
+    /// have no `rate` grant; undercommitted is half of it, overcommitted 1.5 times
+    /// over 4 streams, unrestricted 10 times over 8.
     #[serde(default)]
     pub share: Option<Spanned<String>>,
     /// network: UDP payload bytes. Default 1400.
     #[serde(default)]
     pub msg_size: Option<Spanned<usize>>,
+    /// disk: the directory the generator's file goes in (on a disk, not tmpfs).
+    /// Default "/var/tmp".
+    #[serde(default)]
+    pub dir: Option<Spanned<String>>,
+    /// disk: share of reads among the operations, 0 to 1. Default 0.5.
+    #[serde(default)]
+    pub read_fraction: Option<Spanned<f64>>,
+    /// disk: operations in flight (one thread each). Default 4.
+    #[serde(default)]
+    pub queue_depth: Option<Spanned<usize>>,
+    /// disk: bytes per operation, e.g. "4k". Default "4k".
+    #[serde(default)]
+    pub block_size: Option<Spanned<String>>,
+    /// disk: the file's size, e.g. "64M". Default "64M".
+    #[serde(default)]
+    pub file_size: Option<Spanned<String>>,
+    /// memory: what an unrestricted tenant tries to allocate, e.g. "2G". Default 4
+    /// times its memory grant.
+    #[serde(default)]
+    pub unrestricted: Option<Spanned<String>>,
 }
 
 /// `kind = "throughput-staircase"`: nodes join one at a time and every node present,

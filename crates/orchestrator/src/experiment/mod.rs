@@ -13,6 +13,7 @@
 pub mod aws;
 pub mod diagnostic;
 pub mod file;
+mod isolation;
 mod values;
 
 use std::path::{Path, PathBuf};
@@ -22,14 +23,13 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::tenant::TenantSpec;
-pub use crate::tenant::{Network, NicQueue, Role};
+pub use crate::tenant::{Network, NicQueue, Role, TenantGrant};
 pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
-    NeighborStateFile, NetworkMode, NicQueueFile, ProviderKind, ResourceFile, RoleFile,
-    ScenarioSchema, Spanned, StaircaseFile, SweepFile, ThroughputStaircaseFile,
-    UnusedNeighborsFile,
+    NeighborStateFile, NetworkMode, NicQueueFile, ProviderKind, RoleFile, ScenarioSchema, Spanned,
+    StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
 };
 
 /// Scenario kinds as written in `scenario.kind`.
@@ -165,7 +165,7 @@ pub enum OnFailure {
 }
 
 /// One tenant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TenantDef {
     /// Unique name (letters, digits, `-`, `_`, `.`).
     pub name: String,
@@ -173,6 +173,9 @@ pub struct TenantDef {
     pub role: Role,
     /// Size in vCPUs.
     pub vcpus: usize,
+    /// What it is granted beyond its vCPUs (local provider).
+    #[serde(skip_serializing_if = "TenantGrant::is_empty")]
+    pub grant: TenantGrant,
 }
 
 /// How much a burner does.
@@ -311,8 +314,28 @@ pub struct LoadSteps {
 pub enum Resource {
     /// CPU burners.
     Cpu,
+    /// Memory allocated and kept touched (`stress-ng --vm --vm-keep`).
+    Memory,
+    /// Paced random reads and writes with direct I/O (`fio --rate_iops`).
+    Disk,
     /// UDP load.
     Network,
+}
+
+/// The disk load of a disk isolation matrix: where and how its generator reads and
+/// writes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DiskLoad {
+    /// Directory of the generator's file.
+    pub dir: PathBuf,
+    /// Share of reads, 0 to 1.
+    pub read_fraction: f64,
+    /// Operations in flight.
+    pub queue_depth: usize,
+    /// Bytes per operation.
+    pub block_size: usize,
+    /// The file's size, bytes.
+    pub file_size: u64,
 }
 
 /// The isolation matrix (Volpert et al.): tenant a = the test tenant, b = the one
@@ -330,6 +353,11 @@ pub struct IsolationMatrix {
     pub share_bps: Option<f64>,
     /// network: payload bytes.
     pub msg_size: usize,
+    /// disk: the generator's settings.
+    pub disk: Option<DiskLoad>,
+    /// memory: what an unrestricted tenant allocates, bytes; `None` = 4 times its
+    /// grant.
+    pub unrestricted_bytes: Option<u64>,
 }
 
 /// Nodes join one at a time, every node present sending at full rate; each node's
@@ -420,6 +448,19 @@ impl Experiment {
                 vcpus: t.vcpus,
             })
             .collect()
+    }
+
+    /// The directory a disk isolation matrix's generators write in.
+    pub fn disk_dir(&self) -> Option<&Path> {
+        match &self.scenario {
+            Scenario::IsolationMatrix(IsolationMatrix { disk: Some(d), .. }) => Some(&d.dir),
+            _ => None,
+        }
+    }
+
+    /// Whether any tenant is granted something beyond its vCPUs.
+    pub fn has_grants(&self) -> bool {
+        self.tenants.iter().any(|t| !t.grant.is_empty())
     }
 }
 
@@ -674,8 +715,9 @@ impl Checker<'_> {
                 instance_type: a.instance_type.clone(),
             },
         };
-        let tenants = self.tenants(&f.tenants, &sizing)?;
+        let tenants = self.tenants(&f.tenants, &sizing, network)?;
         let scenario = scenario(self, &tenants, f.scenario)?;
+        self.check_io_dirs(&f.tenants, &scenario)?;
         if matches!(provider, Provider::Static { .. }) && scenario.tenants_come_and_go() {
             return Err(self.scenario_error(
                 "this scenario starts and stops neighbors between levels, but the static \
@@ -770,6 +812,7 @@ impl Checker<'_> {
         &self,
         list: &Spanned<Vec<file::TenantFile>>,
         sizing: &Sizing,
+        network: Network,
     ) -> Result<Vec<TenantDef>, ExperimentError> {
         let mut out: Vec<TenantDef> = Vec::new();
         let mut test_seen = false;
@@ -817,6 +860,10 @@ impl Checker<'_> {
                 .name
                 .as_ref()
                 .map_or(role.name().to_string(), |n| n.get_ref().clone());
+            let grant = match &t.grant {
+                Some(g) => self.grant(g, vcpus, sizing, network)?,
+                None => TenantGrant::default(),
+            };
             let name_span = t.name.as_ref().map_or(t.role.span(), |n| n.span());
             if let Err(msg) = values::tenant_name(&base) {
                 return Err(self.error(name_span, msg));
@@ -830,7 +877,12 @@ impl Checker<'_> {
                 if out.iter().any(|o| o.name == name) {
                     return Err(self.error(name_span, format!("two tenants are named `{name}`")));
                 }
-                out.push(TenantDef { name, role, vcpus });
+                out.push(TenantDef {
+                    name,
+                    role,
+                    vcpus,
+                    grant: grant.clone(),
+                });
             }
         }
         if !test_seen {
@@ -1113,52 +1165,6 @@ impl Checker<'_> {
                 msg_size: self.msg_size(&probe.msg_size, 64)?,
                 busy_poll: probe.busy_poll.unwrap_or(false),
             },
-        })
-    }
-
-    fn matrix(
-        &self,
-        tenants: &[TenantDef],
-        s: MatrixFile,
-    ) -> Result<IsolationMatrix, ExperimentError> {
-        let neighbors = neighbor_count(tenants);
-        if neighbors != 1 {
-            return Err(self.scenario_error(format!(
-                "an isolation matrix needs exactly one neighbor (tenant b), found {neighbors}"
-            )));
-        }
-        let resource = match s.resource {
-            ResourceFile::Cpu => Resource::Cpu,
-            ResourceFile::Network => Resource::Network,
-        };
-        let share_bps = match (&s.share, resource) {
-            (Some(v), Resource::Network) => Some(self.at(v, values::positive_rate(v.get_ref()))?),
-            (None, Resource::Network) => {
-                return Err(self.scenario_error(
-                    "a network isolation matrix needs `share` in [scenario], e.g. share = \"100M\"",
-                ))
-            }
-            (Some(v), Resource::Cpu) => {
-                return Err(self.error(v.span(), "`share` applies to resource = \"network\""))
-            }
-            (None, Resource::Cpu) => None,
-        };
-        if resource == Resource::Cpu {
-            if let Some(t) = tenants.iter().find(|t| t.vcpus < 2) {
-                return Err(self.scenario_error(format!(
-                    "tenant `{}` has {} vCPU: a CPU isolation matrix needs at least 2 per tenant \
-                         (undercommitted runs half of them)",
-                    t.name, t.vcpus
-                )));
-            }
-        }
-        let workload = self.workload(&s.workload)?;
-        Ok(IsolationMatrix {
-            resource,
-            duration: self.nonzero_duration(&s.duration, Duration::from_secs(3), "duration")?,
-            workload,
-            share_bps,
-            msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
         })
     }
 }

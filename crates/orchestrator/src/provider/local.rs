@@ -14,6 +14,11 @@
 //! outlives it (a tokio worker thread or the main thread, not a `spawn_blocking`
 //! task).
 //!
+//! With grants (or for an isolation matrix's host-side usage), each tenant's agent
+//! runs in a cgroup of its own ([`super::grants`]): whatever the agent starts
+//! (burner threads, memory workers, the disk generator) is confined and accounted
+//! there, and a `rate` grant shapes the tenant's interface.
+//!
 //! Two local runs on the same CPUs double each other's runtimes. Each local fleet
 //! holds a lock per CPU it carved (`/run/nnb/cpuN.lock`, [`hold_cpus`]) for its
 //! lifetime; a second run that finds a CPU held warns loudly, naming the other run,
@@ -29,12 +34,14 @@ use std::time::{Duration, Instant};
 
 use nnb_burn::topology::{format_list, Topology};
 
+use super::grants::{Placement, TenantCgroups};
 use super::netns::NetLab;
+use super::usage::{UsageMeter, UsageSource};
 use super::{Fleet, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::agent::Token;
 use crate::client::{AgentClient, BoxFuture};
 use crate::jobs::Health;
-use crate::tenant::{Network, ENDPOINT};
+use crate::tenant::{Network, TenantGrant, ENDPOINT};
 
 /// How to launch a local fleet.
 #[derive(Clone, Debug)]
@@ -45,9 +52,52 @@ pub struct LocalOptions {
     pub network: Network,
     /// How long each agent may take to print its address and answer `/health`.
     pub start_timeout: Duration,
+    /// Whether the tenants run in cgroups of their own.
+    pub cgroups: Cgroups,
+    /// What each tenant is granted (by name; a tenant not listed, nothing).
+    pub grants: Vec<(String, TenantGrant)>,
+    /// Where I/O limits apply when a grant names no `io_dir` (a disk isolation
+    /// matrix's directory), and where a dead run's disk files are looked for.
+    pub io_dir: Option<PathBuf>,
+}
+
+/// Whether a local fleet's tenants get cgroups of their own (see
+/// [`super::grants`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Cgroups {
+    /// No: the agents run in the controller's cgroup.
+    #[default]
+    Off,
+    /// For the host-side usage only: without cgroups (not root) the run goes on,
+    /// with a warning, and records no host-side usage.
+    Accounting,
+    /// Required: the tenants have grants to enforce.
+    Grants,
+}
+
+impl Cgroups {
+    /// What `exp` needs: its tenants' grants enforced, or for an isolation matrix
+    /// the host-side usage that its tables are made of.
+    pub fn of(exp: &crate::experiment::Experiment) -> Cgroups {
+        if exp.has_grants() {
+            Cgroups::Grants
+        } else if matches!(
+            exp.scenario,
+            crate::experiment::Scenario::IsolationMatrix(_)
+        ) {
+            Cgroups::Accounting
+        } else {
+            Cgroups::Off
+        }
+    }
 }
 
 impl LocalOptions {
+    /// What tenant `name` is granted, if anything.
+    fn grant(&self, name: &str) -> Option<&TenantGrant> {
+        self.grants.iter().find(|(n, _)| n == name).map(|(_, g)| g)
+    }
+
     /// The `nnb` binary to run as agent.
     fn binary(&self) -> Result<PathBuf, ProviderError> {
         match &self.nnb_bin {
@@ -66,6 +116,9 @@ impl Default for LocalOptions {
             nnb_bin: None,
             network: Network::None,
             start_timeout: Duration::from_secs(10),
+            cgroups: Cgroups::Off,
+            grants: Vec::new(),
+            io_dir: None,
         }
     }
 }
@@ -157,13 +210,20 @@ pub async fn launch_local(
         warnings,
         children: Vec::new(),
         net: None,
+        cgroups: None,
         cloud: Default::default(),
         _cpu_locks: cpu_locks,
     };
+    fleet.cgroups = tenant_cgroups(specs, &sets, opts, &mut fleet.warnings)?;
     let net = match opts.network {
         Network::None => None,
         Network::Emulated { host_bw_bps, queue } => {
             let lab = NetLab::create(specs.len(), host_bw_bps, queue)?;
+            for (i, spec) in specs.iter().enumerate() {
+                if let Some(rate) = opts.grant(&spec.name).and_then(|g| g.rate_bps) {
+                    lab.shape_tenant(i, Some(rate))?;
+                }
+            }
             fleet.net = Some(lab);
             fleet.net.as_ref()
         }
@@ -182,7 +242,11 @@ pub async fn launch_local(
             cpus: Some(cpus),
         };
         let (child, token) = agent.spawn(&bin, scratch.path())?;
+        let pid = child.id();
         fleet.children.push((spec.name.clone(), child));
+        if let Some(cg) = &fleet.cgroups {
+            cg.add(&spec.name, pid)?;
+        }
         pending.push((spec.name.clone(), spec.role, token, cpus.clone(), ns, ip));
     }
     let endpoint_ns = net.map(NetLab::endpoint_ns);
@@ -367,6 +431,93 @@ impl Provider for LocalProvider {
             Ok(started)
         })
     }
+
+    /// Lifts or restores the tenants' cgroup grants and their `rate` shaping.
+    fn set_lifted<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        lifted: &'a [String],
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        Box::pin(async move {
+            if let Some(cg) = &mut fleet.cgroups {
+                cg.set_lifted(lifted)?;
+            }
+            if let Some(lab) = &fleet.net {
+                for (i, t) in fleet.tenants.iter().enumerate() {
+                    if let Some(rate) = self.opts.grant(&t.name).and_then(|g| g.rate_bps) {
+                        lab.shape_tenant(i, (!lifted.contains(&t.name)).then_some(rate))?;
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Each tenant's cgroup, and its agent's network namespace when it has its own.
+    fn usage_meter(&self, fleet: &Fleet, tenants: &[String]) -> Option<UsageMeter> {
+        let cgroups = fleet.cgroups.as_ref()?;
+        let sources = tenants
+            .iter()
+            .map(|name| UsageSource {
+                tenant: name.clone(),
+                cgroup: cgroups.cgroup(name).cloned(),
+                netns_pid: fleet
+                    .tenants
+                    .iter()
+                    .find(|t| &t.name == name && t.netns.is_some())
+                    .and_then(|_| fleet.children.iter().find(|(n, _)| n == name))
+                    .map(|(_, c)| c.id()),
+            })
+            .collect();
+        Some(UsageMeter::start(sources))
+    }
+}
+
+/// The tenants' cgroups, as `opts` wants them: none, for accounting (a warning
+/// where they cannot be made), or with grants (an error where they cannot). A dead
+/// run's disk files in the I/O directory go first.
+fn tenant_cgroups(
+    specs: &[TenantSpec],
+    sets: &[Vec<usize>],
+    opts: &LocalOptions,
+    warnings: &mut Vec<String>,
+) -> Result<Option<TenantCgroups>, ProviderError> {
+    if opts.cgroups == Cgroups::Off {
+        return Ok(None);
+    }
+    if let Some(dir) = &opts.io_dir {
+        match nnb_burn::disk::sweep_stale(dir) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                "removed {n} disk load files of dead runs in {}",
+                dir.display()
+            ),
+            Err(e) => tracing::debug!(
+                "looking for dead runs' disk files in {}: {e}",
+                dir.display()
+            ),
+        }
+    }
+    let none = TenantGrant::default();
+    let placements: Vec<Placement<'_>> = specs
+        .iter()
+        .zip(sets)
+        .map(|(s, cpus)| Placement {
+            name: &s.name,
+            cpus,
+            grant: opts.grant(&s.name).unwrap_or(&none),
+        })
+        .collect();
+    match TenantCgroups::create(&placements, opts.io_dir.as_deref()) {
+        Ok(c) => Ok(Some(c)),
+        Err(e) if opts.cgroups == Cgroups::Accounting => {
+            let w = format!("no host-side usage is recorded: {e}");
+            tracing::warn!("{w}");
+            warnings.push(w);
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 impl LocalProvider {
@@ -387,7 +538,11 @@ impl LocalProvider {
             cpus: Some(&t.cpus),
         };
         let (child, token) = launch.spawn(&bin, scratch.path())?;
+        let pid = child.id();
         fleet.children.push((name.to_string(), child));
+        if let Some(cg) = &fleet.cgroups {
+            cg.add(name, pid)?;
+        }
         let last = fleet.children.len() - 1;
         let timeout = self.opts.start_timeout;
         let addr = read_address(&mut fleet.children[last].1, name, timeout).await?;

@@ -19,12 +19,14 @@
 #[cfg(feature = "aws")]
 pub mod aws;
 pub mod cloud;
+pub mod grants;
 pub mod local;
 pub mod netns;
 pub mod static_hosts;
+pub mod usage;
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +42,7 @@ pub use crate::tenant::{Network, Role, TenantSpec};
 pub use cloud::{CloudLease, CloudRecord, CloudTeardown, HostRecord, InstanceRecord};
 pub use local::{launch_local, LocalOptions, LocalProvider};
 pub use static_hosts::{load_static, StaticProvider};
+pub use usage::{HostUsage, UsageMeter, UsageSource};
 
 /// What brings a run's tenants up, reaches their agents, changes which are present
 /// between steps, and takes them down. Resources a launch creates are held by the
@@ -86,6 +89,27 @@ pub trait Provider: Send + Sync {
         })
     }
 
+    /// Lifts the grants of the tenants named in `lifted` and enforces every other
+    /// tenant's, between two steps (an isolation matrix's unrestricted tenant). A
+    /// provider that enforces no grants (its tenants' machines are their grants)
+    /// has nothing to lift.
+    fn set_lifted<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        lifted: &'a [String],
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let _ = (fleet, lifted);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Starts reading what `tenants` use, from the host side (their cgroups and
+    /// interfaces), for a step's measured jobs; `None` when the provider cannot see
+    /// its tenants from outside.
+    fn usage_meter(&self, fleet: &Fleet, tenants: &[String]) -> Option<UsageMeter> {
+        let _ = (fleet, tenants);
+        None
+    }
+
     /// The spending limit of a run whose resources are held since `since` (before
     /// the launch); `None` when the provider costs nothing or the run sets no cap.
     fn cost_cap(&self, since: Instant) -> Option<CostCap> {
@@ -125,6 +149,14 @@ pub fn for_experiment(
         experiment::Provider::Local => Ok(Box::new(LocalProvider::new(LocalOptions {
             nnb_bin: cx.nnb_bin,
             network: exp.network,
+            cgroups: local::Cgroups::of(exp),
+            grants: exp
+                .tenants
+                .iter()
+                .filter(|t| !t.grant.is_empty())
+                .map(|t| (t.name.clone(), t.grant.clone()))
+                .collect(),
+            io_dir: exp.disk_dir().map(Path::to_path_buf),
             ..LocalOptions::default()
         }))),
         experiment::Provider::Static { hosts, token_file } => {
@@ -278,6 +310,8 @@ pub struct Fleet {
     /// Child agents, with the name of the tenant each serves.
     children: Vec<(String, Child)>,
     net: Option<netns::NetLab>,
+    /// A local fleet's tenant cgroups (grants and host-side accounting).
+    cgroups: Option<grants::TenantCgroups>,
     cloud: CloudLease,
     /// A local fleet's per-CPU locks, held while it lives (see [`local`]).
     _cpu_locks: Vec<std::fs::File>,
@@ -296,6 +330,7 @@ impl Fleet {
             warnings: Vec::new(),
             children: Vec::new(),
             net: None,
+            cgroups: None,
             cloud: CloudLease::default(),
             _cpu_locks: Vec::new(),
         }
@@ -382,10 +417,12 @@ impl Fleet {
 
     fn teardown(&mut self) -> Result<(), ProviderError> {
         self.kill_children(|_| false);
-        match self.net.take() {
-            Some(net) => net.remove(),
-            None => Ok(()),
-        }
+        let cgroups = self
+            .cgroups
+            .take()
+            .map_or(Ok(()), grants::TenantCgroups::remove);
+        let net = self.net.take().map_or(Ok(()), netns::NetLab::remove);
+        cgroups.and(net)
     }
 }
 

@@ -288,6 +288,32 @@ impl NetLab {
         Ok(())
     }
 
+    /// Shapes what tenant `i` sends to `rate_bps` (its `rate` grant: a token bucket
+    /// on its own interface), or with `None` removes that shaping (the grant
+    /// lifted). Idempotent.
+    pub fn shape_tenant(&self, i: usize, rate_bps: Option<f64>) -> Result<(), ProviderError> {
+        let ns = self.tenant_ns(i);
+        match rate_bps {
+            Some(bps) => {
+                let mut args: Vec<String> =
+                    ["-n", &ns, "qdisc", "replace", "dev", "eth0", "root", "tbf"]
+                        .iter()
+                        .map(|s| s.to_string())
+                        .collect();
+                args.extend(tbf_args(bps));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                run("tc", &args).map(drop)
+            }
+            None => {
+                let shaped = run("tc", &["-n", &ns, "qdisc", "show", "dev", "eth0", "root"])?;
+                if shaped.contains("tbf") {
+                    run("tc", &["-n", &ns, "qdisc", "del", "dev", "eth0", "root"])?;
+                }
+                Ok(())
+            }
+        }
+    }
+
     /// The run's name prefix (`nnb<pid hex>-<n>`).
     pub fn run_id(&self) -> &str {
         &self.run
