@@ -75,6 +75,7 @@ pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
 /// Whether an error is the user's to fix: a malformed value, an impossible
 /// placement, invalid settings, an unusable experiment file or token.
 fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
+    use nnb_burn::memload::MemError;
     use nnb_burn::smt_probe as probe;
     use nnb_burn::{clock, placement, sweep, workload};
     use nnb_netlat::{load::LoadError, probe::ProbeError, serve::ServeError};
@@ -129,6 +130,7 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         || e.is::<clock::ClockError>()
         || e.is::<UnitError>()
         || e.is::<TokenError>()
+        || matches!(e.downcast_ref::<MemError>(), Some(MemError::Spec(_)))
         || matches!(
             e.downcast_ref::<probe::ProbeError>(),
             Some(

@@ -34,6 +34,8 @@ struct Cli {
 enum Command {
     /// Pinned-thread CPU burner timed by the TSC (fixed work or fixed time, sweeps).
     Cpu(cmd::cpu::CpuArgs),
+    /// Memory load: worker processes that allocate and keep touching memory (stress-ng --vm).
+    Memory(cmd::memory::MemoryArgs),
     /// Print the CPU topology; --probe finds SMT siblings empirically.
     Topo(cmd::topo::TopoArgs),
     /// Detect time stolen from pinned threads (scheduling gaps) beside /proc/stat steal.
@@ -88,6 +90,7 @@ fn main() -> ExitCode {
 fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
     match command {
         Command::Cpu(args) => cmd::cpu::run(args, out),
+        Command::Memory(args) => cmd::memory::run(args, out),
         Command::Topo(args) => cmd::topo::run(args, out),
         Command::Steal(args) => cmd::steal::run(args, out),
         Command::Serve(args) => cmd::serve::run(args, out),

@@ -16,6 +16,7 @@ mod ground_truth_rate;
 mod ground_truth_steal;
 mod latency_cli;
 mod load_cli;
+mod memory_cli;
 mod netns_harness;
 mod pipe_cli;
 mod run_local;

@@ -12,6 +12,7 @@ pub(crate) mod disk;
 pub(crate) mod fetch;
 pub(crate) mod latency;
 pub(crate) mod load;
+pub(crate) mod memory;
 #[cfg(feature = "controller")]
 pub(crate) mod run;
 #[cfg(feature = "controller")]
