@@ -171,6 +171,20 @@ impl BurnScope {
 }
 
 impl JobSpec {
+    /// How long the job runs when it says (a fixed-time job): what the host-side
+    /// usage of its tenant is per.
+    pub fn nominal(&self) -> Option<std::time::Duration> {
+        let ms = match self {
+            JobSpec::Burn { duration_ms, .. } | JobSpec::Load { duration_ms, .. } => *duration_ms,
+            JobSpec::Latency { duration_ms, .. }
+            | JobSpec::Disk { duration_ms, .. }
+            | JobSpec::Memory { duration_ms, .. }
+            | JobSpec::Steal { duration_ms, .. } => Some(*duration_ms),
+            JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
+        };
+        ms.map(std::time::Duration::from_millis)
+    }
+
     /// The job's `kind` tag as it appears on the wire, for logs and errors.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -436,7 +436,8 @@ impl Driver<'_> {
             })
         });
         let ends = join_all(waits).await;
-        let host = meter.map(crate::provider::UsageMeter::finish);
+        let nominal = jobs.iter().filter_map(|a| a.job.nominal()).max();
+        let host = meter.map(|m| m.finish(nominal));
         if ends.iter().any(Result::is_err) {
             self.stop_started(jobs, &ids).await;
         }

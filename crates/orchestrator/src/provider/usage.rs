@@ -3,10 +3,13 @@
 //! and block I/O operations, and the bytes its network interface sent, sampled at a
 //! fixed interval over the measured jobs of a step.
 //!
-//! The rates are the counters' increase over the whole interval (CPU time per wall
-//! time, operations and bits per second); the memory is the mean of the resident
-//! memory sampled every [`SAMPLE_INTERVAL`], start and end included, so a tenant
-//! that takes time to reach its size (or is OOM-killed and starts again) shows it.
+//! Every counter is read every [`SAMPLE_INTERVAL`]. The CPU is its time over the
+//! jobs' nominal length (an agent is idle outside its jobs); I/O operations and sent
+//! bits are their increase per second over the last nominal length they moved (a
+//! disk generator's file set-up is no part of its IOPS);
+//! the memory is the level it held (the mean once it reached 90% of its highest),
+//! so a worker's ramp up and its exit are left out while an OOM-killed worker that
+//! starts again still shows.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,10 +20,10 @@ use std::time::{Duration, Instant};
 use nnb_format::{Metric, MetricValues};
 use nnb_sys::cgroup::Cgroup;
 
-/// How often the resident memory is sampled.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(100);
+/// How often the counters are read: a few cgroup files per tenant.
+pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
 /// How often the sampling thread looks at its stop flag.
-const POLL: Duration = Duration::from_millis(5);
+const POLL: Duration = Duration::from_millis(2);
 /// The largest `/proc/PID/net/dev` read (a line per interface).
 const MAX_NET_DEV: u64 = 1 << 20;
 
@@ -64,8 +67,11 @@ impl HostUsage {
 #[derive(Debug)]
 pub struct UsageMeter {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<HashMap<String, HostUsage>>>,
+    thread: Option<JoinHandle<Vec<(String, Series)>>>,
 }
+
+/// One tenant's readings: (seconds since the start, reading).
+type Series = Vec<(f64, Reading)>;
 
 /// One reading of one tenant's counters.
 #[derive(Debug, Clone, Copy, Default)]
@@ -107,13 +113,20 @@ impl UsageMeter {
         UsageMeter { stop, thread }
     }
 
-    /// Stops reading and returns what each tenant used since the start.
-    pub fn finish(mut self) -> HashMap<String, HostUsage> {
+    /// Stops reading and returns what each tenant used since the start, over its
+    /// jobs' `nominal` length when known (see the module).
+    pub fn finish(mut self, nominal: Option<Duration>) -> HashMap<String, HostUsage> {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread
+        let series = self
+            .thread
             .take()
             .and_then(|t| t.join().ok())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        let nominal = nominal.map(|d| d.as_secs_f64()).filter(|s| *s > 0.0);
+        series
+            .into_iter()
+            .map(|(tenant, points)| (tenant, usage(&points, nominal)))
+            .collect()
     }
 }
 
@@ -123,48 +136,110 @@ impl Drop for UsageMeter {
     }
 }
 
-/// The sampling loop: a first reading, a memory sample every [`SAMPLE_INTERVAL`],
-/// a last reading once `stop` is raised.
-fn sample(sources: &[UsageSource], stop: &AtomicBool) -> HashMap<String, HostUsage> {
+/// The sampling loop: a reading of every source every [`SAMPLE_INTERVAL`] from now
+/// until `stop` is raised, and one more then.
+fn sample(sources: &[UsageSource], stop: &AtomicBool) -> Vec<(String, Series)> {
     let t0 = Instant::now();
-    let first: Vec<Reading> = sources.iter().map(Reading::of).collect();
-    let mut mem: Vec<Vec<u64>> = first
+    let mut series: Vec<Series> = sources
         .iter()
-        .map(|r| r.mem_bytes.into_iter().collect())
+        .map(|s| vec![(0.0, Reading::of(s))])
         .collect();
     let mut next = t0 + SAMPLE_INTERVAL;
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(POLL);
-        if Instant::now() >= next {
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        if stopping || Instant::now() >= next {
             next += SAMPLE_INTERVAL;
-            for (s, m) in sources.iter().zip(&mut mem) {
-                let usage = s.cgroup.as_ref().and_then(|c| c.usage().ok());
-                m.extend(usage.map(|u| u.memory_bytes));
+            let t = t0.elapsed().as_secs_f64();
+            for (s, points) in sources.iter().zip(&mut series) {
+                points.push((t, Reading::of(s)));
             }
         }
+        if stopping {
+            break;
+        }
+        std::thread::sleep(POLL);
     }
-    let wall = t0.elapsed().as_secs_f64();
-    let last: Vec<Reading> = sources.iter().map(Reading::of).collect();
     sources
         .iter()
-        .zip(first.iter().zip(&last))
-        .zip(&mut mem)
-        .map(|((s, (a, b)), m)| {
-            m.extend(b.mem_bytes);
-            let rate = |x: Option<u64>, y: Option<u64>| match (x, y) {
-                (Some(x), Some(y)) if wall > 0.0 => Some(y.saturating_sub(x) as f64 / wall),
-                _ => None,
-            };
-            let usage = HostUsage {
-                cpu_pct: rate(a.cpu_ns, b.cpu_ns).map(|ns_per_s| ns_per_s / 1e9 * 100.0),
-                mem_bytes: (!m.is_empty())
-                    .then(|| m.iter().map(|&v| v as f64).sum::<f64>() / m.len() as f64),
-                iops: rate(a.io_ops, b.io_ops),
-                net_bps: rate(a.tx_bytes, b.tx_bytes).map(|bytes| bytes * 8.0),
-            };
-            (s.tenant.clone(), usage)
-        })
+        .map(|s| s.tenant.clone())
+        .zip(series)
         .collect()
+}
+
+/// What one tenant's series says it used, its jobs lasting `nominal` seconds.
+fn usage(points: &Series, nominal: Option<f64>) -> HostUsage {
+    let of = |f: fn(&Reading) -> Option<u64>| -> Vec<(f64, u64)> {
+        points
+            .iter()
+            .filter_map(|(t, r)| Some((*t, f(r)?)))
+            .collect()
+    };
+    HostUsage {
+        cpu_pct: busy_rate(&of(|r| r.cpu_ns), nominal).map(|ns_per_s| ns_per_s / 1e9 * 100.0),
+        mem_bytes: plateau_mean(&of(|r| r.mem_bytes)),
+        iops: active_rate(&of(|r| r.io_ops), nominal),
+        net_bps: active_rate(&of(|r| r.tx_bytes), nominal).map(|bytes| bytes * 8.0),
+    }
+}
+
+/// CPU time per second of the jobs: the whole series' increase (an agent is idle
+/// outside its jobs) over the jobs' `nominal` length, or over the series' span
+/// when that is shorter or unknown, so the controller's start and collection
+/// around the jobs do not dilute it.
+fn busy_rate(points: &[(f64, u64)], nominal: Option<f64>) -> Option<f64> {
+    let (&(t0, v0), &(t1, v1)) = (points.first()?, points.last()?);
+    let span = nominal.map_or(t1 - t0, |n| n.min(t1 - t0));
+    (span > 0.0).then(|| v1.saturating_sub(v0) as f64 / span)
+}
+
+/// The value of a counter at `t`, linear between readings.
+fn value_at(points: &[(f64, u64)], t: f64) -> f64 {
+    let after = points
+        .iter()
+        .position(|p| p.0 >= t)
+        .unwrap_or(points.len() - 1);
+    if after == 0 {
+        return points[0].1 as f64;
+    }
+    let ((ta, va), (tb, vb)) = (points[after - 1], points[after]);
+    let share = if tb > ta { (t - ta) / (tb - ta) } else { 1.0 };
+    va as f64 + (vb as f64 - va as f64) * share.clamp(0.0, 1.0)
+}
+
+/// A counter's increase per second over the whole series (`(seconds, value)`).
+fn window_rate(points: &[(f64, u64)]) -> Option<f64> {
+    let (&(t0, v0), &(t1, v1)) = (points.first()?, points.last()?);
+    (t1 > t0).then(|| v1.saturating_sub(v0) as f64 / (t1 - t0))
+}
+
+/// A counter's increase per second over the last `nominal` seconds it moved (the
+/// jobs' length; all of its moving when shorter or unknown), ending at the first
+/// reading after its last increase. A job's set-up before (a disk generator
+/// filling its file) and the controller's collection after do not count. A
+/// counter that never moved is 0.
+fn active_rate(points: &[(f64, u64)], nominal: Option<f64>) -> Option<f64> {
+    let moved = |w: &[(f64, u64)]| w[1].1 > w[0].1;
+    let first = points.windows(2).position(moved);
+    let last = points.windows(2).rposition(moved);
+    let (Some(i), Some(j)) = (first, last) else {
+        return window_rate(points).map(|_| 0.0);
+    };
+    let (start, end) = (points[i].0, points[j + 1].0);
+    let from = nominal.map_or(start, |n| start.max(end - n));
+    (end > from).then(|| (value_at(points, end) - value_at(points, from)) / (end - from))
+}
+
+/// The level a tenant's memory held: the mean of the samples from the first one at
+/// 90% of the highest or more to the last one at 90% or more. The ramp up (a worker
+/// faulting its pages in) and the release at the end are left out; a level that
+/// falls in between (an OOM-killed worker starting again) is kept.
+fn plateau_mean(points: &[(f64, u64)]) -> Option<f64> {
+    let peak = points.iter().map(|p| p.1).max()?;
+    let high = |p: &(f64, u64)| p.1 as f64 >= 0.9 * peak as f64;
+    let i = points.iter().position(high)?;
+    let j = points.iter().rposition(high)?;
+    let held = &points[i..=j];
+    Some(held.iter().map(|p| p.1 as f64).sum::<f64>() / held.len() as f64)
 }
 
 /// Bytes sent by the interfaces of `pid`'s network namespace, loopback left out.
@@ -211,9 +286,62 @@ Inter-|   Receive                                                |  Transmit
     }
 
     #[test]
+    fn rates_count_while_the_counter_moved() {
+        // Idle 0.0-0.4 s, 100 ops per 0.1 s from 0.4 to 1.4 s, idle again to 2.0 s:
+        // 1000 ops in the second they moved = 1000/s, not 1000/2 s.
+        let mut points = vec![(0.0, 5), (0.2, 5), (0.4, 5)];
+        points.extend((1..=10).map(|k| (0.4 + 0.1 * k as f64, 5 + 100 * k)));
+        points.extend([(1.7, 1005), (2.0, 1005)]);
+        assert!((active_rate(&points, None).unwrap() - 1000.0).abs() < 1e-6);
+        assert!((window_rate(&points).unwrap() - 500.0).abs() < 1e-6);
+        // Over the jobs' last 0.5 s: 1405 - 0.9 -> 505 ... 1005 = 500 ops, 1000/s.
+        assert!((active_rate(&points, Some(0.5)).unwrap() - 1000.0).abs() < 1e-6);
+        // A set-up burst first (100 ops at 0.1-0.2 s), then 200/s for 1 s to 2.2 s:
+        // over the nominal 1 s only the steady rate counts.
+        let setup = [
+            (0.0, 0),
+            (0.1, 0),
+            (0.2, 100),
+            (1.2, 100),
+            (2.2, 300),
+            (2.5, 300),
+        ];
+        assert!((active_rate(&setup, Some(1.0)).unwrap() - 200.0).abs() < 1e-6);
+        // Without it, from the last reading before the first rise (0.1 s) to the
+        // first after the last (2.2 s): 300 ops / 2.1 s.
+        assert!((active_rate(&setup, None).unwrap() - 300.0 / 2.1).abs() < 1e-6);
+        // A counter that never moved is 0; a single reading says nothing.
+        assert_eq!(active_rate(&[(0.0, 7), (1.0, 7)], None), Some(0.0));
+        assert_eq!(active_rate(&[(0.0, 7)], None), None);
+    }
+
+    #[test]
+    fn cpu_is_per_second_of_the_jobs() {
+        // 0.5 s of CPU over a 1.2 s series around a 1 s job: 50% of one CPU.
+        let points = [(0.0, 0), (0.6, 250_000_000), (1.2, 500_000_000)];
+        assert!((busy_rate(&points, Some(1.0)).unwrap() - 5e8).abs() < 1e-3);
+        // Without the jobs' length, or a longer one, the series' span.
+        assert!((busy_rate(&points, None).unwrap() - 5e8 / 1.2).abs() < 1e-3);
+        assert!((busy_rate(&points, Some(5.0)).unwrap() - 5e8 / 1.2).abs() < 1e-3);
+    }
+
+    #[test]
+    fn memory_is_the_level_it_held() {
+        // Ramp 0 -> 200, held at 200 and 180 (>= 90% of 200), a dip to 50 in between
+        // (kept: an OOM restart), the exit to 0 (left out): (200+180+50+200) / 4.
+        let points: Vec<(f64, u64)> = [0, 100, 200, 180, 50, 200, 0]
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| (i as f64, v))
+            .collect();
+        assert_eq!(plateau_mean(&points), Some(157.5));
+        assert_eq!(plateau_mean(&[]), None);
+    }
+
+    #[test]
     fn a_meter_without_sources_reports_nothing() {
         let m = UsageMeter::start(Vec::new());
-        assert!(m.finish().is_empty());
+        assert!(m.finish(None).is_empty());
     }
 
     #[test]
@@ -224,7 +352,7 @@ Inter-|   Receive                                                |  Transmit
             netns_pid: None,
         }]);
         std::thread::sleep(Duration::from_millis(20));
-        let got = m.finish();
+        let got = m.finish(None);
         assert_eq!(got.get("a"), Some(&HostUsage::default()));
     }
 }
