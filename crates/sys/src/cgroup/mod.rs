@@ -209,7 +209,8 @@ impl Hierarchy {
     }
 
     /// Removes the leftovers of dead runs under `prefix` (e.g. `nnb`): every
-    /// cgroup named `run-<pid>` there whose process is not alive, with everything
+    /// cgroup named `run-<pid>` (or `run-<pid>-<n>`, one of several runs of a
+    /// process) there whose process is not alive, with everything
     /// below it (processes SIGKILLed, a short wait until they are gone, directories
     /// removed bottom-up). A live pid's cgroup is left alone. Returns the removed
     /// cgroups' paths relative to the hierarchy (e.g. `nnb/run-1234`), sorted.

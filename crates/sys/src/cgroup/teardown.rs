@@ -158,18 +158,24 @@ fn is_alive(pid: u32) -> bool {
     }
 }
 
-/// The pid in a run directory's name `run-<pid>`, None for any other name.
+/// The pid in a run directory's name, `run-<pid>` or `run-<pid>-<n>` (the `n`th
+/// run of one process), None for any other name.
 fn run_pid(name: &str) -> Option<u32> {
-    let digits = name.strip_prefix("run-")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    let rest = name.strip_prefix("run-")?;
+    let (digits, nth) = match rest.split_once('-') {
+        Some((pid, nth)) => (pid, Some(nth)),
+        None => (rest, None),
+    };
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !number(digits) || nth.is_some_and(|n| !number(n)) {
         return None;
     }
     digits.parse().ok().filter(|&p| p > 0)
 }
 
-/// [`Hierarchy::sweep_dead`]: the `run-<pid>` cgroups under `prefix` whose pid is
-/// not alive, removed with everything below them; their paths relative to the
-/// hierarchy, sorted.
+/// [`Hierarchy::sweep_dead`]: the `run-<pid>` and `run-<pid>-<n>` cgroups under
+/// `prefix` whose pid is not alive, removed with everything below them; their
+/// paths relative to the hierarchy, sorted.
 pub(super) fn sweep_dead(h: &Hierarchy, prefix: &Path) -> Result<Vec<PathBuf>, CgroupError> {
     let mut dead = BTreeSet::new();
     for mount in h.distinct_mounts() {
@@ -195,11 +201,18 @@ mod tests {
     fn run_names() {
         assert_eq!(run_pid("run-1234"), Some(1234));
         assert_eq!(run_pid("run-4194304"), Some(4_194_304));
+        assert_eq!(run_pid("run-1234-0"), Some(1234));
+        assert_eq!(run_pid("run-1234-17"), Some(1234));
         for other in [
             "run-",
             "run-0",
+            "run-0-1",
             "run-+5",
             "run-12a",
+            "run-12-",
+            "run-12-a",
+            "run-12-1-2",
+            "run--1",
             "rune-12",
             "12",
             "run-99999999999",

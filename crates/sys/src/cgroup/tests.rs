@@ -626,16 +626,26 @@ fn sweeping_removes_only_dead_runs() {
     let me = std::process::id();
     for dir in [
         "nnb/run-4194304/a/b".to_string(),
+        "nnb/run-4194304-3/a".to_string(),
         format!("nnb/run-{me}/a"),
+        format!("nnb/run-{me}-1/a"),
         "nnb/other/a".into(),
     ] {
         std::fs::create_dir_all(t.path().join(dir)).expect("dirs");
     }
     let h = Hierarchy::v2_at(t.path());
     let removed = h.sweep_dead(Path::new("nnb")).expect("sweep");
-    assert_eq!(removed, vec![PathBuf::from("nnb/run-4194304")]);
+    assert_eq!(
+        removed,
+        vec![
+            PathBuf::from("nnb/run-4194304"),
+            PathBuf::from("nnb/run-4194304-3")
+        ]
+    );
     assert!(!t.path().join("nnb/run-4194304").exists());
+    assert!(!t.path().join("nnb/run-4194304-3").exists());
     assert!(t.path().join(format!("nnb/run-{me}/a")).is_dir());
+    assert!(t.path().join(format!("nnb/run-{me}-1/a")).is_dir());
     assert!(t.path().join("nnb/other/a").is_dir());
     assert_eq!(
         h.sweep_dead(Path::new("nnb")).expect("again"),
