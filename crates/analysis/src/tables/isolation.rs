@@ -323,10 +323,12 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
 
 impl Isolation {
     /// How a and a' are printed: the factor from the metric's unit, the unit, and the
-    /// decimals (bytes as MiB; the rest in the metric's own unit).
+    /// decimals (bytes as MiB, bits per second as Mbit/s; the rest in the metric's
+    /// own unit).
     fn shown(&self) -> (f64, &'static str, usize) {
         match self.metric.quantity() {
             Quantity::Bytes => (1.0 / (1u64 << 20) as f64, "MiB", 1),
+            Quantity::BitsPerSecond => (1e-6, "Mbit/s", 2),
             _ => (1.0, self.metric.unit(), self.metric.decimals()),
         }
     }
