@@ -297,8 +297,8 @@ pub struct DiskReport {
     pub read_iops: f64,
     /// Achieved writes per second.
     pub write_iops: f64,
-    /// Achieved bandwidth in bits per second (as every `_bps` of nnb; bytes/s is a
-    /// eighth of it).
+    /// Achieved bandwidth in bits per second (as every `_bps` of nnb; bytes per
+    /// second are an eighth of it).
     pub bandwidth_bps: f64,
     /// Latency of all operations; None when none completed.
     pub latency: Option<Latency>,
