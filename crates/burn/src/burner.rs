@@ -50,11 +50,13 @@ pub use nnb_sys::affinity::{current_cpu, pin_current_thread, PinError};
 /// The period ([`Duty::PERIOD`], 100 ms) is cut into [`Duty::SLICES`] slices on an
 /// absolute schedule from the thread's start. In each slice the thread works until it
 /// has used `share` of the slice in CPU time (its own CPU clock, so time the scheduler
-/// gave to others does not count as busy), then sleeps to the slice's end. Work comes
-/// in chunks ([`Workload::check_every`] ops), so a slice's busy time overshoots by up
-/// to a chunk: the overshoot is taken from the next slices' busy time, which keeps the
-/// long-run share exact. Busy time the thread could not get (the CPU was taken) is not
-/// made up later: the load it offers never exceeds `share` of a slice.
+/// or the hypervisor gave to others does not count as busy), then sleeps to the
+/// slice's end. Work comes in chunks ([`Workload::check_every`] ops), so a slice's
+/// busy time overshoots by up to a chunk: the overshoot is taken from the next slices'
+/// busy time, which keeps the long-run share exact. Busy time a slice could not get
+/// (the CPU was taken, a late wake-up) is added to the next slices, up to one slice's
+/// busy share: a short disturbance does not lower the load, a long one does not make
+/// the thread burst.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(transparent)]
 pub struct Duty(f64);
@@ -464,13 +466,17 @@ struct Pacer {
     /// A slice's length, ns.
     slice_ns: u64,
     /// A slice's busy share, ns of CPU time (at least 1).
-    busy_ns: u64,
+    busy_ns: i64,
     /// When the current slice ends (monotonic ns).
     slice_end: u64,
     /// The thread's CPU time when the current slice started.
     cpu_at_start: u64,
-    /// The current slice's busy budget: `busy_ns` less what earlier slices overshot.
+    /// The current slice's busy budget: `busy_ns` less `debt`.
     budget: u64,
+    /// CPU time the slices so far used beyond their busy share (negative: short of
+    /// it), to be paid back by the next budgets; a shortfall counts at most one
+    /// slice's busy share.
+    debt: i64,
 }
 
 impl Pacer {
@@ -480,36 +486,51 @@ impl Pacer {
         let busy_ns = ((slice_ns as f64 * duty.share()) as u64).clamp(1, slice_ns);
         Pacer {
             slice_ns,
-            busy_ns,
+            busy_ns: i64::try_from(busy_ns).unwrap_or(i64::MAX),
             slice_end: monotonic_ns().saturating_add(slice_ns),
             cpu_at_start: thread_cpu_ns(),
             budget: busy_ns,
+            debt: 0,
         }
     }
 
-    /// Returns at once while the slice's budget and time last; else sleeps to the end
-    /// of the slice (and of the whole slices its overshoot pays for) and starts the
-    /// next slice on the schedule.
+    /// Returns at once while the slice's budget and time last; else settles the
+    /// slice's debt, sleeps to the end of the slice (and of the whole slices an
+    /// overshoot pays for) and starts the next slice on the schedule.
     fn pace(&mut self) {
-        let used = thread_cpu_ns().saturating_sub(self.cpu_at_start);
+        let cpu = thread_cpu_ns();
+        let used = cpu.saturating_sub(self.cpu_at_start);
         if used < self.budget && monotonic_ns() < self.slice_end {
             return;
         }
-        let owed = used.saturating_sub(self.budget);
-        let skipped = owed / self.busy_ns;
+        let busy = self.busy_ns;
+        let used = i64::try_from(used).unwrap_or(i64::MAX);
+        let mut debt = self.debt.saturating_add(used.saturating_sub(busy));
+        let skipped = (debt / busy).max(0);
+        debt -= skipped * busy;
         let wake = self
             .slice_end
-            .saturating_add(skipped.saturating_mul(self.slice_ns));
+            .saturating_add(skipped.unsigned_abs().saturating_mul(self.slice_ns));
         let now = monotonic_ns();
         if now < wake {
             std::thread::sleep(Duration::from_nanos(wake - now));
         }
         // The first slice boundary after now: a late start (wake-up latency, or the
-        // CPU taken away) shortens that slice, it does not shift the schedule.
+        // CPU taken away) shortens that slice, it does not shift the schedule; slices
+        // that passed meanwhile were not busy.
         let now = monotonic_ns().max(wake);
-        self.slice_end = wake + ((now - wake) / self.slice_ns + 1) * self.slice_ns;
-        self.budget = self.busy_ns - owed % self.busy_ns;
-        self.cpu_at_start = thread_cpu_ns();
+        let missed = (now - wake) / self.slice_ns;
+        debt = debt.saturating_sub(
+            i64::try_from(missed)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(busy),
+        );
+        self.debt = debt.max(-busy);
+        self.slice_end = wake + (missed + 1) * self.slice_ns;
+        // debt is in [-busy, busy): the budget is in (0, 2 busy], at most the slice.
+        self.budget = (busy - self.debt).unsigned_abs().min(self.slice_ns);
+        // What going to sleep and waking cost counts in the next slice.
+        self.cpu_at_start = cpu;
     }
 }
 

@@ -87,7 +87,7 @@ fn a_keep_load_becomes_resident() {
 fn a_killed_worker_is_counted_and_restarted() {
     let _one = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let never = AtomicBool::new(false);
-    let spec = spec(16 * MIB, MemMode::Keep, Duration::from_secs(2));
+    let spec = spec(16 * MIB, MemMode::Keep, Duration::from_secs(1));
     let (r, killed) = std::thread::scope(|s| {
         let killer = s.spawn(|| {
             let started = Instant::now();
