@@ -12,6 +12,7 @@ mod cpu_burn_o0;
 mod cpu_cli;
 mod disk_cli;
 mod ground_truth_delay;
+mod ground_truth_isolation;
 mod ground_truth_rate;
 mod ground_truth_steal;
 mod latency_cli;

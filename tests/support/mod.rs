@@ -2,5 +2,6 @@
 
 pub(crate) mod agents;
 pub(crate) mod cli;
+pub(crate) mod exclusive;
 pub(crate) mod moto;
 pub(crate) mod netns;

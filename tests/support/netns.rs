@@ -87,7 +87,7 @@ pub(crate) fn require_netem() -> bool {
 }
 
 /// The effective user id, from `/proc/self/status`.
-fn effective_uid() -> Option<u32> {
+pub(crate) fn effective_uid() -> Option<u32> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("Uid:"))?;
     line.split_whitespace().nth(2)?.parse().ok()
