@@ -12,6 +12,7 @@ use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, TenantSpec
 
 use crate::support::agents;
 use crate::support::agents::process_gone;
+use crate::support::cli::signal;
 
 /// Env var that turns [`helper_parent_of_an_agent`] into the helper process.
 const HELPER_ENV: &str = "NNB_TEST_PDEATHSIG_HELPER";
@@ -218,11 +219,7 @@ async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
         vec![0],
         "--cpus pins the agent"
     );
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(term.success());
+    signal(child.id(), "TERM");
     let end = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {

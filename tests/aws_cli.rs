@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::moto::{Moto, ZONE};
 
-use crate::support::cli::NNB;
+use crate::support::cli::{signal, NNB};
 
 /// An aws staircase: a test node and `neighbors` m5.large neighbors on an m5 host.
 fn experiment(dir: &Path, moto: &Moto, neighbors: usize, health_timeout: &str) -> PathBuf {
@@ -320,11 +320,7 @@ fn ctrl_c_during_the_health_wait_tears_everything_down() {
     let mut child = run_until_health_wait(dir.path(), &moto);
     let held = moto.leftovers();
     assert_eq!((held.instances.len(), held.hosts.len()), (2, 1), "{held:?}");
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("kill -INT");
-    assert!(sent.success());
+    signal(child.id(), "INT");
     let status = wait_exit(&mut child, Duration::from_secs(20));
     assert!(!status.success(), "an interrupted run reports it");
     assert!(moto.leftovers().is_empty(), "{:?}", moto.leftovers());

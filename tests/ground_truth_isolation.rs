@@ -29,7 +29,7 @@ use nnb_orchestrator::tenant::TenantGrant;
 use serde_json::Value;
 
 use crate::support::agents::{local_options, process_gone, still_alive_after};
-use crate::support::cli::NNB;
+use crate::support::cli::{signal, NNB};
 use crate::support::exclusive;
 use crate::support::netns::{effective_uid, skip_or_fail};
 
@@ -824,11 +824,7 @@ fn an_interrupted_run_leaves_no_cgroup() {
     let pid = child.id();
     let run = wait_for_first_sample(&mut child, &results);
     assert!(!run_cgroups(pid).is_empty(), "the run {pid} has no cgroup");
-    let sent = Command::new("kill")
-        .args(["-INT", &pid.to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("kill -INT: {e}"));
-    assert!(sent.success());
+    signal(pid, "INT");
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));

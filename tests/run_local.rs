@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::support::agents;
 
-use crate::support::cli::{json as nnb_json, nnb, NNB};
+use crate::support::cli::{json as nnb_json, nnb, signal, NNB};
 
 /// A staircase of a 1-vCPU test tenant and two 1-vCPU neighbors, busy then idle,
 /// small enough for a debug build on a shared 2-core VM.
@@ -478,11 +478,7 @@ fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
     let run = wait_for_samples(&mut child, &results, 1, Duration::from_millis(10));
     let pids = agent_pids(&manifest(&run));
     assert_eq!(pids.len(), 4);
-    let killed = Command::new("kill")
-        .args(["-9", &pids[2].to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("kill: {e}"));
-    assert!(killed.success());
+    signal(pids[2], "9");
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
@@ -518,11 +514,7 @@ fn ctrl_c_stops_cleanly_keeps_the_samples_and_resume_finishes() {
     let results_arg = results.to_str().unwrap_or_default().to_string();
     let mut child = spawn_run(&exp, &results, false);
     let run = wait_for_samples(&mut child, &results, 2, Duration::from_millis(20));
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap_or_else(|e| panic!("kill -INT: {e}"));
-    assert!(sent.success());
+    signal(child.id(), "INT");
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::cli::NNB;
+use crate::support::cli::{signal, NNB};
 const MAGIC: &[u8; 4] = b"NNB\x01";
 
 /// A 32-byte nnb header (see crates/netlat/src/wire.rs) plus `payload` zero bytes.
@@ -115,11 +115,7 @@ fn human_mode_stops_on_sigterm_with_a_summary() {
     let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
     ping(&sock, refl, 1);
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    signal(child.id(), "TERM");
     let mut rest = String::new();
     out.read_to_string(&mut rest).unwrap();
     assert!(child.wait_with_output().unwrap().status.success());

@@ -55,3 +55,13 @@ pub(crate) fn run_experiment(experiment: &Path, results: &Path) -> (PathBuf, Str
     let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
     (run, text)
 }
+
+/// Sends signal `sig` (as `kill` spells it: `INT`, `TERM`, `9`) to process `pid`,
+/// failing the test when it could not be delivered.
+pub(crate) fn signal(pid: u32, sig: &str) {
+    let sent = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap_or_else(|e| panic!("kill -{sig} {pid}: {e}"));
+    assert!(sent.success(), "kill -{sig} {pid} failed: {sent}");
+}
