@@ -23,7 +23,8 @@ fn scans_cpu0_and_reports_gaps_and_steal() {
     assert_eq!(cpus.len(), 1);
     let c = &cpus[0];
     assert_eq!(c["cpu"], 0);
-    assert!(c["span_ns"].as_f64().unwrap() >= 300e6);
+    let span = c["span_ns"].as_f64().unwrap();
+    assert!(span >= 300e6, "a 300 ms scan spanned {span} ns");
     let ran = c["ran_share"].as_f64().unwrap();
     assert!(ran > 0.0 && ran <= 1.0, "{ran}");
     assert!(c["iterations"].as_u64().unwrap() > 1000);

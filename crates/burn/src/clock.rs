@@ -193,9 +193,14 @@ impl Clock {
         ticks as f64 * self.ns_per_tick
     }
 
-    /// Converts a duration to ticks (rounded down), e.g. a deadline or a threshold.
+    /// Converts a duration to ticks, rounded up, e.g. a deadline or a threshold: a
+    /// span of that many ticks lasts at least `d` ([`Clock::ticks_to_ns`] of it is
+    /// not below `d`), so a run told to last 300 ms never reports 299.9999999 ms.
     pub fn duration_to_ticks(&self, d: Duration) -> u64 {
-        (d.as_nanos() as f64 / self.ns_per_tick) as u64
+        let want = d.as_nanos() as f64;
+        let ticks = (want / self.ns_per_tick).ceil() as u64;
+        // The division may round below the true quotient: one tick more then.
+        ticks + u64::from(self.ticks_to_ns(ticks) < want)
     }
 
     /// What is known about this clock, for the results.
@@ -456,5 +461,32 @@ mod tests {
         assert!(json.get("calibration_error_ppm").is_none());
         assert!(info.warning.unwrap().contains("forced"));
         assert_eq!(clock.duration_to_ticks(Duration::from_micros(5)), 5000);
+    }
+
+    /// Whatever the tick length, a duration's ticks last at least the duration and
+    /// less than one tick more.
+    #[test]
+    fn duration_ticks_cover_the_duration() {
+        for ns_per_tick in [1.0, 0.3333333333333333, 0.41666666, 0.2857142857142857, 2.5] {
+            let mut clock = Clock::monotonic(None);
+            clock.ns_per_tick = ns_per_tick;
+            for ns in [
+                1u64,
+                7,
+                1_000,
+                5_000,
+                299_999_999,
+                300_000_000,
+                10_000_000_007,
+            ] {
+                let ticks = clock.duration_to_ticks(Duration::from_nanos(ns));
+                let lasts = clock.ticks_to_ns(ticks);
+                assert!(lasts >= ns as f64, "{ns} ns at {ns_per_tick}: {lasts}");
+                assert!(
+                    lasts < ns as f64 + ns_per_tick,
+                    "{ns} ns at {ns_per_tick}: {lasts}"
+                );
+            }
+        }
     }
 }
