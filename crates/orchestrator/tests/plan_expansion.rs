@@ -407,7 +407,8 @@ fn level<'p>(p: &'p Plan, label: &str) -> &'p nnb_orchestrator::plan::Step {
 /// tenant (and a in the capacity step) has its grant lifted.
 #[test]
 fn matrix_states_are_demands_against_the_grants() {
-    // Memory, 256 MiB granted: half, all, twice, and 4 times with the limit lifted.
+    // Memory, 256 MiB granted: half, all the limit leaves the load, twice, and 4 times
+    // with the limit lifted.
     let p = example("isolation-matrix-memory.toml");
     let bytes = |label: &str| match &level(&p, label).measure[0].job {
         JobSpec::Memory { bytes, mode, .. } => {
@@ -417,7 +418,11 @@ fn matrix_states_are_demands_against_the_grants() {
         other => panic!("not a memory job: {other:?}"),
     };
     assert_eq!(bytes("a=undercommitted"), 128 << 20);
-    assert_eq!(bytes("a=saturated"), 256 << 20);
+    assert_eq!(
+        bytes("a=saturated"),
+        (256 - 32) << 20,
+        "the limit less 32 MiB"
+    );
     assert_eq!(bytes("a=overcommitted"), 512 << 20);
     assert_eq!(bytes("a=unrestricted"), 1 << 30);
     assert!(level(&p, "a=saturated").lifted.is_empty());

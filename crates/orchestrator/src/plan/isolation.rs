@@ -9,7 +9,7 @@
 //! | resource | grant `g` | undercommitted | saturated | overcommitted | unrestricted |
 //! |---|---|---|---|---|---|
 //! | cpu | quota in CPUs (default: vCPUs) | `g/2` CPUs | `g` | `2g` | a thread per host CPU |
-//! | memory | limit | `g/2` bytes | `g` | `2g` | 4`g` (or `unrestricted`) |
+//! | memory | limit | `g/2` bytes | `g` less 32 MiB | `2g` | 4`g` (or `unrestricted`) |
 //! | disk | IOPS the grant sustains at the read share | `g/2` IOPS | `g` | `2g`, twice the queue | unpaced |
 //! | network | `rate` (or `share`) | `g/2`, 1 stream | `g`, 1 stream | 1.5`g`, 4 streams | 10`g`, 8 streams |
 //!
@@ -32,6 +32,13 @@ const OVERCOMMIT_STREAMS: usize = 4;
 /// An unrestricted network tenant's rate, as a multiple of its share, and streams.
 const UNRESTRICTED_NET: f64 = 10.0;
 const UNRESTRICTED_STREAMS: usize = 8;
+/// What a saturated memory tenant's load leaves of its limit. The limit charges
+/// everything in the tenant's cgroup, its agent and the load's own pages (code,
+/// stacks, page tables) as well as the memory the load keeps touching; those took
+/// 10-15 MiB here, and a load of the whole limit had the kernel's OOM killer take its
+/// worker over and over (the overcommitted state's behaviour), its resident memory
+/// averaging half the limit. Never less than the undercommitted half.
+const SATURATED_MEMORY_HEADROOM: u64 = 32 << 20;
 /// What an unrestricted memory tenant allocates by default, as a multiple of its
 /// grant.
 const UNRESTRICTED_MEMORY: u64 = 4;
@@ -106,7 +113,7 @@ impl Builder<'_> {
 }
 
 /// A tenant's state in the isolation matrix (Volpert et al.).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum MatrixState {
     Undercommitted,
     Saturated,
@@ -158,6 +165,10 @@ impl MatrixState {
                 let bytes = if unrestricted {
                     m.unrestricted_bytes
                         .unwrap_or(grant.saturating_mul(UNRESTRICTED_MEMORY))
+                } else if self == MatrixState::Saturated {
+                    grant
+                        .saturating_sub(SATURATED_MEMORY_HEADROOM)
+                        .max(grant / 2)
                 } else {
                     (grant as f64 * self.factor()) as u64
                 };
