@@ -377,21 +377,58 @@ fn cpu_burn_o0(x: f64, i: i64, end: i64) -> (f64, i64) {
 
 /// One sysbench cpu event: the number of primes in 3..max_prime by trial division by
 /// every l in 2..=sqrt(c) (sysbench's loop, including its treatment of 2 and the bound).
+/// Below 2^32 the candidates are `u32`, whose division is the cheaper one; above, `u64`.
+/// Either way each candidate gets the same divisions in the same order as sysbench's.
 #[inline(never)]
 pub fn count_primes(max_prime: u64) -> u64 {
+    match u32::try_from(max_prime) {
+        Ok(max) => count_primes_below(max),
+        Err(_) => count_primes_below(max_prime),
+    }
+}
+
+/// An unsigned integer type [`count_primes_below`] divides in.
+trait Candidate:
+    Copy + PartialOrd + std::ops::Rem<Output = Self> + std::ops::AddAssign + From<u8>
+{
+    /// The largest integer not above sysbench's bound `t = sqrt((double)c)`: for an
+    /// integer l, `l <= t` is exactly `l <= floor(t)`, so the loop compares integers
+    /// instead of converting l to a double on every division.
+    fn sqrt_floor(self) -> Self;
+}
+
+impl Candidate for u32 {
+    fn sqrt_floor(self) -> Self {
+        // sqrt of a u32 is below 2^16: the cast cannot saturate.
+        f64::from(self).sqrt() as u32
+    }
+}
+
+impl Candidate for u64 {
+    fn sqrt_floor(self) -> Self {
+        // `as f64` rounds above 2^53 exactly as sysbench's `(double)c` does.
+        (self as f64).sqrt() as u64
+    }
+}
+
+/// [`count_primes`] in the integer type `T`.
+fn count_primes_below<T: Candidate>(max_prime: T) -> u64 {
+    let one = T::from(1);
     let mut n = 0;
-    for c in 3..max_prime {
-        let t = (c as f64).sqrt();
-        let mut l = 2u64;
-        while (l as f64) <= t {
-            if c % l == 0 {
+    let mut c = T::from(3);
+    while c < max_prime {
+        let t = c.sqrt_floor();
+        let mut l = T::from(2);
+        while l <= t {
+            if c % l == T::from(0) {
                 break;
             }
-            l += 1;
+            l += one;
         }
-        if l as f64 > t {
+        if l > t {
             n += 1;
         }
+        c += one;
     }
     n
 }
@@ -467,6 +504,30 @@ mod tests {
         assert_eq!(count_primes(10), 3); // 3, 5, 7
         let mut r = Workload::Primes { max_prime: 100 }.runner();
         assert_eq!(r.run_ops(3), 3 * 24);
+    }
+
+    /// Both widths count what a sieve of Eratosthenes counts (primes in 3..max), at
+    /// the edges of the range too.
+    #[test]
+    fn primes_in_both_widths_match_a_sieve() {
+        let sieve = |max: usize| -> u64 {
+            let mut composite = vec![false; max.max(2)];
+            let mut n = 0;
+            for c in 2..max {
+                if !composite[c] {
+                    n += u64::from(c >= 3);
+                    (c * c..max).step_by(c).for_each(|m| composite[m] = true);
+                }
+            }
+            n
+        };
+        for max in [
+            0usize, 1, 3, 4, 5, 9, 10, 26, 49, 50, 121, 122, 10_007, 20_000,
+        ] {
+            let want = sieve(max);
+            assert_eq!(count_primes_below(max as u32), want, "u32 below {max}");
+            assert_eq!(count_primes_below(max as u64), want, "u64 below {max}");
+        }
     }
 
     /// The fpadd checksum is cpu_burn's x after n ops, and chunked runs equal one run.
