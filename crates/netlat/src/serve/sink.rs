@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::burst::BurstDetector;
 use super::garbage::{GarbageCounts, GarbageKind};
-use super::mmsg::{self, RecvBatch};
+use super::mmsg::{self, RecvBatch, BATCH};
 use super::series::{ArrivalSeries, BIN_NS};
 use super::{lock, ArrivalClock};
 use crate::report::{encode_report, encode_series, SeriesPage, StreamReport, MAX_PAGE_BINS};
@@ -349,6 +350,16 @@ impl SinkState {
     }
 }
 
+/// How long a blocking sink sleeps after a batch that emptied its socket before it
+/// receives again. A receiver blocked on an empty socket is woken by each arriving
+/// datagram, and on loopback or a local veth that wake-up (often an inter-processor
+/// interrupt, dear in a VM) is paid by the sender's CPU: the sink would slow the very
+/// load it measures. Asleep in between, it is not on the socket's wait queue, the
+/// datagrams queue up (the 8 MiB receive buffer holds milliseconds of a full-rate
+/// stream) and the next call takes a batch. Arrival times come from the kernel's
+/// receive timestamps, so the nap moves no measured figure; busy-polling never naps.
+const RECEIVE_NAP: Duration = Duration::from_micros(50);
+
 /// The sink's receive loop: batches of datagrams stamped by the kernel on arrival,
 /// handled under the state's lock, until `stop` is set.
 pub(crate) fn run(
@@ -374,6 +385,10 @@ pub(crate) fn run(
                     }
                 }
             }
+        }
+        drop(st);
+        if !busy_poll && n < BATCH {
+            std::thread::sleep(RECEIVE_NAP);
         }
     });
 }
