@@ -1,8 +1,7 @@
 //! Batched UDP I/O with `recvmmsg`/`sendmmsg`: one system call moves many datagrams.
 //!
 //! [`RecvBatch`] receives up to [`BATCH`] datagrams from many senders (with their
-//! addresses, kernel receive timestamps and GRO segment sizes) and can send any of
-//! them back to their senders. [`SendBatch`] sends the front of one contiguous buffer
+//! addresses, kernel receive timestamps and GRO segment sizes). [`SendBatch`] sends the front of one contiguous buffer
 //! on a connected socket as a run of messages (each one datagram, or one GSO run of
 //! datagrams when the socket has `UDP_SEGMENT` set).
 //!
@@ -37,15 +36,13 @@ pub enum Wait {
     Never,
 }
 
-/// Buffers and headers for one `recvmmsg`, and for sending some of what it received
-/// back with `sendmmsg`.
+/// Buffers and headers for one `recvmmsg`.
 pub struct RecvBatch {
     bufs: Vec<u8>,
     iovs: Vec<libc::iovec>,
     addrs: Vec<libc::sockaddr_storage>,
     ctrl: Vec<[u64; CTRL_WORDS]>,
     hdrs: Vec<libc::mmsghdr>,
-    out: Vec<libc::mmsghdr>,
     with_ctrl: bool,
 }
 
@@ -79,7 +76,6 @@ impl RecvBatch {
             addrs,
             ctrl,
             hdrs,
-            out: Vec::with_capacity(BATCH),
             with_ctrl,
         };
         for i in 0..BATCH {
@@ -97,9 +93,7 @@ impl RecvBatch {
     /// Receives up to [`BATCH`] datagrams from `sock`, waiting as `wait` says;
     /// returns how many arrived.
     pub fn recv(&mut self, sock: &impl AsFd, wait: Wait) -> io::Result<usize> {
-        for i in 0..BATCH {
-            self.iovs[i].iov_len = BUF_LEN;
-            let h = &mut self.hdrs[i];
+        for h in &mut self.hdrs {
             h.msg_len = 0;
             h.msg_hdr.msg_namelen = mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             h.msg_hdr.msg_controllen = if self.with_ctrl {
@@ -134,12 +128,6 @@ impl RecvBatch {
     pub fn datagram(&self, i: usize) -> &[u8] {
         let len = (self.hdrs[i].msg_len as usize).min(BUF_LEN);
         &self.bufs[i * BUF_LEN..i * BUF_LEN + len]
-    }
-
-    /// The `i`-th received datagram, writable (a reflector rewrites it in place).
-    pub fn datagram_mut(&mut self, i: usize) -> &mut [u8] {
-        let len = (self.hdrs[i].msg_len as usize).min(BUF_LEN);
-        &mut self.bufs[i * BUF_LEN..i * BUF_LEN + len]
     }
 
     /// The sender of the `i`-th datagram; `None` for an address family other than
@@ -192,52 +180,6 @@ impl RecvBatch {
             }
         }
         None
-    }
-
-    /// Sends the datagrams at `indices` (each below the count the last
-    /// [`RecvBatch::recv`] returned) back to their senders on `sock`, as they now
-    /// stand in the buffers; returns how many the kernel took. A datagram the kernel
-    /// refuses is skipped so the rest still go out; `on_refused` hears why.
-    pub fn send_back(
-        &mut self,
-        sock: &impl AsFd,
-        indices: &[usize],
-        mut on_refused: impl FnMut(&io::Error),
-    ) -> usize {
-        self.out.clear();
-        for &i in indices {
-            self.iovs[i].iov_len = self.hdrs[i].msg_len as usize;
-            let mut h = self.hdrs[i];
-            h.msg_hdr.msg_control = ptr::null_mut();
-            h.msg_hdr.msg_controllen = 0;
-            h.msg_hdr.msg_flags = 0;
-            h.msg_len = 0;
-            self.out.push(h);
-        }
-        let fd = sock.as_fd().as_raw_fd();
-        let (mut next, mut sent) = (0, 0);
-        while next < self.out.len() {
-            // SAFETY: the headers point at live buffers, addresses and iovecs.
-            let n = unsafe {
-                libc::sendmmsg(
-                    fd,
-                    self.out[next..].as_mut_ptr(),
-                    (self.out.len() - next) as libc::c_uint,
-                    0,
-                )
-            };
-            if n < 0 {
-                let err = io::Error::last_os_error();
-                if err.kind() != io::ErrorKind::Interrupted {
-                    on_refused(&err);
-                    next += 1;
-                }
-                continue;
-            }
-            next += n as usize;
-            sent += n as usize;
-        }
-        sent
     }
 }
 
@@ -411,14 +353,12 @@ mod tests {
     }
 
     #[test]
-    fn recv_batch_receives_stamps_and_answers() {
+    fn recv_batch_receives_and_stamps() {
         let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
         rx.set_read_timeout(Some(Duration::from_secs(5)))
             .expect("timeout");
         crate::socket::set_timestamps_ns(&rx, true).expect("timestamps");
         let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
-        tx.set_read_timeout(Some(Duration::from_secs(5)))
-            .expect("timeout");
         let to = rx.local_addr().expect("addr");
         let mut batch = RecvBatch::new(true);
         assert!(batch
@@ -437,18 +377,8 @@ mod tests {
                 assert_eq!(batch.gro_segment_size(i), None);
                 got.push(batch.datagram(i).to_vec());
             }
-            if got.len() == 3 {
-                // Answer the last batch's first datagram, rewritten.
-                batch.datagram_mut(0)[0] = 9;
-                let sent = batch.send_back(&rx, &[0], |e| panic!("refused: {e}"));
-                assert_eq!(sent, 1);
-            }
         }
         assert_eq!(got, [vec![0u8; 7], vec![1; 7], vec![2; 7]]);
-        let mut buf = [0u8; 16];
-        let n = tx.recv(&mut buf).expect("answer");
-        assert_eq!(n, 7);
-        assert_eq!(buf[0], 9);
     }
 
     #[test]

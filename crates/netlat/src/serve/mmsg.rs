@@ -1,6 +1,6 @@
-//! The batched receive loop of the UDP services: [`nnb_sys::mmsg::RecvBatch`] moves up
-//! to [`BATCH`] datagrams from many clients per system call; this module runs it until
-//! a stop and tells idle wake-ups from real errors.
+//! The batched receive loop of the UDP sink: [`nnb_sys::mmsg::RecvBatch`] moves up to
+//! [`BATCH`] datagrams from many clients per system call; this module runs it until a
+//! stop and tells idle wake-ups from real errors (for the reflector's loop too).
 
 use std::io;
 use std::net::UdpSocket;
@@ -17,7 +17,7 @@ pub(crate) fn is_idle(err: &io::Error) -> bool {
     )
 }
 
-/// The receive loop a batched UDP server runs: fills `batch` from `socket` (blocking for
+/// The receive loop the sink runs: fills `batch` from `socket` (blocking for
 /// the first datagram, or busy-polling with `busy_poll`) and hands it with the number
 /// of datagrams received to `handle`, until `stop` is set. An idle wake-up (receive
 /// timeout, empty socket, signal) just loops; any other receive error is logged

@@ -1,15 +1,16 @@
 //! The UDP reflector: answers every valid ping with its pong (the same bytes, kind
-//! byte rewritten in place) to the sender, in batches; drops and counts the rest.
+//! byte rewritten in place) to the sender, one datagram at a time; drops and counts
+//! the rest.
 
 use std::net::UdpSocket;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
 use super::garbage::{GarbageCounts, GarbageKind};
 use super::lock;
-use super::mmsg::{self, RecvBatch};
+use super::mmsg;
 use crate::wire::{Header, Kind};
 
 /// The reflector's counters.
@@ -32,41 +33,54 @@ pub fn classify(datagram: &[u8]) -> Result<(), GarbageKind> {
     }
 }
 
-/// The reflector loop: receive a batch, turn pings into pongs in place, send them
-/// back in one `sendmmsg`, publish counters; until `stop` is set.
+/// The reflector loop: receive one datagram, turn a ping into its pong in place, send
+/// it straight back, publish counters; until `stop` is set. One `recvfrom` and one
+/// `sendto` per ping, as sockperf's server makes: a batched receive (`recvmmsg`) adds
+/// a second, empty receive attempt to every round trip of a ping-pong probe, which
+/// sends its next ping only after this pong arrives (busy-poll p50 on loopback: 6.60
+/// µs batched, 6.21 µs so, sockperf 6.39 µs; medians of 8 interleaved runs). Busy-polls
+/// a non-blocking socket with `busy_poll`, else blocks until a datagram or the
+/// socket's receive timeout.
 pub(crate) fn run(
     socket: UdpSocket,
     busy_poll: bool,
     stop: Arc<AtomicBool>,
     stats: Arc<Mutex<ReflectorStats>>,
 ) {
-    let mut batch = RecvBatch::new(false);
-    let mut answer = Vec::with_capacity(mmsg::BATCH);
-    mmsg::serve_batches(
-        &socket,
-        &mut batch,
-        busy_poll,
-        &stop,
-        "reflector",
-        |batch, n| {
-            answer.clear();
-            let mut garbage = GarbageCounts::default();
-            for i in 0..n {
-                match classify(batch.datagram(i)) {
-                    Ok(()) => {
-                        Header::turn_into_pong(batch.datagram_mut(i));
-                        answer.push(i);
-                    }
-                    Err(kind) => garbage.add(kind),
+    if let Err(e) = socket.set_nonblocking(busy_poll) {
+        tracing::error!("reflector cannot set its socket's blocking mode, reflector stops: {e}");
+        return;
+    }
+    let mut buf = vec![0u8; nnb_sys::mmsg::BUF_LEN];
+    while !stop.load(Ordering::Relaxed) {
+        let (len, peer) = match socket.recv_from(&mut buf) {
+            Ok(got) => got,
+            Err(e) if mmsg::is_idle(&e) => {
+                std::hint::spin_loop();
+                continue;
+            }
+            Err(e) => {
+                tracing::error!("reflector receive failed, reflector stops: {e}");
+                return;
+            }
+        };
+        let datagram = &mut buf[..len];
+        let verdict = classify(datagram);
+        let sent = verdict.is_ok() && {
+            Header::turn_into_pong(datagram);
+            match socket.send_to(datagram, peer) {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::debug!("sendto refused a pong to {peer}: {e}");
+                    false
                 }
             }
-            let sent = batch.send_back(&socket, &answer, |e| {
-                tracing::debug!("sendmmsg refused a datagram: {e}");
-            });
-            let mut st = lock(&stats);
-            st.reflected += sent as u64;
-            st.send_failures += (answer.len() - sent) as u64;
-            st.garbage.merge(&garbage);
-        },
-    );
+        };
+        let mut st = lock(&stats);
+        match verdict {
+            Ok(()) if sent => st.reflected += 1,
+            Ok(()) => st.send_failures += 1,
+            Err(kind) => st.garbage.add(kind),
+        }
+    }
 }
