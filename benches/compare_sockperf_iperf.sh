@@ -21,55 +21,14 @@ DURATION=${DURATION:-5}
 REPS=${REPS:-3}
 SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
-PORT_SP=${PORT_SP:-11411}
-PORT_NNB_REFL=${PORT_NNB_REFL:-11412}
-PORT_NNB_SINK=${PORT_NNB_SINK:-11413}
-PORT_IPERF=${PORT_IPERF:-11414}
+cd "$(dirname "$0")/.."
+. benches/lib/peers.sh
 
-for tool in sockperf iperf3 jq taskset; do
-    command -v "$tool" >/dev/null || { echo "missing $tool (apt-get install $tool)" >&2; exit 1; }
-done
+need_tools sockperf iperf3 jq taskset
 [ -x "$NNB" ] || { echo "no nnb binary at $NNB (cargo build --release -p nnb)" >&2; exit 1; }
-
-SERVER=
-# Starts a server pinned to $SERVER_CPU (taskset execs it: $! is the server itself).
-start_server() {
-    taskset -c "$SERVER_CPU" "$@" >/dev/null 2>&1 &
-    SERVER=$!
-    sleep 1
-    kill -0 "$SERVER" 2>/dev/null || { echo "server did not start: $*" >&2; exit 1; }
-}
-stop_server() {
-    if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; fi
-    SERVER=
-}
 trap stop_server EXIT
-on_client() { taskset -c "$CLIENT_CPU" "$@"; }
 
-# sockperf's "percentile P =" line value (usec) -> ns.
-sp_pct() { awk -v p="$1" '$0 ~ "percentile " p " =" { printf "%.0f", $NF * 1000 }'; }
-
-# Each sets P50 and P99 (ns). $1: extra flags for both sides.
-sockperf_rtt() {
-    start_server sockperf server -i 127.0.0.1 -p "$PORT_SP" $1
-    local out
-    out=$(on_client sockperf ping-pong -i 127.0.0.1 -p "$PORT_SP" -m 64 -t "$DURATION" --full-rtt $1 2>&1)
-    stop_server
-    P50=$(echo "$out" | sp_pct 50.000)
-    P99=$(echo "$out" | sp_pct 99.000)
-}
-nnb_rtt() {
-    start_server "$NNB" serve --reflector-port "$PORT_NNB_REFL" --no-sink --no-tcp $1
-    local out
-    out=$(on_client "$NNB" latency --target "127.0.0.1:$PORT_NNB_REFL" --msg-size 64 \
-        --duration "${DURATION}s" --json $1)
-    stop_server
-    P50=$(echo "$out" | jq -r '.rtt.p50_ns')
-    P99=$(echo "$out" | jq -r '.rtt.p99_ns')
-}
 row() { printf '%-34s %10s %10s\n' "$@"; }
-
-median() { tr ' ' '\n' | grep -v '^$' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "== RTT on loopback, 64-byte messages, ${DURATION}s per run, $REPS interleaved runs (ns) =="
 row "tool / mode (run)" "p50" "p99"
@@ -98,22 +57,8 @@ echo "goal nnb p50 <= sockperf p50 (medians): blocking $([ "$NNB_BLOCK" -le "$SP
 
 echo
 echo "== Largest single-stream UDP rate, 1400-byte messages, as received (bit/s) =="
-start_server iperf3 -s -p "$PORT_IPERF" -1
-IPERF_OUT=$(on_client iperf3 -c 127.0.0.1 -p "$PORT_IPERF" -u -b 0 -l 1400 -t "$DURATION" -f m)
-stop_server
+iperf_max
 echo "$IPERF_OUT" | grep -E "sender|receiver"
-IPERF_RX=$(echo "$IPERF_OUT" | awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i ~ /bits\/sec/) { v = $(i-1); u = $i } }
-    END { m = (u ~ /^G/) ? 1e9 : (u ~ /^M/) ? 1e6 : (u ~ /^K/) ? 1e3 : 1; printf "%.0f", v * m }')
-
-# Sets MAX_LINE: sink rate, sent rate, lost, expected, GSO use. $1: extra load flags.
-nnb_max() {
-    start_server "$NNB" serve --sink-port "$PORT_NNB_SINK" --no-reflector --no-tcp
-    local out
-    out=$(on_client "$NNB" load --target "127.0.0.1:$PORT_NNB_SINK" --rate max --msg-size 1400 \
-        --duration "${DURATION}s" --interval 0 --json $1)
-    stop_server
-    MAX_LINE=$(echo "$out" | jq -r '"\(.sink.rate_bps // 0 | floor) \(.sent.payload_bps | floor) \(.sink.lost // 0) \(.sink.expected // 0) \(.streams[0].gso.gso)"')
-}
 nnb_max ""
 read -r NNB_RX NNB_TX LOST EXP GSO <<<"$MAX_LINE"
 nnb_max "--no-gso"
