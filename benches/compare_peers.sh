@@ -22,6 +22,8 @@
 #        compare_sysbench.sh)  INSTALL=1 installs the peers with apt-get when missing
 # Needs: sockperf, iperf3, sysbench, jq, taskset. Exits 3 when a figure misses its goal.
 set -euo pipefail
+# A path given from the caller's directory still names the binary after the cd below.
+NNB=${NNB:+$(realpath -m "$NNB")}
 cd "$(dirname "$0")/.."
 . benches/lib/peers.sh
 
@@ -49,8 +51,8 @@ fi
 read -r -a RUN <<<"$PRIO"
 trap stop_server EXIT
 
-# Each figure: a name, how to measure the peer and nnb (a command setting $VALUE), the
-# goal as a ratio bound. LOWER=1: smaller is better (a latency).
+# Each figure: its name and its goal, a bound on the ratio nnb/peer ("<=" where smaller
+# is better, a latency). record's index is the figure's place in this list.
 declare -a NAMES GOALS
 declare -A PEER NNBV RATIO
 figure() { NAMES+=("$1"); GOALS+=("$2"); }
@@ -68,6 +70,9 @@ record() {
     NNBV[$1]+="$3 "
     RATIO[$1]+="$(awk -v a="$3" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f", a / b; else print "nan" }') "
 }
+
+# bit/s -> Mbit/s, one decimal.
+mbit() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 1e6 }'; }
 
 # One pair of each tool, peer first when $1 is odd.
 pair() {
@@ -91,8 +96,8 @@ pair() {
     record 1 "$sp_bp" "$nn_bp"
     record 2 "$sp_n" "$nn_n"
     record 3 "$sp_np" "$nn_np"
-    record 4 "$(awk -v v="$ip" 'BEGIN { printf "%.1f", v / 1e6 }')" "$(awk -v v="$nr" 'BEGIN { printf "%.1f", v / 1e6 }')"
-    record 5 "$(awk -v v="$ip" 'BEGIN { printf "%.1f", v / 1e6 }')" "$(awk -v v="$ng" 'BEGIN { printf "%.1f", v / 1e6 }')"
+    record 4 "$(mbit "$ip")" "$(mbit "$nr")"
+    record 5 "$(mbit "$ip")" "$(mbit "$ng")"
     record 6 "$sb" "$nb"
     echo "pair $rep/$REPS done ($order first)" >&2
 }

@@ -16,7 +16,8 @@
 #        runs per tool and mode, medians reported (default 3)  SERVER_CPU=1  CLIENT_CPU=0
 set -euo pipefail
 
-NNB=${NNB:-${CARGO_TARGET_DIR:-target}/release/nnb}
+# A path given from the caller's directory still names the binary after the cd below.
+NNB=$(realpath -m "${NNB:-${CARGO_TARGET_DIR:-target}/release/nnb}")
 DURATION=${DURATION:-5}
 REPS=${REPS:-3}
 SERVER_CPU=${SERVER_CPU:-1}

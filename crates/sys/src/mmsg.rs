@@ -1,9 +1,9 @@
 //! Batched UDP I/O with `recvmmsg`/`sendmmsg`: one system call moves many datagrams.
 //!
 //! [`RecvBatch`] receives up to [`BATCH`] datagrams from many senders (with their
-//! addresses, kernel receive timestamps and GRO segment sizes). [`SendBatch`] sends the front of one contiguous buffer
-//! on a connected socket as a run of messages (each one datagram, or one GSO run of
-//! datagrams when the socket has `UDP_SEGMENT` set).
+//! addresses, kernel receive timestamps and GRO segment sizes). [`SendBatch`] sends
+//! the front of one contiguous buffer on a connected socket as a run of messages (each
+//! one datagram, or one GSO run of datagrams when the socket has `UDP_SEGMENT` set).
 //!
 //! Both own their buffers, addresses and control space; the raw `mmsghdr`/`iovec`
 //! pointers point into heap allocations that never move and never leave this module,
