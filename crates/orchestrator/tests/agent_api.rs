@@ -601,8 +601,8 @@ async fn a_full_job_pool_answers_busy() {
 }
 
 /// L2, L15: every error answer is `{"error": ...}` JSON, also those axum writes
-/// itself (413 for a body over 2 MB, 405 for a wrong method), and the
-/// unauthenticated 404 does not list the endpoints.
+/// itself (413 for a body over 2 MB, which also closes its connection, 405 for a
+/// wrong method), and the unauthenticated 404 does not list the endpoints.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_error_answer_is_json() {
     let addr = start_agent().await;
@@ -614,6 +614,14 @@ async fn every_error_answer_is_json() {
         .send()
         .await
         .unwrap();
+    // The refused body stays unread: the agent closes that connection and says so,
+    // so the client does not reuse it for the next request.
+    assert_eq!(
+        big.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..]),
+        "{:?}",
+        big.headers()
+    );
     let wrong_method = http
         .delete(format!("http://{addr}/health"))
         .bearer_auth(TOKEN)

@@ -134,7 +134,10 @@ async fn not_found() -> Response {
 
 /// Makes every error answer the documented `{"error": ...}` JSON, also those axum
 /// writes itself (413 body too large, 405 wrong method): their text, or the
-/// status's reason when they have none, becomes the message.
+/// status's reason when they have none, becomes the message. A 413 also says
+/// `Connection: close`: the body it refused is left unread, so the server drops the
+/// connection, and a client that pooled it would send its next request into a closed
+/// socket.
 async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
     let is_json = resp
@@ -153,6 +156,12 @@ async fn json_errors(resp: Response) -> Response {
     let mut json = error_response(status, &message);
     if let Some(allow) = parts.headers.get(header::ALLOW) {
         json.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        json.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
     }
     json
 }
