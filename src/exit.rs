@@ -79,18 +79,18 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
     use nnb_burn::smt_probe as probe;
     use nnb_burn::{clock, placement, sweep, workload};
     use nnb_netlat::{load::LoadError, probe::ProbeError, serve::ServeError};
-    use nnb_orchestrator::agent::auth::TokenError;
+    use nnb_agent::auth::TokenError;
     use nnb_units::{CpuListError, UnitError};
     #[cfg(feature = "controller")]
-    if e.is::<nnb_orchestrator::experiment::ExperimentError>() {
+    if e.is::<nnb_experiment::ExperimentError>() {
         return true;
     }
     // A results file that is not what nnb writes, or a run that is not there
     // (`--resume nope`): the user's input, not a failure of the machine.
     #[cfg(feature = "controller")]
     {
-        use nnb_orchestrator::controller::ControllerError;
-        use nnb_orchestrator::results::ResultsError;
+        use nnb_controller::ControllerError;
+        use nnb_controller::results::ResultsError;
         // `ControllerError::Results` is transparent: the results error is not a
         // separate link of the chain.
         let results = e.downcast_ref::<ResultsError>().or_else(|| {

@@ -130,14 +130,16 @@ fn init_tracing(verbose: u8) {
 }
 
 /// nnb's own crates, as tracing names their targets.
-const NNB_CRATES: [&str; 10] = [
+const NNB_CRATES: [&str; 12] = [
     "nnb",
     "nnb_sys",
     "nnb_units",
     "nnb_format",
     "nnb_burn",
     "nnb_netlat",
-    "nnb_orchestrator",
+    "nnb_agent",
+    "nnb_experiment",
+    "nnb_controller",
     "nnb_analysis",
     "nnb_aws",
     "nnb_catalog",

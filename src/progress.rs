@@ -1,5 +1,5 @@
 //! How `nnb run` shows its progress: the library reports events
-//! ([`nnb_orchestrator::progress::Progress`]), this module draws them.
+//! ([`nnb_controller::progress::Progress`]), this module draws them.
 //!
 //! On a terminal an indicatif bar (steps done of all, the current step, the ETA);
 //! elsewhere (a file, a pipe, CI) one plain line per step, without escape codes;
@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nnb_format::Role;
-use nnb_orchestrator::plan::Step;
-use nnb_orchestrator::progress::Progress;
-use nnb_orchestrator::results::{Sample, SampleStatus};
+use nnb_experiment::plan::Step;
+use nnb_controller::progress::Progress;
+use nnb_controller::results::{Sample, SampleStatus};
 
 /// The renderer for this run: none beyond notes when `quiet`, a bar on a
 /// terminal, plain lines elsewhere.

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nnb_orchestrator::jobs::{BurnScope, JobRequest, JobSpec, JobState};
-use nnb_orchestrator::provider::{launch_local, LocalOptions, Network, TenantSpec};
+use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState};
+use nnb_controller::provider::{launch_local, LocalOptions, Network, TenantSpec};
 
 use crate::support::agents;
 use crate::support::agents::process_gone;
@@ -213,7 +213,7 @@ async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
         .parse()
         .unwrap();
     assert!(addr.ip().is_loopback(), "127.0.0.1 by default: {addr}");
-    let client = nnb_orchestrator::client::AgentClient::new(addr, "cli-token-0123456".into());
+    let client = nnb_controller::client::AgentClient::new(addr, "cli-token-0123456".into());
     assert_eq!(
         client.health().await.unwrap().cpus,
         vec![0],

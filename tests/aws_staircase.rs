@@ -22,13 +22,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use nnb_aws::ec2::Ec2;
-use nnb_orchestrator::client::{AgentApi, AgentError, BoxFuture};
-use nnb_orchestrator::controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
-use nnb_orchestrator::experiment::{self, Experiment};
-use nnb_orchestrator::jobs::{Health, JobId, JobRequest, JobStatus};
-use nnb_orchestrator::plan;
-use nnb_orchestrator::provider::aws::{AwsProvider, InstanceAgents};
-use nnb_orchestrator::provider::{
+use nnb_controller::client::{AgentApi, AgentError, BoxFuture};
+use nnb_controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
+use nnb_experiment::{self, Experiment};
+use nnb_agent::jobs::{Health, JobId, JobRequest, JobStatus};
+use nnb_experiment::plan;
+use nnb_controller::provider::aws::{AwsProvider, InstanceAgents};
+use nnb_controller::provider::{
     CloudRecord, Fleet, Provider, ProviderError, Role, Tenant, TenantSpec,
 };
 
@@ -328,7 +328,7 @@ impl Provider for Watched {
         self.inner.set_present(fleet, present)
     }
 
-    fn cost_cap(&self, since: tokio::time::Instant) -> Option<nnb_orchestrator::budget::CostCap> {
+    fn cost_cap(&self, since: tokio::time::Instant) -> Option<nnb_controller::budget::CostCap> {
         self.inner.cost_cap(since)
     }
 

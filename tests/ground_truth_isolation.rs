@@ -20,12 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use nnb_orchestrator::jobs::{BurnScope, JobRequest, JobSpec, JobState};
-use nnb_orchestrator::provider::local::Cgroups;
-use nnb_orchestrator::provider::{
+use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState};
+use nnb_controller::provider::local::Cgroups;
+use nnb_controller::provider::{
     Fleet, HostUsage, LocalOptions, LocalProvider, Network, Provider, Role, TenantSpec,
 };
-use nnb_orchestrator::tenant::TenantGrant;
+use nnb_experiment::tenant::TenantGrant;
 use serde_json::Value;
 
 use crate::support::agents::{local_options, process_gone, still_alive_after};
@@ -401,15 +401,15 @@ fn disk_writes(dir: &Path, duration_ms: u64) -> JobSpec {
 
 /// Tries at measuring while other work leaves the disk alone.
 const DISK_ATTEMPTS: usize = 3;
-/// The longest one write may take, µs, on a disk other work leaves alone: the
+/// The longest one write may take, ns, on a disk other work leaves alone: the
 /// throttle holds a write for about one of its 100 ms slices at the most (100-180
 /// ms here); a longer one is the disk stalled by other work (a build's writeback on
 /// this shared disk, 0.5-1 s), which costs the load its 200 IOPS.
-const MAX_WRITE_US: f64 = 300_000.0;
+const MAX_WRITE_NS: u64 = 300_000_000;
 
 /// 200 write IOPS: an unpaced writer gets 200 operations per second, seen from
 /// the host (the cgroup's serviced I/O) and by the writer itself. Measured again
-/// when other work stalled the disk (see [`MAX_WRITE_US`]).
+/// when other work stalled the disk (see [`MAX_WRITE_NS`]).
 #[test]
 fn a_write_iops_grant_holds_the_tenant_at_its_iops() {
     if !root_or_skip() {
@@ -441,20 +441,20 @@ fn a_write_iops_grant_holds_the_tenant_at_its_iops() {
                 span: Duration::from_secs(4),
             };
             let m = metered(&p, &fleet, disk_writes(dir.path(), DISK_MS), window).await;
-            let max_us = m.result["latency"]["max_us"]
-                .as_f64()
+            let max_ns = m.result["latency"]["max_ns"]
+                .as_u64()
                 .unwrap_or_else(|| panic!("no longest write: {}", m.result));
             eprintln!(
                 "200 write IOPS, the longest write {:.0} ms: {}, host side {:?}",
-                max_us / 1e3,
+                max_ns as f64 / 1e6,
                 m.result,
                 m.usage
             );
-            if max_us <= MAX_WRITE_US {
+            if max_ns <= MAX_WRITE_NS {
                 clean = Some(m);
                 break;
             }
-            stalls.push(format!("{:.0} ms", max_us / 1e3));
+            stalls.push(format!("{:.0} ms", max_ns as f64 / 1e6));
         }
         drop(precedence);
         p.shutdown(fleet)
@@ -469,7 +469,7 @@ fn a_write_iops_grant_holds_the_tenant_at_its_iops() {
                 "no disk to measure on: other work stalled a write for {} in \
                  {DISK_ATTEMPTS} tries (over {} ms)",
                 stalls.join(", "),
-                MAX_WRITE_US / 1e3
+                MAX_WRITE_NS / 1_000_000
             ));
             return;
         }

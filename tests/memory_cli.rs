@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use nnb_orchestrator::provider::netns::is_root;
+use nnb_controller::provider::netns::is_root;
 
 use crate::support::cli::{json, json_of, nnb, NNB};
 use crate::support::netns::skip_or_fail;

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use nnb_orchestrator::agent::{self, Agent, Token};
-use nnb_orchestrator::jobs::limits::SHUTDOWN_GRACE;
+use nnb_agent::{Agent, Token};
+use nnb_agent::jobs::limits::SHUTDOWN_GRACE;
 
 use crate::out::Out;
 
@@ -36,7 +36,7 @@ pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
         let cpus =
             nnb_burn::placement::parse_cpu_list(list).with_context(|| format!("--cpus {list}"))?;
         super::common::check_available("--cpus", &cpus)?;
-        agent::restrict_to_cpus(&cpus)
+        nnb_agent::restrict_to_cpus(&cpus)
             .with_context(|| format!("cannot restrict the agent to CPUs {list}"))?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -53,7 +53,7 @@ pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
         writeln!(out, "listening {addr}")?;
         out.flush()?;
         tracing::info!(%addr, "agent listening");
-        agent::serve(listener, agent, shutdown_signal()).await?;
+        nnb_agent::serve(listener, agent, shutdown_signal()).await?;
         anyhow::Ok(())
     });
     rt.shutdown_timeout(SHUTDOWN_GRACE);

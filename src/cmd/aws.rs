@@ -14,9 +14,9 @@ use clap::{Args, Subcommand};
 use comfy_table::Cell;
 use nnb_aws::reap::{sweep, SweepFilter};
 use nnb_aws::s3::S3Url;
-use nnb_orchestrator::experiment::{AwsHost, AwsSpec, Experiment};
-use nnb_orchestrator::plan::Plan;
-use nnb_orchestrator::provider::aws::{
+use nnb_experiment::{AwsHost, AwsSpec, Experiment};
+use nnb_experiment::plan::Plan;
+use nnb_controller::provider::aws::{
     self as provider, Preflight, Verdict, LAUNCH_OVERHEAD, LEVEL_CHANGE,
 };
 use serde_json::json;
@@ -124,7 +124,7 @@ fn run_sweep(args: SweepArgs, out: &mut Out) -> anyhow::Result<()> {
             r.run_id.clone().unwrap_or_else(|| "-".to_string()).into(),
             r.expires_at_unix
                 .map_or("-".to_string(), |at| {
-                    nnb_orchestrator::results::timestamp(
+                    nnb_controller::results::timestamp(
                         std::time::UNIX_EPOCH + std::time::Duration::from_secs(at),
                     )
                 })

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use nnb_aws::s3::S3Url;
-use nnb_orchestrator::provider::aws as provider;
+use nnb_controller::provider::aws as provider;
 
 use crate::exit::usage;
 use crate::out::Out;

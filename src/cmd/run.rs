@@ -21,12 +21,12 @@ use anyhow::Context;
 use clap::Args;
 use nnb_burn::topology::{format_list, Topology};
 use nnb_format::Metric;
-use nnb_orchestrator::controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
-use nnb_orchestrator::experiment::{self, Experiment, ExperimentError, Provider};
-use nnb_orchestrator::jobs::{BurnScope, JobSpec};
-use nnb_orchestrator::plan::{self, Assignment, Plan};
-use nnb_orchestrator::provider::local::carve_cpus;
-use nnb_orchestrator::results::{summarize, SummaryRow};
+use nnb_controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
+use nnb_experiment::{self, Experiment, ExperimentError, Provider};
+use nnb_agent::jobs::{BurnScope, JobSpec};
+use nnb_experiment::plan::{self, Assignment, Plan};
+use nnb_controller::provider::local::carve_cpus;
+use nnb_controller::results::{summarize, SummaryRow};
 use serde_json::json;
 
 use crate::exit::{usage, Interrupted};
@@ -118,7 +118,7 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         let cancel = Cancel::on_signals();
         controller::execute(&mut run, &opts, &cancel).await
     })?;
-    let samples = nnb_orchestrator::journal::read_samples(&run.dir.samples_path())?;
+    let samples = nnb_controller::journal::read_samples(&run.dir.samples_path())?;
     let summary = summarize(&samples);
     if args.json {
         let json = json!({ "outcome": outcome, "summary": summary });
@@ -170,7 +170,7 @@ fn cloud_preflight(exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<(
 /// An aws experiment in a build without the aws feature: the user's to fix.
 #[cfg(not(feature = "aws"))]
 fn no_aws() -> anyhow::Error {
-    usage(nnb_orchestrator::provider::ProviderError::NoAwsFeature.to_string())
+    usage(nnb_controller::provider::ProviderError::NoAwsFeature.to_string())
 }
 
 /// Uploads the run's directory to the experiment's `results_s3`, if it names one

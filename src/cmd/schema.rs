@@ -15,7 +15,7 @@ pub(crate) struct SchemaArgs {}
 
 /// Prints the experiment file JSON Schema.
 pub(crate) fn run(_args: SchemaArgs, out: &mut Out) -> anyhow::Result<()> {
-    let schema = nnb_orchestrator::experiment::schema();
+    let schema = nnb_experiment::schema();
     writeln!(out, "{}", serde_json::to_string_pretty(&schema)?)?;
     Ok(())
 }

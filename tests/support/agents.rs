@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use nnb_orchestrator::provider::{LocalOptions, Network, Role, TenantSpec};
+use nnb_controller::provider::{LocalOptions, Network, Role, TenantSpec};
 
 /// Local-provider options that start this build's `nnb` binary as the agents, on
 /// `network`.

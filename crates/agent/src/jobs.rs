@@ -1,0 +1,512 @@
+//! The typed job protocol between a controller and an agent.
+//!
+//! Every job an agent can run is a variant of [`JobSpec`]: there is no variant that
+//! runs a shell command, so a token holder can burn CPU or send traffic but not
+//! execute arbitrary programs. The JSON form is internally tagged by `kind`
+//! (kebab-case), e.g. `{"kind": "burn", "workload": "int", ...}`; unknown kinds and
+//! unknown fields are rejected.
+
+use nnb_format::{AgentJob, BackgroundJob, JobKind};
+use serde::{Deserialize, Serialize};
+
+/// What an agent should run. Measuring jobs (`burn`, `steal`, `latency`) finish on
+/// their own and return a result; background jobs (`serve`, `busy`, `idle`, and
+/// `load` without a duration) run until stopped or until their deadline.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum JobSpec {
+    /// A pinned burner run (`nnb cpu`): `threads` threads of `workload`, either a
+    /// fixed number of operations per thread (`ops`) or a fixed time (`duration_ms`).
+    Burn {
+        /// Workload name as `nnb cpu --workload` takes it.
+        workload: String,
+        /// Burner threads.
+        threads: usize,
+        /// Operations per thread (fixed-work mode).
+        ops: Option<u64>,
+        /// Run time in milliseconds (fixed-time mode).
+        duration_ms: Option<u64>,
+        /// Pinning strategy: "none", "cores", "smt-sibling", "compact".
+        pin: String,
+        /// Explicit CPU list (overrides `pin`); `None` = the CPUs of `scope`.
+        cpus: Option<Vec<usize>>,
+        /// Which CPUs the threads are placed over (and an explicit `cpus` list is
+        /// checked against): `tenant` (the default, left out of the JSON) = the
+        /// agent's own CPUs; `host` = every online CPU of the machine, beyond the
+        /// agent's affinity, for a tenant without set boundaries (Volpert et al.'s
+        /// unrestricted state, the isolation matrix's capacity step).
+        #[serde(default, skip_serializing_if = "BurnScope::is_tenant")]
+        scope: BurnScope,
+        /// Each thread busy this share of every period and asleep the rest (0 to 1,
+        /// like `stress-ng --cpu-load`); absent = busy all the time. An
+        /// undercommitted tenant's demand below its grant.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duty: Option<f64>,
+    },
+    /// Steal/hiccup detection (`nnb steal`) on the given CPUs.
+    Steal {
+        /// CPUs to watch; `None` = the agent's own CPUs.
+        cpus: Option<Vec<usize>>,
+        /// How long to watch, in milliseconds.
+        duration_ms: u64,
+        /// A gap longer than this (ns) counts as a hiccup.
+        threshold_ns: u64,
+    },
+    /// A ping-pong latency probe against a reflector (`nnb latency`).
+    Latency {
+        /// Reflector address "ip:port".
+        target: String,
+        /// Measuring time in milliseconds (after the warm-up).
+        duration_ms: u64,
+        /// UDP payload size in bytes (header included).
+        msg_size: usize,
+        /// Warm-up discarded before measuring, in milliseconds.
+        warmup_ms: u64,
+        /// Busy-poll the socket instead of blocking.
+        busy_poll: bool,
+    },
+    /// A rate-paced UDP load generator towards a sink (`nnb load`).
+    Load {
+        /// Sink address "ip:port".
+        target: String,
+        /// Aggregate payload rate in bits per second.
+        rate_bps: f64,
+        /// Parallel streams (sockets).
+        streams: usize,
+        /// UDP payload size in bytes (header included).
+        msg_size: usize,
+        /// Run time in milliseconds; `None` = until stopped.
+        duration_ms: Option<u64>,
+        /// Sample the throughput over time, sent and received (a throughput
+        /// staircase's nodes); absent = not sampled.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sampling: Option<LoadSampling>,
+    },
+    /// A reflector and a sink (`nnb serve`) on the agent's address, until stopped.
+    Serve {
+        /// UDP reflector port (0 = ephemeral).
+        reflector_port: u16,
+        /// UDP sink port (0 = ephemeral).
+        sink_port: u16,
+    },
+    /// A burner of `workload` on `threads` of the agent's CPUs, until stopped: a
+    /// busy neighbor.
+    Busy {
+        /// Workload name as `nnb cpu --workload` takes it.
+        workload: String,
+        /// Burner threads.
+        threads: usize,
+    },
+    /// Nothing, until stopped: an idle neighbor that is nonetheless "up".
+    Idle,
+    /// A paced random read/write generator on its own file in `dir` (`nnb disk`,
+    /// like `fio --rw=randrw --rate_iops --direct=1`), for a fixed time.
+    Disk {
+        /// Directory of the file (on a disk: tmpfs has no direct I/O).
+        dir: String,
+        /// The file's size, bytes.
+        file_size: u64,
+        /// Bytes per operation.
+        block_size: usize,
+        /// Operations per second asked for; `None` = as fast as the device goes.
+        iops: Option<f64>,
+        /// Share of reads, 0 to 1.
+        read_fraction: f64,
+        /// Operations in flight (one thread each).
+        queue_depth: usize,
+        /// Bypass the page cache (`O_DIRECT`).
+        direct: bool,
+        /// Run time, ms.
+        duration_ms: u64,
+    },
+    /// Memory allocated and kept touched by worker processes (`nnb memory`, like
+    /// `stress-ng --vm --vm-keep`), for a fixed time.
+    Memory {
+        /// Bytes to allocate, over all workers.
+        bytes: u64,
+        /// Worker processes.
+        workers: usize,
+        /// `keep` (touch every page, again and again) or `bandwidth` (stream writes).
+        mode: String,
+        /// Run time, ms.
+        duration_ms: u64,
+    },
+}
+
+/// How a `load` job samples its throughput: its rate every `interval_ms`, as sent
+/// and as the sink received it, and the mean of the latest `window` samples.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoadSampling {
+    /// Sampling interval, ms: a whole number of the sink's 100 ms bins.
+    pub interval_ms: u64,
+    /// How many of the latest samples the recorded mean averages.
+    pub window: usize,
+}
+
+/// Which CPUs a `burn` job's threads may use.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum BurnScope {
+    /// The agent's own CPUs (its affinity mask: a local tenant's carved set).
+    #[default]
+    Tenant,
+    /// Every online CPU of the machine (`/sys/devices/system/cpu/online`): the
+    /// agent widens the burner threads' affinity to them before starting them, so
+    /// unpinned threads are scheduled over the whole host and pinned ones may take
+    /// any online CPU. A CPU outside a cgroup cpuset still cannot be used: pinning
+    /// to one fails, and unpinned threads get what the kernel allows (the result's
+    /// `cpus` says which).
+    Host,
+}
+
+impl BurnScope {
+    /// Whether this is the default scope, [`BurnScope::Tenant`].
+    pub fn is_tenant(&self) -> bool {
+        *self == BurnScope::Tenant
+    }
+}
+
+impl JobSpec {
+    /// How long the job runs when it says (a fixed-time job): what the host-side
+    /// usage of its tenant is per.
+    pub fn nominal(&self) -> Option<std::time::Duration> {
+        let ms = match self {
+            JobSpec::Burn { duration_ms, .. } | JobSpec::Load { duration_ms, .. } => *duration_ms,
+            JobSpec::Latency { duration_ms, .. }
+            | JobSpec::Disk { duration_ms, .. }
+            | JobSpec::Memory { duration_ms, .. }
+            | JobSpec::Steal { duration_ms, .. } => Some(*duration_ms),
+            JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
+        };
+        ms.map(std::time::Duration::from_millis)
+    }
+
+    /// The measured job kind whose result the results format reads of this job
+    /// (`burn`, `latency`, `load`, `disk`, `memory`); none for a job that only runs
+    /// in the background or is never measured in a step (`steal`).
+    pub fn measured(&self) -> Option<JobKind> {
+        self.kind().measured()
+    }
+
+    /// The background job kind whose final result the results format reads of this
+    /// job (`busy`, `load`, `idle`, `serve`); none for a job that is only measured.
+    pub fn background(&self) -> Option<BackgroundJob> {
+        self.kind().background()
+    }
+
+    /// The job's `kind` tag as it appears on the wire.
+    pub fn kind(&self) -> AgentJob {
+        match self {
+            JobSpec::Burn { .. } => AgentJob::Burn,
+            JobSpec::Steal { .. } => AgentJob::Steal,
+            JobSpec::Latency { .. } => AgentJob::Latency,
+            JobSpec::Load { .. } => AgentJob::Load,
+            JobSpec::Serve { .. } => AgentJob::Serve,
+            JobSpec::Busy { .. } => AgentJob::Busy,
+            JobSpec::Idle => AgentJob::Idle,
+            JobSpec::Disk { .. } => AgentJob::Disk,
+            JobSpec::Memory { .. } => AgentJob::Memory,
+        }
+    }
+}
+
+/// A request to start a job: the spec and how long it may run. An agent stops a
+/// job that outlives its deadline (cooperative jobs through their stop flag; others
+/// are marked [`JobState::TimedOut`] and abandoned).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobRequest {
+    /// What to run.
+    pub spec: JobSpec,
+    /// Milliseconds after the start at which the agent stops the job.
+    pub deadline_ms: u64,
+}
+
+/// Bounds on what one agent accepts, checked before anything is allocated or
+/// started: a request beyond one is a 400 (or, for the job pool, a 503) whose
+/// message names the limit.
+pub mod limits {
+    use std::time::Duration;
+
+    /// Most threads of one `burn` or `busy` job (placements allocate one slot per
+    /// thread, and unpinned threads may outnumber the CPUs).
+    pub const MAX_THREADS: usize = 1024;
+    /// Most operations in flight of one `disk` job (one thread each).
+    pub const MAX_QUEUE_DEPTH: usize = 256;
+    /// Most worker processes of one `memory` job.
+    pub const MAX_WORKERS: usize = 256;
+    /// Most streams of one `load` job (one socket and one thread each).
+    pub const MAX_STREAMS: usize = nnb_netlat::load::MAX_STREAMS;
+    /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
+    /// 7 days. Longer runs go on until stopped or until their deadline instead.
+    pub const MAX_DURATION_MS: u64 = nnb_units::MAX_DURATION.as_millis() as u64;
+    /// Highest aggregate rate of a `load` job, bits per second (1 Tbit/s).
+    pub const MAX_RATE_BPS: f64 = nnb_netlat::load::MAX_RATE_BPS;
+    /// Most jobs whose threads run at once on one agent (idle ones included); a
+    /// start beyond it is a 503 "busy".
+    pub const MAX_RUNNING_JOBS: usize = 64;
+    /// Finished jobs an agent remembers for collection; the oldest are forgotten
+    /// first (running jobs are always kept).
+    pub const MAX_FINISHED_JOBS: usize = 1024;
+    /// Most HTTP connections an agent holds open; a connection beyond it makes the
+    /// agent close its oldest one (so a flood of idle connections cannot lock out
+    /// a controller's new one).
+    pub const MAX_CONNECTIONS: usize = 1024;
+    /// A connection must send a request's whole header within this time, and an
+    /// idle keep-alive connection is closed after it.
+    pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// How long an agent that was told to shut down (or that closes a connection
+    /// over [`MAX_CONNECTIONS`]) lets requests in flight finish before it closes
+    /// their connections, and waits for its jobs' threads to end.
+    pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+}
+
+/// Why a `POST /jobs` body is not a job request the agent accepts (a 400).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Not JSON, or not the shape of a [`JobRequest`].
+    #[error("invalid job request: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Valid JSON but a value out of bounds.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl JobRequest {
+    /// Decodes and checks a `POST /jobs` body: it must be a JSON object (not the
+    /// array form serde would take), its `spec` an object without unknown fields
+    /// (the unit variant `idle` included), its deadline above zero and every number
+    /// within [`limits`].
+    pub fn from_json(body: &[u8]) -> Result<JobRequest, RequestError> {
+        let value: serde_json::Value = serde_json::from_slice(body)?;
+        let spec = match &value {
+            serde_json::Value::Object(map) => map.get("spec"),
+            _ => return Err(invalid("a job request must be a JSON object")),
+        };
+        if let Some(serde_json::Value::Object(spec)) = spec {
+            if let Some(extra) = spec
+                .keys()
+                .find(|k| *k != "kind")
+                .filter(|_| spec.get("kind").and_then(|k| k.as_str()) == Some(AgentJob::Idle.name()))
+            {
+                return Err(invalid(&format!(
+                    "unknown field `{extra}`: an idle job takes no fields"
+                )));
+            }
+        } else if spec.is_some() {
+            return Err(invalid("`spec` must be a JSON object"));
+        }
+        // Typed decoding from the bytes, not the value: it refuses duplicate keys.
+        let req: JobRequest = serde_json::from_slice(body)?;
+        if req.deadline_ms == 0 {
+            return Err(invalid("deadline_ms must be above zero"));
+        }
+        req.spec.check_limits().map_err(RequestError::Invalid)?;
+        Ok(req)
+    }
+}
+
+fn invalid(message: &str) -> RequestError {
+    RequestError::Invalid(message.to_string())
+}
+
+/// Checks that a duration field is above zero and at most [`limits::MAX_DURATION_MS`].
+fn check_duration(field: &str, ms: u64) -> Result<(), String> {
+    if ms == 0 {
+        return Err(format!("{field} must be above zero"));
+    }
+    check_at_most(field, ms, limits::MAX_DURATION_MS, "ms (7 days)")
+}
+
+fn check_at_most<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: T,
+    max: T,
+    unit: &str,
+) -> Result<(), String> {
+    if value > max {
+        return Err(format!(
+            "{field} = {value} is above the agent's limit of {max} {unit}"
+        ));
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// Checks the spec's numbers against [`limits`] (durations above zero and at
+    /// most 7 days, thread and stream counts, load rates whose datagram period
+    /// fits between 1 ns and the longest duration); the error names the field and
+    /// the limit. Checks that need the agent's machine (CPUs, addresses, workload
+    /// names) come after, when the agent prepares the job.
+    pub fn check_limits(&self) -> Result<(), String> {
+        match self {
+            JobSpec::Burn {
+                threads,
+                ops,
+                duration_ms,
+                duty,
+                ..
+            } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")?;
+                if *ops == Some(0) {
+                    return Err("ops must be above zero".into());
+                }
+                if let Some(d) = duty {
+                    if !(*d > 0.0 && *d <= 1.0) {
+                        return Err(format!("duty = {d} is not a share above 0 and at most 1"));
+                    }
+                }
+                duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+            }
+            JobSpec::Disk {
+                queue_depth,
+                duration_ms,
+                ..
+            } => {
+                check_at_most(
+                    "queue_depth",
+                    *queue_depth,
+                    limits::MAX_QUEUE_DEPTH,
+                    "operations",
+                )?;
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Memory {
+                workers,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("workers", *workers, limits::MAX_WORKERS, "processes")?;
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Busy { threads, .. } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")
+            }
+            JobSpec::Steal { duration_ms, .. } => check_duration("duration_ms", *duration_ms),
+            JobSpec::Latency {
+                duration_ms,
+                warmup_ms,
+                ..
+            } => {
+                check_duration("duration_ms", *duration_ms)?;
+                check_at_most(
+                    "warmup_ms",
+                    *warmup_ms,
+                    limits::MAX_DURATION_MS,
+                    "ms (7 days)",
+                )
+            }
+            JobSpec::Load {
+                rate_bps,
+                streams,
+                msg_size,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("streams", *streams, limits::MAX_STREAMS, "streams")?;
+                check_at_most("rate_bps", *rate_bps, limits::MAX_RATE_BPS, "bit/s")?;
+                // Each stream sends one `msg_size` datagram per period: a period
+                // under a nanosecond or beyond the longest duration cannot be paced.
+                let period_ns = *msg_size as f64 * 8.0 * *streams as f64 / *rate_bps * 1e9;
+                if *rate_bps > 0.0
+                    && !(1.0..=limits::MAX_DURATION_MS as f64 * 1e6).contains(&period_ns)
+                {
+                    return Err(format!(
+                        "rate_bps = {rate_bps} gives one {msg_size}-byte datagram per stream every {period_ns} ns, \
+                         outside the agent's limits of 1 ns to {} ms",
+                        limits::MAX_DURATION_MS
+                    ));
+                }
+                duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+            }
+            JobSpec::Serve { .. } | JobSpec::Idle => Ok(()),
+        }
+    }
+}
+
+/// Identifier an agent gives a started job (unique within that agent).
+pub type JobId = String;
+
+/// The answer to `POST /jobs`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Started {
+    /// The new job's id.
+    pub id: JobId,
+}
+
+/// Where a job is in its life.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum JobState {
+    /// Still running.
+    Running,
+    /// Finished on its own; `result` holds what it measured.
+    Done,
+    /// Finished with an error; `error` says why.
+    Failed,
+    /// Stopped on request; background jobs report their final snapshot as `result`.
+    Stopped,
+    /// Outlived its deadline and was stopped (or abandoned if it cannot be stopped).
+    TimedOut,
+}
+
+impl JobState {
+    /// Whether the job has ended (any state but `Running`).
+    pub fn is_final(self) -> bool {
+        self != JobState::Running
+    }
+}
+
+/// A job's state and, once it ended, its result or error.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct JobStatus {
+    /// The job's id.
+    pub id: JobId,
+    /// The job's `kind` tag.
+    pub kind: AgentJob,
+    /// Where the job is.
+    pub state: JobState,
+    /// The result as JSON, by kind: `burn` `{placement, clock, burn, steal, scope,
+    /// cpus}` (placement, `ClockInfo` and `BurnResult` of nnb_burn, the steal on
+    /// the pinned CPUs, the job's [`BurnScope`], and the CPUs its threads were
+    /// allowed on, read back from the kernel); `busy` `{placement, slices,
+    /// total_ops, ops_per_sec}` of one steady burn (`slices`: stop checks over all
+    /// threads); `steal` a `StealReport`; `latency` a netlat
+    /// `ProbeReport`; `load` a netlat `LoadReport`; `serve` `{reflector, sink}`
+    /// (bound addresses) while running, its final `ServeSnapshot` once stopped;
+    /// `idle` `null`.
+    pub result: Option<serde_json::Value>,
+    /// Why the job failed or was cut short.
+    pub error: Option<String>,
+}
+
+/// What `GET /health` says about an agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Health {
+    /// The agent's nnb version.
+    pub version: String,
+    /// The agent host's CPU topology.
+    pub topology: nnb_burn::topology::TopologySummary,
+    /// CPUs the agent may run on (its affinity mask).
+    pub cpus: Vec<usize>,
+    /// Jobs currently running.
+    pub running_jobs: usize,
+    /// The agent's machine as it captured it when it started: CPU model, kernel,
+    /// clocksource, governor, hypervisor, topology, steal ticks (absent from an older
+    /// agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<nnb_burn::env::Environment>,
+}
+
+/// The JSON body of every error answer (4xx/5xx) of an agent.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ErrorBody {
+    /// What went wrong, for a person.
+    pub error: String,
+}

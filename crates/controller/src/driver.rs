@@ -1,0 +1,536 @@
+//! The step loop: per step, bring the background jobs to what the step needs, let
+//! them settle, start the measured jobs together, wait for all of them and record
+//! the step; a failed attempt is retried, skipped or ends the run as `on_failure`
+//! says. Every background job's end is recorded (`super::background`). The agents
+//! are reached through [`AgentApi`], so tests drive it with fakes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::future::join_all;
+use nnb_format::JobOutcome;
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::background::Running;
+use super::endpoint::Endpoint;
+use super::record::{measured_secs, overhead};
+use super::{
+    millis, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus, BACKGROUND_DEADLINE,
+};
+use crate::budget::CostCap;
+use crate::client::{AgentApi, AgentError};
+use nnb_experiment::OnFailure;
+use nnb_agent::jobs::{JobRequest, JobSpec, JobState, JobStatus};
+use crate::journal::Journal;
+use nnb_experiment::plan::{Assignment, Step};
+use crate::provider::{Fleet, HostUsage, Provider, Role};
+use crate::results::{BackgroundRecord, SampleStatus};
+
+/// What a failed attempt at a step says.
+#[derive(Debug)]
+struct StepFailure(String);
+
+impl From<(String, AgentError)> for StepFailure {
+    fn from((tenant, e): (String, AgentError)) -> Self {
+        let down = if e.agent_is_down() {
+            " (agent down?)"
+        } else {
+            ""
+        };
+        StepFailure(format!("tenant {tenant}{down}: {e}"))
+    }
+}
+
+/// Reads the result of a measured `spec` job that ended done, once: a job without a
+/// result, or with one the results format cannot read, fails the attempt with a
+/// message naming the job's kind and the field.
+fn read_outcome(spec: &JobSpec, result: Option<Value>) -> Result<JobOutcome, String> {
+    let kind = spec.measured().ok_or_else(|| {
+        format!(
+            "a {} job is not measured: the results format reads no result of it",
+            spec.kind()
+        )
+    })?;
+    let raw = result.ok_or_else(|| format!("the {} job ended done without a result", spec.kind()))?;
+    JobOutcome::read(kind, raw).map_err(|e| e.to_string())
+}
+
+/// One measured job's end: its result, read once where the agent handed it over.
+pub(super) struct Measured {
+    pub(super) assignment: Assignment,
+    pub(super) outcome: JobOutcome,
+    /// What the host saw its tenant use meanwhile, when the provider can tell.
+    pub(super) host: Option<HostUsage>,
+}
+
+/// The step loop's state.
+pub(super) struct Driver<'a> {
+    pub(super) run: &'a Run,
+    /// Starts and stops tenants between steps.
+    provider: &'a mut dyn Provider,
+    /// The fleet it launched (tenants' addresses change when they start again).
+    fleet: &'a mut Fleet,
+    /// The tenants whose agents run now, as the last step wanted them; empty when
+    /// unknown (a change failed half-way).
+    present: Vec<String>,
+    /// The tenants whose grants are lifted now; `None` before the first step and
+    /// after a change failed (then the next step sets them all).
+    lifted: Option<Vec<String>>,
+    pub(super) clients: HashMap<String, (Arc<dyn AgentApi>, Role)>,
+    endpoint: Option<Endpoint>,
+    running: HashMap<String, Running>,
+    pub(super) journal: Journal,
+    overheads: Vec<f64>,
+    /// The run's `max_cost_usd`, enforced before each step (cloud runs).
+    pub(super) cost_cap: Option<CostCap>,
+}
+
+impl<'a> Driver<'a> {
+    /// A driver of `run` on `fleet`, whose agents `provider` reaches; starts the
+    /// endpoint's `serve` job when the plan needs it.
+    pub(super) async fn new(
+        run: &'a Run,
+        provider: &'a mut dyn Provider,
+        fleet: &'a mut Fleet,
+        journal: Journal,
+    ) -> Result<Driver<'a>, ControllerError> {
+        let clients = fleet
+            .tenants
+            .iter()
+            .map(|t| (t.name.clone(), (provider.agent(t), t.role)))
+            .collect();
+        let present = fleet.tenants.iter().map(|t| t.name.clone()).collect();
+        let endpoint_agent = fleet
+            .endpoint
+            .as_ref()
+            .map(|ep| (ep.clone(), provider.agent(ep)));
+        let mut d = Driver {
+            run,
+            provider,
+            fleet,
+            present,
+            lifted: None,
+            clients,
+            endpoint: None,
+            running: HashMap::new(),
+            journal,
+            overheads: Vec::new(),
+            cost_cap: None,
+        };
+        if run.plan.needs_endpoint() {
+            let Some((ep, agent)) = endpoint_agent else {
+                return Err(ControllerError::Fleet(
+                    "this experiment sends probes or load to an endpoint, but the fleet has none \
+                     (static provider: add an `endpoint` line to the hosts file)"
+                        .to_string(),
+                ));
+            };
+            d.endpoint = Some(
+                Endpoint::start(&ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
+            );
+            d.clients.insert(ep.name.clone(), (agent, Role::Neighbor));
+        }
+        Ok(d)
+    }
+}
+
+impl Driver<'_> {
+    fn client(&self, tenant: &str) -> Result<&dyn AgentApi, StepFailure> {
+        self.clients
+            .get(tenant)
+            .map(|(c, _)| c.as_ref())
+            .ok_or_else(|| StepFailure(format!("no agent for tenant {tenant}")))
+    }
+
+    /// Measures every step not yet in the journal, in plan order.
+    pub(super) async fn drive(
+        &mut self,
+        opts: &RunOptions,
+        cancel: &Cancel,
+        outcome: &mut RunOutcome,
+    ) -> Result<RunStatus, ControllerError> {
+        let run = self.run;
+        let exp = &run.experiment;
+        let progress = &*opts.progress;
+        progress.start(run.plan.steps.len(), self.journal.done_count());
+        for w in &outcome.warnings {
+            progress.note(&format!("warning: {w}"));
+        }
+        let attempts = match exp.on_failure {
+            OnFailure::Retry { times } => times + 1,
+            OnFailure::Skip | OnFailure::Abort => 1,
+        };
+        let mut status = RunStatus::Completed;
+        'steps: for (index, step) in run.plan.steps.iter().enumerate() {
+            if self.journal.is_done(&step.id) {
+                continue;
+            }
+            if cancel.is_set() {
+                status = RunStatus::Interrupted;
+                break;
+            }
+            if let Some(Err(why)) = self.cost_cap.as_ref().map(CostCap::allows_next_step) {
+                progress.note(&format!("stopping before step {}: {why}", step.id));
+                status = RunStatus::CostCap;
+                break;
+            }
+            progress.step(step);
+            let step_begun = Instant::now();
+            let mut last_error = String::new();
+            for attempt in 1..=attempts {
+                let begun = Instant::now();
+                let tried = tokio::select! {
+                    r = self.attempt(step, exp.settle, exp.step_timeout) => r,
+                    () = cancel.wait() => {
+                        status = RunStatus::Interrupted;
+                        break 'steps;
+                    }
+                };
+                if let Some(cap) = &mut self.cost_cap {
+                    cap.step_took(begun.elapsed());
+                }
+                match tried {
+                    Ok((measured, started_at, settled)) => {
+                        let elapsed = begun.elapsed();
+                        let records =
+                            self.record_ok(index, step, &measured, attempt, started_at, elapsed)?;
+                        let job_secs = measured
+                            .iter()
+                            .map(|m| measured_secs(&m.assignment.job, &m.outcome.result))
+                            .fold(None, |acc: Option<f64>, s| {
+                                Some(acc.map_or(s, |a| a.max(s)))
+                            });
+                        if let Some(job_secs) = job_secs {
+                            let total = begun.elapsed().saturating_sub(settled).as_secs_f64();
+                            self.overheads.push((total - job_secs).max(0.0) * 1e3);
+                        }
+                        outcome.measured += 1;
+                        progress.step_done(step, &records, step_begun.elapsed());
+                        continue 'steps;
+                    }
+                    Err(StepFailure(_)) if cancel.is_set() => {
+                        // Agents share the terminal's process group and may have
+                        // died of the same Ctrl-C: not a failure of the step.
+                        status = RunStatus::Interrupted;
+                        break 'steps;
+                    }
+                    Err(StepFailure(msg)) => {
+                        progress.note(&format!(
+                            "step {} failed (attempt {attempt} of {attempts}): {msg}",
+                            step.id
+                        ));
+                        last_error = msg;
+                        // Start the background afresh on the next attempt (a failed
+                        // stop is recorded; the next attempt's start tells).
+                        if let Err(StepFailure(e)) = self.stop_background().await {
+                            tracing::debug!("stopping the background after a failed attempt: {e}");
+                        }
+                    }
+                }
+            }
+            let records = self.record_failed(index, step, attempts, &last_error)?;
+            outcome.failed += 1;
+            progress.step_done(step, &records, step_begun.elapsed());
+            if exp.on_failure == OnFailure::Abort {
+                progress.note(&format!("aborting the run: step {} failed", step.id));
+                status = RunStatus::Aborted;
+                break;
+            }
+        }
+        progress.finish();
+        outcome.overhead = overhead(&self.overheads);
+        Ok(status)
+    }
+
+    /// One attempt at a step: background, settle, measured jobs. Returns the jobs'
+    /// ends, when they started, and how long was spent settling.
+    async fn attempt(
+        &mut self,
+        step: &Step,
+        settle: Duration,
+        timeout: Duration,
+    ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
+        let came_or_went = self.make_present(&step.present).await?;
+        let lifted = self.make_lifted(&step.lifted).await?;
+        let changed = self.reconfigure(&step.background).await? || came_or_went || lifted;
+        for r in self.running.values_mut() {
+            r.spans(&step.id);
+        }
+        if let Some(ep) = &mut self.endpoint {
+            ep.job.spans(&step.id);
+        }
+        let settled = if changed && !settle.is_zero() {
+            tokio::time::sleep(settle).await;
+            settle
+        } else {
+            Duration::ZERO
+        };
+        self.check_background().await?;
+        let started_at = SystemTime::now();
+        let measured = self.measure(&step.measure, timeout).await?;
+        Ok((measured, started_at, settled))
+    }
+
+    /// Makes the tenants the step wants present, and only those (the provider
+    /// starts and stops their agents or instances). The background jobs are stopped
+    /// (and their ends recorded) first: a leaving tenant's job ends with its agent.
+    /// Returns whether anything changed; a failed change fails the attempt.
+    async fn make_present(&mut self, wanted: &[String]) -> Result<bool, StepFailure> {
+        let same =
+            self.present.len() == wanted.len() && wanted.iter().all(|t| self.present.contains(t));
+        if same {
+            return Ok(false);
+        }
+        self.stop_background().await?;
+        self.present.clear();
+        let started = self
+            .provider
+            .set_present(self.fleet, wanted)
+            .await
+            .map_err(|e| StepFailure(format!("changing which tenants are present: {e}")))?;
+        for name in started {
+            if let Some(t) = self.fleet.tenants.iter().find(|t| t.name == name) {
+                self.clients.insert(name, (self.provider.agent(t), t.role));
+            }
+        }
+        self.present = wanted.to_vec();
+        Ok(true)
+    }
+
+    /// Lifts the grants of the tenants the step wants unrestricted and enforces the
+    /// others' (the provider writes their cgroups). Returns whether anything
+    /// changed; a failed change fails the attempt.
+    async fn make_lifted(&mut self, wanted: &[String]) -> Result<bool, StepFailure> {
+        if self.lifted.as_deref() == Some(wanted) {
+            return Ok(false);
+        }
+        self.lifted = None;
+        self.provider
+            .set_lifted(self.fleet, wanted)
+            .await
+            .map_err(|e| StepFailure(format!("lifting or restoring grants: {e}")))?;
+        self.lifted = Some(wanted.to_vec());
+        Ok(true)
+    }
+
+    /// Brings the background jobs to what the step wants, on all agents at once:
+    /// when that differs from what runs, every running job is stopped (and its end
+    /// recorded, see `super::background`) and every wanted one started afresh.
+    /// Returns whether anything changed; a failed stop or start fails the attempt.
+    async fn reconfigure(&mut self, wanted: &[Assignment]) -> Result<bool, StepFailure> {
+        let ep = self.endpoint.as_ref();
+        let wanted: HashMap<&str, JobSpec> = wanted
+            .iter()
+            .map(|a| (a.tenant.as_str(), Endpoint::resolve(ep, &a.job)))
+            .collect();
+        let unchanged = wanted.len() == self.running.len()
+            && self
+                .running
+                .iter()
+                .all(|(t, r)| wanted.get(t.as_str()) == Some(&r.spec));
+        if unchanged {
+            return Ok(false);
+        }
+        self.stop_background().await?;
+        let this = &*self;
+        let starts = wanted.iter().map(|(t, spec)| async move {
+            let c = this.client(t)?;
+            let req = JobRequest {
+                spec: spec.clone(),
+                deadline_ms: millis(BACKGROUND_DEADLINE),
+            };
+            let id = c
+                .start(&req)
+                .await
+                .map_err(|e| StepFailure::from((t.to_string(), e)))?;
+            Ok::<_, StepFailure>(Running::new(t, &this.role(t), spec.clone(), id))
+        });
+        let started = join_all(starts).await;
+        let mut first_error = None;
+        for r in started {
+            match r {
+                Ok(running) => {
+                    self.running.insert(running.tenant.clone(), running);
+                }
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(true),
+        }
+    }
+
+    /// Fails the attempt if a background job (or its agent) is gone.
+    async fn check_background(&self) -> Result<(), StepFailure> {
+        let checks = self.running.iter().map(|(t, r)| async move {
+            let st = self
+                .client(t)?
+                .status(&r.id)
+                .await
+                .map_err(|e| StepFailure::from((t.clone(), e)))?;
+            if st.state.is_final() {
+                return Err(StepFailure(format!(
+                    "tenant {t}: background {} job ended ({:?}): {}",
+                    r.spec.kind(),
+                    st.state,
+                    st.error.unwrap_or_default()
+                )));
+            }
+            Ok(())
+        });
+        join_all(checks).await.into_iter().collect()
+    }
+
+    /// Starts the measured jobs together and waits for all; any failure fails the
+    /// attempt (and stops the others).
+    async fn measure(
+        &self,
+        jobs: &[Assignment],
+        timeout: Duration,
+    ) -> Result<Vec<Measured>, StepFailure> {
+        let ep = self.endpoint.as_ref();
+        let tenants: Vec<String> = jobs.iter().map(|a| a.tenant.clone()).collect();
+        let meter = self.provider.usage_meter(self.fleet, &tenants);
+        let starts = jobs.iter().map(|a| async move {
+            let c = self.client(&a.tenant)?;
+            let req = JobRequest {
+                spec: Endpoint::resolve(ep, &a.job),
+                deadline_ms: millis(timeout),
+            };
+            c.start(&req)
+                .await
+                .map_err(|e| StepFailure::from((a.tenant.clone(), e)))
+        });
+        let ids = join_all(starts).await;
+        if ids.iter().any(Result::is_err) {
+            self.stop_started(jobs, &ids).await;
+            return Err(ids
+                .into_iter()
+                .find_map(Result::err)
+                .unwrap_or_else(|| StepFailure("a job did not start".to_string())));
+        }
+        let waits = jobs.iter().zip(&ids).map(|(a, id)| async move {
+            let id = id
+                .as_ref()
+                .map_err(|StepFailure(m)| StepFailure(m.clone()))?;
+            let c = self.client(&a.tenant)?;
+            let status = c
+                .wait(id, timeout)
+                .await
+                .map_err(|e| StepFailure::from((a.tenant.clone(), e)))?;
+            if status.state != JobState::Done {
+                return Err(StepFailure(format!(
+                    "tenant {}: {} job ended {:?}: {}",
+                    a.tenant,
+                    a.job.kind(),
+                    status.state,
+                    status.error.clone().unwrap_or_default()
+                )));
+            }
+            let outcome = read_outcome(&a.job, status.result)
+                .map_err(|e| StepFailure(format!("tenant {}: {e}", a.tenant)))?;
+            // A probe that heard nothing measured nothing: a failed attempt, not RTT 0.
+            if outcome.quality.probe_dead() {
+                let sent = outcome.quality.counts.map_or(0, |c| c.sent);
+                return Err(StepFailure(format!(
+                    "tenant {}: the latency probe heard no answer ({sent} pings, none answered)",
+                    a.tenant
+                )));
+            }
+            Ok(Measured {
+                assignment: a.clone(),
+                outcome,
+                host: None,
+            })
+        });
+        let ends = join_all(waits).await;
+        let nominal = jobs.iter().filter_map(|a| a.job.nominal()).max();
+        let host = meter.map(|m| m.finish(nominal));
+        if ends.iter().any(Result::is_err) {
+            self.stop_started(jobs, &ids).await;
+        }
+        let mut measured: Vec<Measured> = ends.into_iter().collect::<Result<_, _>>()?;
+        if let Some(host) = host {
+            for m in &mut measured {
+                m.host = host.get(&m.assignment.tenant).copied();
+            }
+        }
+        Ok(measured)
+    }
+
+    /// Stops the measured jobs that started, so a retry starts clean; errors here
+    /// are moot (the job may have ended or its agent died).
+    async fn stop_started(&self, jobs: &[Assignment], ids: &[Result<String, StepFailure>]) {
+        let stops = jobs.iter().zip(ids).filter_map(|(a, id)| {
+            let id = id.as_ref().ok()?;
+            let c = self.client(&a.tenant).ok()?;
+            Some(async move { c.stop(id).await })
+        });
+        join_all(stops).await;
+    }
+
+    /// Stops every neighbor's background job, records each one's end and forgets
+    /// them; the first stop that failed (recorded as such) is the error.
+    async fn stop_background(&mut self) -> Result<(), StepFailure> {
+        let this = &*self;
+        let stops = this
+            .running
+            .values()
+            .map(|r| async move { (r.tenant.clone(), this.stop_job(r).await) });
+        let ends = join_all(stops).await;
+        let mut first_error = None;
+        for (tenant, stopped) in ends {
+            if let Err(e) = &stopped {
+                first_error = first_error.or_else(|| Some(StepFailure(e.clone())));
+            }
+            if let Some(r) = self.running.remove(&tenant) {
+                self.record_background(r.end(&self.run.dir.run_id, stopped));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Ends the session's background: stops the neighbors' jobs and the endpoint's
+    /// `serve` (best effort), recording each one's end.
+    pub(super) async fn finish(&mut self) {
+        if let Err(StepFailure(e)) = self.stop_background().await {
+            tracing::debug!("stopping the background: {e}");
+        }
+        let Some(ep) = self.endpoint.take() else {
+            return;
+        };
+        let stopped = self.stop_job(&ep.job).await;
+        self.record_background(ep.job.end(&self.run.dir.run_id, stopped));
+    }
+
+    /// Stops a background job: its final status, or why stopping it failed.
+    async fn stop_job(&self, r: &Running) -> Result<JobStatus, String> {
+        let c = self.client(&r.tenant).map_err(|StepFailure(m)| m)?;
+        c.stop(&r.id)
+            .await
+            .map_err(|e| StepFailure::from((r.tenant.clone(), e)).0)
+    }
+
+    /// Appends a background job's end to `background.jsonl`; a record that cannot be
+    /// written is logged, never a reason to stop measuring.
+    fn record_background(&self, record: BackgroundRecord) {
+        if record.status == SampleStatus::Failed {
+            tracing::warn!(
+                "background {} job on {}: {}",
+                record.job,
+                record.tenant,
+                record.error.as_deref().unwrap_or_default()
+            );
+        }
+        if let Err(e) = self.run.dir.append_background(&record) {
+            tracing::warn!(
+                "the end of the background {} job on {} is not recorded: {e}",
+                record.job,
+                record.tenant
+            );
+        }
+    }
+}

@@ -1,0 +1,506 @@
+//! Providers bring up a fleet of agents for an experiment and take it down again.
+//!
+//! - [`local`]: `nnb agent` child processes on this machine, each pinned to a CPU set
+//!   carved from the real topology, optionally each in its own network namespace
+//!   behind one shaped uplink ([`netns`]);
+//! - [`static_hosts`]: agents a user already runs, named in a hosts file;
+//! - `aws` (cargo feature `aws`): EC2 instances on one dedicated host, held in a
+//!   [`CloudLease`] from the first resource created.
+//!
+//! The controller sees them only through the [`Provider`] trait, and [`for_experiment`]
+//! is the one place that maps an experiment's provider kind to an implementation.
+//!
+//! A [`Fleet`] owns what it started: [`Fleet::shutdown`] stops the jobs, kills and
+//! reaps every child agent, removes the namespaces and tears the cloud resources
+//! down. Dropping a fleet does the local part; cloud teardown needs the async
+//! [`Fleet::shutdown`], and a fleet dropped without it logs the `nnb aws sweep`
+//! command that removes what it held.
+
+#[cfg(feature = "aws")]
+pub mod aws;
+pub mod cloud;
+pub mod grants;
+pub mod local;
+pub mod netns;
+pub mod preflight;
+pub mod static_hosts;
+pub mod upload;
+pub mod usage;
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use crate::budget::CostCap;
+use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture};
+use nnb_agent::jobs::Health;
+use nnb_experiment::plan::Plan;
+use nnb_experiment::{Experiment};
+
+pub use nnb_experiment::tenant::{Network, Role, TenantSpec};
+pub use cloud::{CloudLease, CloudRecord, CloudTeardown, HostRecord, InstanceRecord};
+pub use local::{launch_local, LocalOptions, LocalProvider};
+pub use preflight::{HostCpus, Placement, Preflight, Resource, Resources, Verdict};
+pub use static_hosts::{load_static, StaticProvider};
+pub use upload::UploadReport;
+pub use usage::{HostUsage, UsageMeter, UsageSource};
+
+/// What brings a run's tenants up, reaches their agents, changes which are present
+/// between steps, and takes them down. Resources a launch creates are held by the
+/// provider until the fleet is handed over, so a launch that fails or is dropped
+/// half-way (Ctrl-C) is torn down by [`Provider::abandon`].
+pub trait Provider: Send + Sync {
+    /// The kind, as written in experiment files (`local`, `static`, `aws`).
+    fn kind(&self) -> &'static str;
+
+    /// Brings up the tenants of `specs`, plus an endpoint agent when `with_endpoint`
+    /// (the run sends probes or load off the host), and waits until they answer.
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [TenantSpec],
+        with_endpoint: bool,
+    ) -> BoxFuture<'a, Result<Fleet, ProviderError>>;
+
+    /// The job API of `tenant`'s agent (the HTTP client by default).
+    fn agent(&self, tenant: &Tenant) -> Arc<dyn AgentApi> {
+        Arc::new(tenant.client())
+    }
+
+    /// Makes exactly the tenants named in `present` present (their agents run and
+    /// answer) and every other tenant of `fleet` absent (its agent, and on aws its
+    /// instance, is gone), between two steps: neighbors that come and go per level.
+    /// Returns the tenants whose agents were (re)started, whose address or token may
+    /// have changed (the caller gets new clients for them from [`Provider::agent`]).
+    /// Providers whose tenants are not theirs to start or stop refuse any change.
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        present: &'a [String],
+    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
+        let kind = self.kind();
+        Box::pin(async move {
+            match fleet.tenants.iter().find(|t| !present.contains(&t.name)) {
+                None => Ok(Vec::new()),
+                Some(t) => Err(ProviderError::Unsupported(format!(
+                    "the {kind} provider cannot start or stop tenants between steps \
+                     (asked to remove {})",
+                    t.name
+                ))),
+            }
+        })
+    }
+
+    /// Lifts the grants of the tenants named in `lifted` and enforces every other
+    /// tenant's, between two steps (an isolation matrix's unrestricted tenant). A
+    /// provider that enforces no grants (its tenants' machines are their grants)
+    /// has nothing to lift.
+    fn set_lifted<'a>(
+        &'a mut self,
+        fleet: &'a mut Fleet,
+        lifted: &'a [String],
+    ) -> BoxFuture<'a, Result<(), ProviderError>> {
+        let _ = (fleet, lifted);
+        Box::pin(async { Ok(()) })
+    }
+
+    /// Starts reading what `tenants` use, from the host side (their cgroups and
+    /// interfaces), for a step's measured jobs; `None` when the provider cannot see
+    /// its tenants from outside.
+    fn usage_meter(&self, fleet: &Fleet, tenants: &[String]) -> Option<UsageMeter> {
+        let _ = (fleet, tenants);
+        None
+    }
+
+    /// The spending limit of a run whose resources are held since `since` (before
+    /// the launch); `None` when the provider costs nothing or the run sets no cap.
+    fn cost_cap(&self, since: Instant) -> Option<CostCap> {
+        let _ = since;
+        None
+    }
+
+    /// Where the tenants of `specs` would run, for a dry run; nothing is started.
+    /// By default the provider picks no CPUs and names no place.
+    fn placement(
+        &self,
+        specs: &[TenantSpec],
+        host: &HostCpus<'_>,
+    ) -> Result<Placement, ProviderError> {
+        let _ = host;
+        Ok(Placement::elsewhere(specs.len(), "-"))
+    }
+
+    /// What a real run of `exp`'s `plan` would create and cost, and whether it may
+    /// start (`yes`: the user accepted the cost up front); nothing is created. By
+    /// default the run creates and costs nothing ([`Preflight::free`]).
+    fn preflight(
+        &self,
+        exp: &Experiment,
+        plan: &Plan,
+        yes: bool,
+    ) -> Result<Preflight, ProviderError> {
+        let _ = (plan, yes);
+        Ok(Preflight::free(exp))
+    }
+
+    /// Uploads the run directory `dir` to `dest` (the experiment's `results_s3`),
+    /// by default with the standard AWS chain's region.
+    fn upload_results<'a>(
+        &'a self,
+        dir: &'a Path,
+        dest: &'a str,
+    ) -> BoxFuture<'a, Result<UploadReport, ProviderError>> {
+        Box::pin(upload::to_s3(None, dir, dest))
+    }
+
+    /// After a launch that failed or was interrupted: tears down what it created
+    /// and returns the record of it (for the manifest), with the teardown's result.
+    fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
+        Box::pin(async { (None, Ok(())) })
+    }
+
+    /// Stops every job on every agent of `fleet` (agents that do not answer are
+    /// skipped), then takes the fleet down: child agents, namespaces, cloud.
+    fn shutdown(&mut self, fleet: Fleet) -> BoxFuture<'_, Result<(), ProviderError>> {
+        let agents: Vec<Arc<dyn AgentApi>> = fleet.all().map(|t| self.agent(t)).collect();
+        Box::pin(fleet.shutdown_with(agents))
+    }
+}
+
+/// What a provider needs besides the experiment.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderContext {
+    /// `nnb` binary for local agents (`None` = this executable).
+    pub nnb_bin: Option<PathBuf>,
+    /// The run id (cloud resources are tagged with it).
+    pub run_id: String,
+}
+
+/// The provider of `exp`'s kind: the one place provider kinds are registered.
+pub fn for_experiment(
+    exp: &Experiment,
+    cx: ProviderContext,
+) -> Result<Box<dyn Provider>, ProviderError> {
+    match &exp.provider {
+        nnb_experiment::Provider::Local => Ok(Box::new(LocalProvider::new(LocalOptions {
+            nnb_bin: cx.nnb_bin,
+            network: exp.network,
+            cgroups: local::Cgroups::of(exp),
+            grants: exp
+                .tenants
+                .iter()
+                .filter(|t| !t.grant.is_empty())
+                .map(|t| (t.name.clone(), t.grant.clone()))
+                .collect(),
+            io_dir: exp.disk_dir().map(Path::to_path_buf),
+            ..LocalOptions::default()
+        }))),
+        nnb_experiment::Provider::Static { hosts, token_file } => {
+            Ok(Box::new(StaticProvider::new(hosts, token_file)))
+        }
+        #[cfg(feature = "aws")]
+        nnb_experiment::Provider::Aws(spec) => Ok(Box::new(aws::AwsProvider::new(spec, &cx.run_id))),
+        #[cfg(not(feature = "aws"))]
+        nnb_experiment::Provider::Aws(_) => Err(ProviderError::NoAwsFeature),
+    }
+}
+
+/// A running agent the controller can talk to.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Tenant {
+    /// Name (from its [`TenantSpec`] or the hosts file).
+    pub name: String,
+    /// Test or neighbor.
+    pub role: Role,
+    /// The agent's HTTP address.
+    pub addr: SocketAddr,
+    /// The agent's bearer token.
+    #[serde(skip_serializing, default)]
+    pub token: String,
+    /// CPUs the agent is pinned to (empty when unknown, e.g. a static host before
+    /// its health was asked).
+    pub cpus: Vec<usize>,
+    /// The tenant's network namespace (emulated network only).
+    pub netns: Option<String>,
+    /// The tenant's own IP in the emulated network (what its traffic comes from).
+    pub ip: Option<IpAddr>,
+}
+
+impl Tenant {
+    /// A client of this tenant's agent.
+    pub fn client(&self) -> AgentClient {
+        AgentClient::new(self.addr, self.token.clone())
+    }
+
+    /// Asks the agent's `/health` every `poll` until it answers (returning what it
+    /// says) or `deadline` passes (returning its last error, or `no answer`): how
+    /// every provider waits for the agents it started.
+    pub async fn wait_healthy(&self, deadline: Instant, poll: Duration) -> Result<Health, String> {
+        let client = self.client();
+        let mut last = "no answer".to_string();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(last);
+            }
+            match tokio::time::timeout(left, client.health()).await {
+                Ok(Ok(health)) => return Ok(health),
+                Ok(Err(e)) => last = e.to_string(),
+                Err(_) => last = "no answer".to_string(),
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            tokio::time::sleep(poll.min(left)).await;
+        }
+    }
+}
+
+/// Why a fleet could not be provided.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    /// The experiment asks for something this provider cannot give.
+    #[error("{0}")]
+    Invalid(String),
+    /// The provider cannot do what was asked of it (e.g. stop a static host).
+    #[error("{0}")]
+    Unsupported(String),
+    /// Emulated networking needs root.
+    #[error("emulated network needs root: run as root or set network = \"none\"")]
+    NeedRoot,
+    /// The CPU topology could not be read.
+    #[error("cannot read the CPU topology: {0}")]
+    Topology(#[from] nnb_burn::topology::TopologyError),
+    /// A file could not be read or written.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A hosts file line is wrong.
+    #[error("{file}:{line}: {message}")]
+    HostsFile {
+        /// The file.
+        file: String,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// An agent did not start or did not become healthy.
+    #[error("agent for tenant {tenant} did not start: {message}")]
+    AgentStart {
+        /// The tenant.
+        tenant: String,
+        /// What happened.
+        message: String,
+    },
+    /// A network setup command failed.
+    #[error("network setup failed: `{command}`: {message}")]
+    Net {
+        /// The command line.
+        command: String,
+        /// Its error output or exit status.
+        message: String,
+    },
+    /// An agent request failed.
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    /// The experiment needs the EC2 provider, which this build lacks.
+    #[error(
+        "this nnb was built without the aws feature: build the operator's nnb with default \
+         features (`cargo build --release`) to run kind = \"aws\" experiments"
+    )]
+    NoAwsFeature,
+    /// The cloud refused or failed.
+    #[cfg(feature = "aws")]
+    #[error(transparent)]
+    Aws(#[from] nnb_aws::ec2::AwsError),
+    /// The results could not be uploaded to `results_s3`.
+    #[cfg(feature = "aws")]
+    #[error("{what}")]
+    Upload {
+        /// What was being done.
+        what: String,
+        /// Why it failed.
+        #[source]
+        source: nnb_aws::s3::S3Error,
+    },
+    /// Cloud instances did not reach the state a launch or a level change waits for
+    /// (running, or stopped) in time.
+    #[error(
+        "instances did not become {state} within {timeout:?} (`health_timeout` in \
+         [provider]): {detail}"
+    )]
+    InstanceState {
+        /// The state waited for.
+        state: &'static str,
+        /// The timeout.
+        timeout: Duration,
+        /// Each instance still waited for, with its state.
+        detail: String,
+    },
+    /// The cloud tenants' agents did not answer their health check in time.
+    #[error(
+        "the agents did not answer their health check within {timeout:?} \
+         (`health_timeout` in [provider]): {detail}"
+    )]
+    Unhealthy {
+        /// The timeout.
+        timeout: Duration,
+        /// Each silent tenant and its last error.
+        detail: String,
+    },
+}
+
+impl ProviderError {
+    /// An I/O error with what was being done.
+    pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ProviderError {
+        let what = what.into();
+        move |source| ProviderError::Io { what, source }
+    }
+}
+
+/// The agents of one experiment, and what must be torn down after it.
+#[derive(Debug)]
+pub struct Fleet {
+    /// The tenants, in the order of their specs (or of the hosts file).
+    pub tenants: Vec<Tenant>,
+    /// The agent standing for the world outside the host, where the test node's
+    /// probes and the neighbors' load go: on the far side of the shaped uplink with
+    /// the emulated network, a plain loopback agent otherwise. Run the `serve` job
+    /// there. `None` for a static fleet without an `endpoint` line.
+    pub endpoint: Option<Tenant>,
+    /// Things the experiment should record (e.g. tenants sharing CPUs).
+    pub warnings: Vec<String>,
+    /// Child agents, with the name of the tenant each serves.
+    children: Vec<(String, Child)>,
+    net: Option<netns::NetLab>,
+    /// A local fleet's tenant cgroups (grants and host-side accounting).
+    cgroups: Option<grants::TenantCgroups>,
+    cloud: CloudLease,
+    /// A local fleet's per-CPU locks, held while it lives (see [`local`]).
+    _cpu_locks: Vec<std::fs::File>,
+}
+
+/// Time given to the agents' jobs to stop during [`Fleet::shutdown`].
+const STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Fleet {
+    /// A fleet of `tenants` (and `endpoint`) that holds nothing to tear down: agents
+    /// someone else runs.
+    pub fn of(tenants: Vec<Tenant>, endpoint: Option<Tenant>) -> Fleet {
+        Fleet {
+            tenants,
+            endpoint,
+            warnings: Vec::new(),
+            children: Vec::new(),
+            net: None,
+            cgroups: None,
+            cloud: CloudLease::default(),
+            _cpu_locks: Vec::new(),
+        }
+    }
+
+    /// Every agent: the tenants, then the endpoint.
+    pub fn all(&self) -> impl Iterator<Item = &Tenant> {
+        self.tenants.iter().chain(self.endpoint.as_ref())
+    }
+
+    /// The test tenant, if the fleet has one.
+    pub fn test(&self) -> Option<&Tenant> {
+        self.tenants.iter().find(|t| t.role == Role::Test)
+    }
+
+    /// The neighbor tenants, in order.
+    pub fn neighbors(&self) -> impl Iterator<Item = &Tenant> {
+        self.tenants.iter().filter(|t| t.role == Role::Neighbor)
+    }
+
+    /// The emulated network, when the fleet has one (its namespaces and addresses).
+    pub fn network(&self) -> Option<&netns::NetLab> {
+        self.net.as_ref()
+    }
+
+    /// Where a cloud fleet runs (host, instances), for the manifest.
+    pub fn cloud_record(&self) -> Option<&CloudRecord> {
+        self.cloud.record()
+    }
+
+    /// Process ids of the child agents this fleet started (empty for a static fleet).
+    pub fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(|(_, c)| c.id()).collect()
+    }
+
+    /// Stops every running job on every agent, then kills and reaps the child
+    /// agents, removes the emulated network and tears the cloud resources down
+    /// (whatever failed before). Agents that do not answer are skipped (they are
+    /// killed anyway when local, terminated when in the cloud).
+    pub async fn shutdown(self) -> Result<(), ProviderError> {
+        let agents: Vec<Arc<dyn AgentApi>> = self
+            .all()
+            .map(|t| Arc::new(t.client()) as Arc<dyn AgentApi>)
+            .collect();
+        self.shutdown_with(agents).await
+    }
+
+    /// [`Fleet::shutdown`] reaching the agents through `agents`.
+    async fn shutdown_with(mut self, agents: Vec<Arc<dyn AgentApi>>) -> Result<(), ProviderError> {
+        let mut stops = tokio::task::JoinSet::new();
+        for agent in agents {
+            stops.spawn(async move {
+                let _ = tokio::time::timeout(STOP_TIMEOUT, stop_all_jobs(agent.as_ref())).await;
+            });
+        }
+        while stops.join_next().await.is_some() {}
+        let local = self.teardown();
+        let cloud = self.cloud.release().await;
+        local.and(cloud)
+    }
+
+    /// Refuses a present list that names a tenant this fleet does not have.
+    pub fn check_present(&self, present: &[String]) -> Result<(), ProviderError> {
+        match present
+            .iter()
+            .find(|n| !self.tenants.iter().any(|t| &t.name == *n))
+        {
+            Some(name) => Err(ProviderError::Invalid(format!(
+                "no tenant {name} in the fleet"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Kills and reaps the child agents `keep` says no to.
+    fn kill_children(&mut self, keep: impl Fn(&str) -> bool) {
+        for (_, child) in self.children.iter_mut().filter(|(n, _)| !keep(n)) {
+            // Already gone is fine: kill fails with InvalidInput for a reaped child.
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.children.retain(|(n, _)| keep(n));
+    }
+
+    fn teardown(&mut self) -> Result<(), ProviderError> {
+        self.kill_children(|_| false);
+        let cgroups = self
+            .cgroups
+            .take()
+            .map_or(Ok(()), grants::TenantCgroups::remove);
+        let net = self.net.take().map_or(Ok(()), netns::NetLab::remove);
+        cgroups.and(net)
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if let Err(e) = self.teardown() {
+            tracing::warn!("tearing down the fleet: {e}");
+        }
+    }
+}

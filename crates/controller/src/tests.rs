@@ -1,0 +1,661 @@
+//! Unit tests of the controller, driven through the fake provider and agents
+//! ([`super::testing`]): which measured jobs the agents saw started and with how
+//! many busy neighbors, the samples the run wrote, and how it ended.
+//!
+//! The plan of [`staircase`] is three steps, `busy/neighbors=0/rep=1`, `=1` and
+//! `=2`; a fake burn reports `1 + busy neighbors` seconds, so a step's sample value
+//! is 1, 2, 3. What the background jobs' stops answer is scripted per test, and
+//! read back from `background.jsonl`.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::testing::{fake_kernel, FakeProvider, World};
+use super::{execute_with, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus};
+use nnb_experiment;
+use crate::journal::read_samples;
+use nnb_experiment::plan;
+use crate::provider::{Provider, StaticProvider};
+use crate::results::{BackgroundRecord, ResultsError, Sample, SampleStatus};
+
+const HOST_CPUS: usize = 8;
+const STEPS: [&str; 3] = [
+    "busy/neighbors=0/rep=1",
+    "busy/neighbors=1/rep=1",
+    "busy/neighbors=2/rep=1",
+];
+
+/// A staircase of a test tenant and two busy neighbors, one repetition, with the
+/// given `on_failure` policy.
+fn staircase(on_failure: &str) -> String {
+    format!(
+        r#"name = "fake-staircase"
+repetitions = 1
+settle = "10ms"
+step_timeout = "60s"
+on_failure = "{on_failure}"
+
+[[tenants]]
+name = "test"
+role = "test"
+vcpus = 1
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+vcpus = 1
+
+[scenario]
+kind = "neighbor-staircase"
+neighbor_state = "busy"
+
+[scenario.test]
+workload = "fpadd"
+ops = 1000
+"#
+    )
+}
+
+fn create(results: &Path, on_failure: &str) -> Run {
+    let run = create_from(results, &staircase(on_failure));
+    let ids: Vec<&str> = run.plan.steps.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, STEPS);
+    run
+}
+
+/// A new run of experiment `text` under `results`.
+fn create_from(results: &Path, text: &str) -> Run {
+    let exp = experiment::parse("fake.toml", text, Some(HOST_CPUS)).expect("valid experiment");
+    let plan = plan::expand(&exp, HOST_CPUS);
+    Run::create(results, "fake.toml", text, exp, plan).expect("run created")
+}
+
+/// The background jobs' ends the run recorded, ordered by tenant and first step.
+fn background(run: &Run) -> Vec<BackgroundRecord> {
+    let path = run.dir.background_path();
+    if !path.exists() {
+        return Vec::new();
+    }
+    let mut all: Vec<BackgroundRecord> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| nnb_format::parse_background(l).expect("a background record"))
+        .collect();
+    all.sort_by(|a, b| (&a.tenant, a.steps.first()).cmp(&(&b.tenant, b.steps.first())));
+    all
+}
+
+async fn go(run: &mut Run, provider: &mut FakeProvider, cancel: &Cancel) -> RunOutcome {
+    execute_with(run, provider, &RunOptions::default(), cancel)
+        .await
+        .expect("the run ends without a controller error")
+}
+
+fn never() -> Cancel {
+    let (canceller, cancel) = Cancel::manual();
+    // A cancel whose canceller is gone stays unset for good.
+    drop(canceller);
+    cancel
+}
+
+/// `(step, status, attempts, value)` of every sample, in journal order.
+fn samples(run: &Run) -> Vec<(String, SampleStatus, u32, Option<f64>)> {
+    let path = run.dir.samples_path();
+    if !path.exists() {
+        return Vec::new();
+    }
+    read_samples(&path)
+        .expect("samples readable")
+        .into_iter()
+        .map(|s: Sample| (s.step, s.status, s.attempts, s.value))
+        .collect()
+}
+
+/// Busy neighbors at each measured start the fakes saw.
+fn busy_at_starts(world: &Arc<Mutex<World>>) -> Vec<usize> {
+    let w = world.lock().unwrap();
+    assert!(w
+        .starts
+        .iter()
+        .all(|s| s.tenant == "test" && s.kind == "burn"));
+    w.starts.iter().map(|s| s.busy).collect()
+}
+
+fn ok(step: &str, attempts: u32, value: f64) -> (String, SampleStatus, u32, Option<f64>) {
+    (step.to_string(), SampleStatus::Ok, attempts, Some(value))
+}
+
+fn failed(step: &str, attempts: u32) -> (String, SampleStatus, u32, Option<f64>) {
+    (step.to_string(), SampleStatus::Failed, attempts, None)
+}
+
+fn counts(o: &RunOutcome) -> (RunStatus, usize, usize, usize, usize) {
+    (o.status, o.planned, o.skipped, o.measured, o.failed)
+}
+
+#[tokio::test]
+async fn every_step_is_measured_once_in_plan_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    assert_eq!(busy_at_starts(&world), [0, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    assert_eq!((provider.launches, provider.shutdowns), (1, 1));
+    // Both busy neighbors were stopped when the run ended, nb-1 also when the
+    // background changed to two neighbors (every job restarts on a change).
+    let w = world.lock().unwrap();
+    assert_eq!(w.stopped.get("nb-1"), Some(&2));
+    assert_eq!(w.stopped.get("nb-2"), Some(&1));
+    drop(w);
+    let manifest = run.dir.read_manifest().unwrap();
+    assert_eq!(manifest.sessions.len(), 1);
+    assert_eq!(manifest.sessions[0].status, "completed");
+    assert_eq!(manifest.sessions[0].steps_run, 3);
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_and_the_retry_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(2);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    // Step 2 ran twice; its background was started afresh for the retry.
+    assert_eq!(busy_at_starts(&world), [0, 1, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 2, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
+/// A job that ends "done" but whose probe heard no answer measured nothing: the
+/// attempt fails and is retried, instead of recording an RTT of 0. (The fake's
+/// result is a readable one, so the dead probe is what fails it.)
+#[tokio::test]
+async fn a_probe_that_heard_nothing_is_a_failed_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().results.insert(
+        2,
+        serde_json::json!({"burn": {"wall_ns": 5e9, "ops_per_sec": 1e6},
+            "counts": {"sent": 50, "answered": 0, "lost": 50}}),
+    );
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 2, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
+/// A result the results format cannot read (a burn's without `wall_ns`, as after a
+/// field renamed on the agent's side only) fails the attempt, and the step is
+/// recorded failed with an error naming the job's kind and the field: never a sample
+/// with an empty column.
+#[tokio::test]
+async fn an_unreadable_result_is_a_failed_step_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    world.lock().unwrap().results.insert(
+        2,
+        serde_json::json!({"burn": {"wall_nanos": 2e9, "ops_per_sec": 1e6}}),
+    );
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            failed(STEPS[1], 1),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    let all = read_samples(&run.dir.samples_path()).unwrap();
+    let error = all[1].error.as_deref().unwrap_or("");
+    assert!(
+        error.contains("tenant test")
+            && error.contains("the burn job's result")
+            && error.contains("missing field `wall_ns`"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_step_failing_every_retry_is_recorded_failed_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    world.lock().unwrap().fail.extend([2, 3]);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            ok(STEPS[0], 1, 1.0),
+            failed(STEPS[1], 2),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    let all = read_samples(&run.dir.samples_path()).unwrap();
+    let error = all[1].error.as_deref().unwrap_or("");
+    assert!(
+        error.contains("injected failure of measured start 3"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn skip_records_the_failed_step_once_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(1);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1, 2]);
+    assert_eq!(
+        samples(&run),
+        [
+            failed(STEPS[0], 1),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+}
+
+#[tokio::test]
+async fn abort_stops_the_run_after_the_failed_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "abort");
+    let world = World::shared();
+    world.lock().unwrap().fail.insert(2);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Aborted, 3, 0, 1, 1));
+    assert_eq!(busy_at_starts(&world), [0, 1]);
+    assert_eq!(samples(&run), [ok(STEPS[0], 1, 1.0), failed(STEPS[1], 1)]);
+    assert_eq!(provider.shutdowns, 1);
+    assert_eq!(
+        run.dir.read_manifest().unwrap().sessions[0].status,
+        "aborted"
+    );
+}
+
+#[tokio::test]
+async fn a_cap_below_the_teardown_reserve_measures_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    // $1 per second; the 300 s teardown reserve alone would cost $300.
+    provider.price = Some((3600.0, 100.0));
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::CostCap, 3, 0, 0, 0));
+    assert!(busy_at_starts(&world).is_empty());
+    assert!(samples(&run).is_empty());
+    assert_eq!(provider.shutdowns, 1, "the fleet is torn down");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_cost_cap_stops_before_a_step_that_would_pass_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    // Each measured job takes 10 s (paused tokio time).
+    world.lock().unwrap().job_time = Duration::from_secs(10);
+    let mut provider = FakeProvider::new(&world);
+    // $1 per second, cap $305: before step 1, 0 + 0 + 300 s fit; before step 2,
+    // about 10 s held + a 10 s step + 300 s do not.
+    provider.price = Some((3600.0, 305.0));
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::CostCap, 3, 0, 1, 0));
+    assert_eq!(busy_at_starts(&world), [0]);
+    assert_eq!(samples(&run), [ok(STEPS[0], 1, 1.0)]);
+    assert_eq!(
+        run.dir.read_manifest().unwrap().sessions[0].status,
+        "aborted"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let run_id = run.dir.run_id.clone();
+    let world = World::shared();
+    let (canceller, cancel) = Cancel::manual();
+    {
+        let mut w = world.lock().unwrap();
+        w.job_time = Duration::from_secs(1);
+        // Ctrl-C while the second step's job runs.
+        w.cancel_at = Some((2, Arc::new(canceller)));
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &cancel).await;
+    assert_eq!(counts(&out), (RunStatus::Interrupted, 3, 0, 1, 0));
+    assert_eq!(busy_at_starts(&world), [0, 1]);
+    assert_eq!(
+        samples(&run),
+        [ok(STEPS[0], 1, 1.0)],
+        "the step in flight is dropped"
+    );
+    assert_eq!(provider.shutdowns, 1);
+    // A second writer is refused while this one holds the run directory.
+    match Run::open(dir.path(), &run_id, HOST_CPUS) {
+        Err(ControllerError::Results(ResultsError::Locked { holder, .. })) => {
+            assert!(
+                holder.contains(&format!("pid {}", std::process::id())),
+                "{holder}"
+            )
+        }
+        other => panic!("a second writer got in: {:?}", other.map(|r| r.dir.run_id)),
+    }
+    // As a kill -9 leaves it: the session never closed, and the lock dies with it.
+    let mut m = run.dir.read_manifest().unwrap();
+    m.sessions[0].status = "running".to_string();
+    run.dir.write_manifest(&m).unwrap();
+    drop(run);
+
+    let mut resumed = Run::open(dir.path(), &run_id, HOST_CPUS).expect("run reopens");
+    let world = World::shared();
+    world.lock().unwrap().job_time = Duration::from_secs(1);
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut resumed, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 1, 2, 0));
+    assert_eq!(busy_at_starts(&world), [1, 2]);
+    assert_eq!(
+        samples(&resumed),
+        [
+            ok(STEPS[0], 1, 1.0),
+            ok(STEPS[1], 1, 2.0),
+            ok(STEPS[2], 1, 3.0)
+        ]
+    );
+    let sessions = resumed.dir.read_manifest().unwrap().sessions;
+    let ends: Vec<(&str, usize)> = sessions
+        .iter()
+        .map(|s| (s.status.as_str(), s.steps_run))
+        .collect();
+    assert_eq!(ends, [("died", 1), ("completed", 2)]);
+}
+
+#[tokio::test]
+async fn a_cancel_before_the_launch_ends_measures_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    let (canceller, cancel) = Cancel::manual();
+    canceller.cancel();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &cancel).await;
+    assert_eq!(out.status, RunStatus::Interrupted);
+    assert_eq!(out.measured + out.failed, 0);
+    assert!(busy_at_starts(&world).is_empty());
+}
+
+#[tokio::test]
+async fn a_dead_neighbor_fails_the_steps_that_need_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "skip");
+    let world = World::shared();
+    world.lock().unwrap().dead.insert("nb-2".to_string());
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 2, 1));
+    assert_eq!(samples(&run)[2], failed(STEPS[2], 1));
+}
+
+/// Level k of a staircase has exactly the test tenant and k neighbors up: the
+/// provider is asked for each change, and every measured start saw that set.
+#[tokio::test]
+async fn each_step_runs_with_exactly_the_tenants_it_wants() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = staircase("skip").replace("\"busy\"", "\"both\"");
+    let mut run = create_from(dir.path(), &text);
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(out.measured, 6);
+    let w = world.lock().unwrap();
+    let seen: Vec<Vec<&str>> = w
+        .starts
+        .iter()
+        .map(|s| s.present.iter().map(String::as_str).collect())
+        .collect();
+    let levels = [
+        vec!["test"],
+        vec!["test", "nb-1"],
+        vec!["test", "nb-1", "nb-2"],
+    ];
+    let want: Vec<Vec<&str>> = levels.iter().chain(levels.iter()).cloned().collect();
+    assert_eq!(seen, want);
+    // Every level of both passes changes who is there (the idle pass starts from
+    // the test tenant alone again).
+    assert_eq!(w.presence_changes, 6);
+    // Busy neighbors at each busy level, none in the idle pass.
+    let busy: Vec<usize> = w.starts.iter().map(|s| s.busy).collect();
+    assert_eq!(busy, [0, 1, 2, 0, 0, 0]);
+}
+
+#[tokio::test]
+async fn a_static_provider_refuses_to_make_tenants_come_and_go() {
+    let mut provider = StaticProvider::new(Path::new("hosts"), Path::new("token"));
+    let tenant = |name: &str| crate::provider::Tenant {
+        name: name.to_string(),
+        role: crate::provider::Role::Neighbor,
+        addr: "127.0.0.1:1".parse().unwrap(),
+        token: String::new(),
+        cpus: Vec::new(),
+        netns: None,
+        ip: None,
+    };
+    let mut fleet = crate::provider::Fleet::of(vec![tenant("test"), tenant("nb-1")], None);
+    let all = ["test".to_string(), "nb-1".to_string()];
+    assert!(provider
+        .set_present(&mut fleet, &all)
+        .await
+        .unwrap()
+        .is_empty());
+    let err = provider
+        .set_present(&mut fleet, &all[..1])
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("cannot start or stop"), "{err}");
+    assert!(err.to_string().contains("nb-1"), "{err}");
+}
+
+/// Every background job's final status lands in `background.jsonl` with the steps it
+/// ran through: nb-1's first job spans both repetitions of neighbors=1 and reports
+/// what its scripted stop returned, its second job those of neighbors=2; nb-2's stop
+/// fails, which is recorded as a failed job while every step is still measured.
+#[tokio::test]
+async fn background_results_are_recorded_with_the_steps_they_spanned() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = staircase("skip").replace("repetitions = 1", "repetitions = 2");
+    let mut run = create_from(dir.path(), &text);
+    let world = World::shared();
+    {
+        let mut w = world.lock().unwrap();
+        let busy = |ops: f64, per_sec: f64| {
+            Ok(serde_json::json!({"placement": {}, "slices": 9,
+            "total_ops": ops, "ops_per_sec": per_sec}))
+        };
+        w.stop_results.insert(("nb-1".into(), 1), busy(2e9, 1e8));
+        w.stop_results.insert(("nb-1".into(), 2), busy(1e9, 5e7));
+        w.stop_results
+            .insert(("nb-2".into(), 1), Err("the agent crashed".into()));
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 6, 0, 6, 0));
+    assert_eq!(busy_at_starts(&world), [0, 0, 1, 1, 2, 2]);
+    let steps = |n: usize| {
+        vec![
+            format!("busy/neighbors={n}/rep=1"),
+            format!("busy/neighbors={n}/rep=2"),
+        ]
+    };
+    let b = background(&run);
+    let seen: Vec<(&str, &str, &str, SampleStatus)> = b
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.role.as_str(), r.job.as_str(), r.status))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("nb-1", "neighbor", "busy", SampleStatus::Ok),
+            ("nb-1", "neighbor", "busy", SampleStatus::Ok),
+            ("nb-2", "neighbor", "busy", SampleStatus::Failed),
+        ]
+    );
+    assert_eq!(b[0].steps, steps(1));
+    assert_eq!(
+        (b[0].achieved.ops_per_sec, b[0].achieved.runtime_s),
+        (Some(1e8), Some(20.0))
+    );
+    assert_eq!(b[1].steps, steps(2));
+    assert_eq!(b[1].achieved.ops_per_sec, Some(5e7));
+    assert_eq!(b[2].steps, steps(2));
+    assert_eq!(b[2].state, None);
+    assert_eq!(b[2].achieved.ops_per_sec, None);
+    let error = b[2].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("stopping it failed") && error.contains("the agent crashed"),
+        "{error}"
+    );
+    assert!(samples(&run).iter().all(|s| s.1 == SampleStatus::Ok));
+}
+
+/// A staircase of two load neighbors (100 Mbit/s each) towards the endpoint.
+fn load_staircase() -> String {
+    staircase("skip").replace(
+        "neighbor_state = \"busy\"",
+        "neighbor_state = \"busy\"\n\n[scenario.busy]\nkind = \"load\"\nrate = \"100M\"",
+    )
+}
+
+/// A background load's record says what it sent and what arrived against its
+/// target, and the endpoint's `serve` is stopped at the end of the session and
+/// recorded with its final snapshot, over every step.
+#[tokio::test]
+async fn a_load_neighbors_rates_and_the_endpoints_snapshot_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), &load_staircase());
+    let world = World::shared();
+    {
+        let mut w = world.lock().unwrap();
+        w.stop_results.insert(
+            ("nb-1".into(), 1),
+            Ok(serde_json::json!({"target_bps": 1e8,
+                "sent": {"elapsed_s": 2.0, "payload_bps": 9e7},
+                "sink": {"rate_bps": 1.8e7, "streams_reported": 1}, "streams": [{}]})),
+        );
+        w.stop_results.insert(
+            ("endpoint".into(), 1),
+            Ok(serde_json::json!({"taken_ns": 5,
+                "reflector": {"reflected": 0, "send_failures": 2, "garbage": {"bad_magic": 1}},
+                "sink": {"streams": [], "totals": {}, "garbage": {"truncated": 4}}})),
+        );
+    }
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 3, 0, 3, 0));
+    let b = background(&run);
+    let jobs: Vec<(&str, &str, &[String])> = b
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.job.as_str(), r.steps.as_slice()))
+        .collect();
+    let at = |steps: &[&str]| steps.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        jobs,
+        [
+            ("endpoint", "serve", at(&STEPS).as_slice()),
+            ("nb-1", "load", at(&STEPS[1..2]).as_slice()),
+            ("nb-1", "load", at(&STEPS[2..]).as_slice()),
+            ("nb-2", "load", at(&STEPS[2..]).as_slice()),
+        ]
+    );
+    let ep = &b[0];
+    assert_eq!(
+        (ep.role.as_str(), ep.status),
+        ("endpoint", SampleStatus::Ok)
+    );
+    assert_eq!(
+        (ep.achieved.send_failures, ep.achieved.garbage),
+        (Some(2), Some(5))
+    );
+    let nb1 = &b[1];
+    assert_eq!(nb1.target_bps, Some(1e8));
+    assert_eq!(
+        (nb1.achieved.sent_bps, nb1.achieved.rate_bps),
+        (Some(9e7), Some(1.8e7))
+    );
+    // Unscripted stops end the job with no result: nothing achieved is claimed.
+    assert_eq!(b[3].target_bps, Some(1e8));
+    assert_eq!(
+        (b[3].status, b[3].achieved.sent_bps),
+        (SampleStatus::Ok, None)
+    );
+}
+
+/// Every tenant's record in the manifest, the endpoint's included, carries the
+/// environment its own agent reported (the fakes name their tenant in the kernel).
+#[tokio::test]
+async fn the_manifest_records_each_tenants_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), &load_staircase());
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    go(&mut run, &mut provider, &never()).await;
+    let manifest = run.dir.read_manifest().unwrap();
+    let tenants = &manifest.sessions[0].tenants;
+    let names: Vec<(&str, &str)> = tenants
+        .iter()
+        .map(|t| (t.name.as_str(), t.role.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("test", "test"),
+            ("nb-1", "neighbor"),
+            ("nb-2", "neighbor"),
+            ("endpoint", "endpoint")
+        ]
+    );
+    for t in tenants {
+        let env = t.environment.as_ref().expect("an environment");
+        assert_eq!(env["kernel"], fake_kernel(&t.name), "{}", t.name);
+        assert_eq!(env["clocksource"], "fake-tsc");
+        // Recorded once, in the tenant record, not again in the health.
+        assert!(t.health.as_ref().is_some_and(|h| h.environment.is_none()));
+    }
+}

@@ -1,0 +1,682 @@
+//! The experiment file as written: TOML tables deserialized with the spans of the
+//! values that get checked beyond their type, so a check can point at the line.
+//!
+//! These types are also what `nnb schema` describes (through schemars), so each field's
+//! doc comment is what an editor shows. Validation into the typed
+//! [`Experiment`](super::Experiment) lives in the parent module.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+use schemars::gen::SchemaGenerator;
+use schemars::schema::Schema;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Which provider runs the tenants (defined by the results format, which records it).
+pub use nnb_format::ProviderKind;
+
+/// A value as written with the byte range it spans in the file, so a check can point
+/// at it: a [`toml::Spanned`] that the schema describes as the bare value. It also
+/// serializes as the bare value, which is how the schema shows a field's default.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(transparent)]
+pub struct Spanned<T>(toml::Spanned<T>);
+
+impl<T> Spanned<T> {
+    /// The value.
+    pub fn get_ref(&self) -> &T {
+        self.0.get_ref()
+    }
+
+    /// Where the value stands in the file (byte offsets).
+    pub fn span(&self) -> Range<usize> {
+        self.0.span()
+    }
+}
+
+/// The schema of the bare value: where a value stands is no part of the file format.
+impl<T: JsonSchema> JsonSchema for Spanned<T> {
+    fn is_referenceable() -> bool {
+        T::is_referenceable()
+    }
+
+    fn schema_name() -> String {
+        T::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        T::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        T::json_schema(generator)
+    }
+}
+
+/// An nnb experiment: who runs (tenants), where (provider), and what is measured at
+/// which steps (scenario). `S` is the scenario table's type.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentFile<S> {
+    /// Name of the experiment, used in the results and the summary.
+    pub name: Spanned<String>,
+    /// Free text describing what the experiment shows.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Where the tenants run; the local provider (agents on this machine) by default.
+    #[serde(default)]
+    pub provider: Option<ProviderFile>,
+    /// Measured repetitions at each level (thesis: 10). Default 3.
+    #[serde(default)]
+    pub repetitions: Option<Spanned<u32>>,
+    /// Warm-up repetitions run and recorded as such before each level's measured
+    /// ones. Default 0.
+    #[serde(default)]
+    pub warmup: Option<u32>,
+    /// Time to let neighbors settle after their jobs change, e.g. "2s". Default "1s".
+    #[serde(default)]
+    pub settle: Option<Spanned<String>>,
+    /// Longest time one step may take before it counts as failed, e.g. "60s".
+    /// Default "5m".
+    #[serde(default)]
+    pub step_timeout: Option<Spanned<String>>,
+    /// What to do when a step fails: "retry N" (then skip), "skip" or "abort".
+    /// Default "retry 1".
+    #[serde(default)]
+    pub on_failure: Option<Spanned<String>>,
+    /// The tenants' network: none (loopback) or an emulated host NIC.
+    #[serde(default)]
+    pub network: Option<NetworkFile>,
+    /// The tenants: one test tenant and its neighbors.
+    pub tenants: Spanned<Vec<TenantFile>>,
+    /// What is measured, step by step.
+    pub scenario: S,
+}
+
+/// The `[provider]` table.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderFile {
+    /// "local" (default), "static" or "aws".
+    pub kind: Spanned<ProviderKind>,
+    /// static: the hosts file naming the agents that already run.
+    #[serde(default)]
+    pub hosts: Option<Spanned<String>>,
+    /// static: file holding the agents' bearer token.
+    #[serde(default)]
+    pub token_file: Option<Spanned<String>>,
+    /// aws: the region, e.g. "us-east-1". Default: the standard AWS chain
+    /// (AWS_REGION, the profile).
+    #[serde(default)]
+    pub region: Option<Spanned<String>>,
+    /// aws: the availability zone of the dedicated host, e.g. "us-east-1a".
+    #[serde(default)]
+    pub availability_zone: Option<Spanned<String>>,
+    /// aws: the dedicated host: a family ("m5", mixed sizes) or an instance type
+    /// ("m5.large", that size only).
+    #[serde(default)]
+    pub host: Option<Spanned<String>>,
+    /// aws: every tenant's instance type, e.g. "m5.large". Default: `host` when it
+    /// names a type.
+    #[serde(default)]
+    pub instance_type: Option<Spanned<String>>,
+    /// aws: instance type of the endpoint (the sink and reflector that network
+    /// scenarios send to), launched off the host with default tenancy. Default:
+    /// `instance_type`. Any EC2 type (e.g. "c5n.9xlarge", so the endpoint is not the
+    /// bottleneck); it is not priced.
+    #[serde(default)]
+    pub endpoint_instance_type: Option<Spanned<String>>,
+    /// aws: the AMI the tenants boot, e.g. "ami-0abcdef1234567890".
+    #[serde(default)]
+    pub image_id: Option<Spanned<String>>,
+    /// aws: the subnet to launch into (in `availability_zone`). Default: the default
+    /// VPC's subnet of that zone.
+    #[serde(default)]
+    pub subnet_id: Option<Spanned<String>>,
+    /// aws: existing security groups for the tenants. Default: nnb creates one that
+    /// opens only the agent port to `allowed_cidrs` and deletes it afterwards.
+    #[serde(default)]
+    pub security_group_ids: Option<Spanned<Vec<String>>>,
+    /// aws: who may reach the agents when nnb creates the security group: the
+    /// controller's address, e.g. ["203.0.113.7/32"], and/or the VPC's CIDR.
+    #[serde(default)]
+    pub allowed_cidrs: Option<Spanned<Vec<String>>>,
+    /// aws: an EC2 key pair for SSH into the tenants (debugging). Default: none.
+    #[serde(default)]
+    pub key_name: Option<Spanned<String>>,
+    /// aws: instance profile for the tenants (e.g. to read nnb from S3).
+    #[serde(default)]
+    pub iam_instance_profile: Option<Spanned<String>>,
+    /// aws: where the tenants download nnb from, per CPU architecture: an https://
+    /// URL or an s3:// object, e.g. { x86_64 = "https://.../nnb-x86_64" }.
+    #[serde(default)]
+    pub install: Option<Spanned<InstallFile>>,
+    /// aws: path of an nnb already in the image, e.g. "/usr/local/bin/nnb" (instead
+    /// of `install`).
+    #[serde(default)]
+    pub preinstalled: Option<Spanned<String>>,
+    /// aws: the agents' TCP port. Default 7700.
+    #[serde(default)]
+    pub agent_port: Option<Spanned<u16>>,
+    /// aws: how long the tenants may take to boot and answer their health check,
+    /// e.g. "10m". Default "10m".
+    #[serde(default)]
+    pub health_timeout: Option<Spanned<String>>,
+    /// aws: expiry tag put on every resource; `nnb aws sweep --expired` removes
+    /// what outlived it. Default "6h".
+    #[serde(default)]
+    pub expires_after: Option<Spanned<String>>,
+    /// aws: most the run may cost (host price per hour times the estimated
+    /// duration), USD; a run estimated above it is refused. Without it, `nnb run`
+    /// needs `--yes`.
+    #[serde(default)]
+    pub max_cost_usd: Option<Spanned<f64>>,
+    /// Any kind: upload the run's results to this S3 location afterwards, e.g.
+    /// "s3://bucket/nnb-runs" (the run id is appended; needs the aws feature).
+    #[serde(default)]
+    pub results_s3: Option<Spanned<String>>,
+}
+
+impl ProviderFile {
+    /// Where the values of the keys that only `kind = "aws"` reads stand in the
+    /// file, for refusing them under another kind. Every field is named here, as an
+    /// aws key or not: a new key does not compile until it is sorted, and an aws key
+    /// bound here but left out of the list is an unused variable (a lint error).
+    pub fn aws_key_spans(&self) -> Vec<Range<usize>> {
+        let ProviderFile {
+            // Read by every kind, or by another kind.
+            kind: _,
+            hosts: _,
+            token_file: _,
+            results_s3: _,
+            // Read by kind = "aws" only.
+            region,
+            availability_zone,
+            host,
+            instance_type,
+            endpoint_instance_type,
+            image_id,
+            subnet_id,
+            security_group_ids,
+            allowed_cidrs,
+            key_name,
+            iam_instance_profile,
+            install,
+            preinstalled,
+            agent_port,
+            health_timeout,
+            expires_after,
+            max_cost_usd,
+        } = self;
+        fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
+            v.as_ref().map(Spanned::span)
+        }
+        [
+            at(region),
+            at(availability_zone),
+            at(host),
+            at(instance_type),
+            at(endpoint_instance_type),
+            at(image_id),
+            at(subnet_id),
+            at(security_group_ids),
+            at(allowed_cidrs),
+            at(key_name),
+            at(iam_instance_profile),
+            at(install),
+            at(preinstalled),
+            at(agent_port),
+            at(health_timeout),
+            at(expires_after),
+            at(max_cost_usd),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// `install = { x86_64 = "...", aarch64 = "..." }`: where tenants get nnb from.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstallFile {
+    /// nnb for x86_64 hosts (m5, m6i, m6a, m7i): https:// URL or s3:// object.
+    #[serde(default)]
+    pub x86_64: Option<Spanned<String>>,
+    /// nnb for Graviton hosts (m6g, c7g, m7g): https:// URL or s3:// object.
+    #[serde(default)]
+    pub aarch64: Option<Spanned<String>>,
+}
+
+/// How the tenants' traffic travels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// Loopback, no shaping.
+    None,
+    /// One network namespace per tenant on a bridge whose uplink is shaped to
+    /// `host_bw` (root needed).
+    Emulated,
+}
+
+/// The `[network]` table.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkFile {
+    /// "none" (default) or "emulated".
+    pub mode: Spanned<NetworkMode>,
+    /// Bandwidth of the emulated host NIC, e.g. "200M" (bit/s); required when
+    /// emulated.
+    #[serde(default)]
+    pub host_bw: Option<Spanned<String>>,
+    /// How the emulated NIC shares host_bw: "fifo" (default: one drop-tail queue,
+    /// probes wait behind neighbors' packets) or "fair" (a share per tenant).
+    #[serde(default)]
+    pub queue: Option<Spanned<NicQueueFile>>,
+}
+
+/// `[network] queue`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NicQueueFile {
+    /// One drop-tail FIFO.
+    Fifo,
+    /// A share per tenant.
+    Fair,
+}
+
+/// A tenant's part in the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RoleFile {
+    /// The node that is measured.
+    Test,
+    /// A node that makes noise (or idles) beside it.
+    Neighbor,
+}
+
+/// One `[[tenants]]` entry: a tenant, or `count` alike tenants.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TenantFile {
+    /// Name; with `count` > 1 the tenants are NAME-1 .. NAME-N. Default: the role.
+    #[serde(default)]
+    pub name: Option<Spanned<String>>,
+    /// How many alike tenants this entry stands for. Default 1.
+    #[serde(default)]
+    pub count: Option<Spanned<usize>>,
+    /// "test" or "neighbor".
+    pub role: Spanned<RoleFile>,
+    /// Size in vCPUs (logical CPUs). Default 1.
+    #[serde(default)]
+    pub vcpus: Option<Spanned<usize>>,
+    /// What the tenant is granted, enforced on the host (local provider, root): its
+    /// own cgroup with a CPU quota, a memory limit and I/O limits, and a token bucket
+    /// on its network interface. Default: nothing beyond its vCPUs.
+    #[serde(default)]
+    pub grant: Option<Spanned<GrantFile>>,
+}
+
+/// `grant = { ... }` of a tenant: Volpert et al.'s per-tenant quota. Every limit left
+/// out is no limit.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrantFile {
+    /// CPU quota in CPUs, e.g. 0.5 (cgroup cpu.max / CFS quota over a 100 ms period),
+    /// at most the tenant's vCPUs (its cpuset).
+    #[serde(default)]
+    pub cpu: Option<Spanned<f64>>,
+    /// Memory limit, e.g. "256M" (bytes; cgroup memory.max / memory.limit_in_bytes).
+    #[serde(default)]
+    pub memory: Option<Spanned<String>>,
+    /// Read operations per second on the disk of `io_dir`.
+    #[serde(default)]
+    pub read_iops: Option<Spanned<u64>>,
+    /// Write operations per second on the disk of `io_dir`.
+    #[serde(default)]
+    pub write_iops: Option<Spanned<u64>>,
+    /// Read bandwidth, bytes per second, e.g. "50M".
+    #[serde(default)]
+    pub read_bw: Option<Spanned<String>>,
+    /// Write bandwidth, bytes per second, e.g. "50M".
+    #[serde(default)]
+    pub write_bw: Option<Spanned<String>>,
+    /// A directory on the disk the I/O limits apply to. Default: the disk isolation
+    /// matrix's `dir`.
+    #[serde(default)]
+    pub io_dir: Option<Spanned<String>>,
+    /// Network send rate, e.g. "100M" (bit/s; a token bucket on the tenant's
+    /// interface, so it needs the emulated network).
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+}
+
+/// The test workload: a pinned burner run (`nnb cpu`) on the test tenant.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BurnFile {
+    /// Workload name as `nnb cpu --workload` takes it. Default "fpadd".
+    #[serde(default)]
+    pub workload: Option<Spanned<String>>,
+    /// Burner threads. Default: the tenant's vCPUs.
+    #[serde(default)]
+    pub threads: Option<Spanned<usize>>,
+    /// Operations per thread (fixed work: the result is a runtime).
+    #[serde(default)]
+    pub ops: Option<Spanned<u64>>,
+    /// Run time, e.g. "2s" (fixed time: the result is a throughput).
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Pinning: "none", "cores", "smt-sibling" or "compact". Default "cores".
+    #[serde(default)]
+    pub pin: Option<Spanned<String>>,
+}
+
+/// A list given either as a range string or as an explicit array.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RangeOrList<T> {
+    /// "START:END:STEP" (or "START..END:STEP"), END included.
+    Range(String),
+    /// Every value spelled out.
+    List(Vec<T>),
+}
+
+/// Single-variant tags: each scenario struct accepts only its own `kind`, and the
+/// schema shows it as a constant.
+macro_rules! scenario_tag {
+    ($(#[$doc:meta] $tag:ident => $variant:ident),* $(,)?) => {$(
+        #[$doc]
+        #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum $tag {
+            #[$doc]
+            $variant,
+        }
+    )*};
+}
+
+scenario_tag! {
+    /// `kind = "neighbor-staircase"`.
+    StaircaseTag => NeighborStaircase,
+    /// `kind = "thread-sweep"`.
+    SweepTag => ThreadSweep,
+    /// `kind = "load-steps"`.
+    LoadStepsTag => LoadSteps,
+    /// `kind = "isolation-matrix"`.
+    MatrixTag => IsolationMatrix,
+    /// `kind = "throughput-staircase"`.
+    ThroughputTag => ThroughputStaircase,
+}
+
+/// Whether neighbors burn or idle at their levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum NeighborStateFile {
+    /// Neighbors run the busy workload.
+    Busy,
+    /// Neighbors run nothing (but are up).
+    Idle,
+    /// The busy staircase, then the idle one.
+    Both,
+}
+
+/// What a busy neighbor runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum BusyKindFile {
+    /// A CPU burner on all its vCPUs.
+    Burner,
+    /// A rate-paced UDP load generator towards the sink.
+    Load,
+}
+
+/// `[scenario.busy]`: a busy neighbor's workload.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BusyFile {
+    /// "burner" (default) or "load".
+    pub kind: Spanned<BusyKindFile>,
+    /// burner: workload name. Default "fpadd".
+    #[serde(default)]
+    pub workload: Option<Spanned<String>>,
+    /// burner: threads. Default: the neighbor's vCPUs.
+    #[serde(default)]
+    pub threads: Option<Spanned<usize>>,
+    /// load: each neighbor's rate, e.g. "150M" (bit/s).
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+    /// load: parallel streams per neighbor. Default 1.
+    #[serde(default)]
+    pub streams: Option<Spanned<usize>>,
+    /// load: UDP payload bytes. Default 1400.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+}
+
+/// `kind = "neighbor-staircase"`: add neighbors up to N, measure the test tenant at
+/// each level (thesis 5.2).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StaircaseFile {
+    /// The scenario kind.
+    pub kind: StaircaseTag,
+    /// Most neighbors at the top level. Default: every neighbor tenant.
+    #[serde(default)]
+    pub max_neighbors: Option<Spanned<usize>>,
+    /// Neighbors added per level. Default 1.
+    #[serde(default)]
+    pub step: Option<Spanned<usize>>,
+    /// "busy" (default), "idle" or "both".
+    #[serde(default)]
+    pub neighbor_state: Option<NeighborStateFile>,
+    /// What busy neighbors run. Default: a burner.
+    #[serde(default)]
+    pub busy: Option<BusyFile>,
+    /// Neighbors above a level: "absent" (default: no agent runs, as if the VM did
+    /// not exist) or "idle" (their agents run idle; for hosts nnb cannot start or stop).
+    #[serde(default)]
+    pub unused_neighbors: Option<UnusedNeighborsFile>,
+    /// The test tenant's workload.
+    pub test: Spanned<BurnFile>,
+}
+
+/// What neighbors above a staircase level are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnusedNeighborsFile {
+    /// Not there: their agents (and, on aws, their instances) are stopped.
+    Absent,
+    /// Running and idle.
+    Idle,
+}
+
+/// `kind = "thread-sweep"`: the test tenant's burner at each thread count (the
+/// metal sweep, thesis 5.5).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    /// The scenario kind.
+    pub kind: SweepTag,
+    /// Thread counts: "1:16:1" (or "1..16"), or an array [1, 2, 4, 8].
+    pub threads: Spanned<RangeOrList<usize>>,
+    /// The workload (its `threads` is set by the sweep).
+    pub test: Spanned<BurnFile>,
+}
+
+/// `[scenario.probe]`: the latency probe on the test tenant.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeFile {
+    /// Measuring time per repetition, e.g. "5s". Default "2s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Discarded warm-up before measuring. Default "500ms".
+    #[serde(default)]
+    pub warmup: Option<Spanned<String>>,
+    /// UDP payload bytes. Default 64.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// Busy-poll the socket. Default false.
+    #[serde(default)]
+    pub busy_poll: Option<bool>,
+}
+
+/// `kind = "load-steps"`: neighbors' aggregate load in steps, a latency probe on the
+/// test tenant at each (thesis 6.2).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoadStepsFile {
+    /// Aggregate neighbor load levels: "0:200M:50M" or ["0", "100M", "200M"].
+    pub levels: Spanned<RangeOrList<String>>,
+    /// The scenario kind.
+    pub kind: LoadStepsTag,
+    /// Streams per neighbor. Default 1.
+    #[serde(default)]
+    pub streams: Option<Spanned<usize>>,
+    /// Load datagram payload bytes. Default 1400.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// The latency probe.
+    #[serde(default)]
+    pub probe: Option<ProbeFile>,
+}
+
+/// Which resource the isolation matrix stresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResourceFile {
+    /// CPU burners.
+    Cpu,
+    /// Memory allocated and kept touched.
+    Memory,
+    /// Paced random reads and writes on a file.
+    Disk,
+    /// UDP load.
+    Network,
+}
+
+/// `kind = "isolation-matrix"`: tenant a (test) in each state against tenant b
+/// (neighbor) in each state, baselines first (Volpert et al., Table 1).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    /// The scenario kind.
+    pub kind: MatrixTag,
+    /// "cpu", "memory", "disk" or "network". Each state is a demand against the
+    /// tenant's grant for it: undercommitted half of it, saturated all of it,
+    /// overcommitted more, unrestricted with the grant lifted.
+    pub resource: ResourceFile,
+    /// How long tenant a is measured in each scenario, e.g. "5s". Default "3s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// cpu: burner workload. Default "fpadd".
+    #[serde(default)]
+    pub workload: Option<Spanned<String>>,
+    /// network: a tenant's saturating rate, e.g. "100M" (bit/s), when the tenants
+    /// have no `rate` grant; undercommitted is half of it, overcommitted 1.5 times
+    /// over 4 streams, unrestricted 10 times over 8.
+    #[serde(default)]
+    pub share: Option<Spanned<String>>,
+    /// network: UDP payload bytes. Default 1400.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// disk: the directory the generator's file goes in (on a disk, not tmpfs).
+    /// Default "/var/tmp".
+    #[serde(default)]
+    pub dir: Option<Spanned<String>>,
+    /// disk: share of reads among the operations, 0 to 1. Default 0.5.
+    #[serde(default)]
+    pub read_fraction: Option<Spanned<f64>>,
+    /// disk: operations in flight (one thread each). Default 4.
+    #[serde(default)]
+    pub queue_depth: Option<Spanned<usize>>,
+    /// disk: bytes per operation, e.g. "4k". Default "4k".
+    #[serde(default)]
+    pub block_size: Option<Spanned<String>>,
+    /// disk: the file's size, e.g. "64M". Default "64M".
+    #[serde(default)]
+    pub file_size: Option<Spanned<String>>,
+    /// memory: what an unrestricted tenant tries to allocate, e.g. "2G". Default 4
+    /// times its memory grant.
+    #[serde(default)]
+    pub unrestricted: Option<Spanned<String>>,
+}
+
+/// `kind = "throughput-staircase"`: nodes join one at a time and every node present,
+/// the test node included, sends UDP at `rate` to the endpoint's sink; each node's
+/// throughput is sampled every `sample_interval` and recorded per level as the mean
+/// of its latest `window` samples (thesis 6.1).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThroughputStaircaseFile {
+    /// The scenario kind.
+    pub kind: ThroughputTag,
+    /// Most neighbors at the top level. Default: every neighbor tenant.
+    #[serde(default)]
+    pub max_neighbors: Option<Spanned<usize>>,
+    /// Neighbors added per level. Default 1.
+    #[serde(default)]
+    pub step: Option<Spanned<usize>>,
+    /// Each node's UDP payload rate, e.g. "10G": "full rate", above what the link
+    /// gives a node. Default: twice an emulated network's `host_bw`, else "10G" (an
+    /// m5's burst bandwidth). On AWS one flow outside a cluster placement group is
+    /// capped at 5 Gbit/s: above that, use `streams` > 1.
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+    /// Parallel UDP streams (flows) per node, the rate split evenly. Default 1.
+    #[serde(default)]
+    pub streams: Option<Spanned<usize>>,
+    /// UDP payload bytes per datagram. Default 1400.
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// How long every node sends at each level, e.g. "30s". Default "30s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Throughput sampling interval, a multiple of 100 ms. Default "1s".
+    #[serde(default)]
+    pub sample_interval: Option<Spanned<String>>,
+    /// Each node's recorded rate is the mean of its latest `window` samples. Default
+    /// 20 (the thesis'), or all of a level's samples when it has fewer.
+    #[serde(default)]
+    pub window: Option<Spanned<usize>>,
+    /// The instance's baseline bandwidth to measure the degradation against, e.g.
+    /// "5G" for an m5.4xlarge. Default: the test node's rate alone (level 0).
+    #[serde(default)]
+    pub baseline: Option<Spanned<String>>,
+}
+
+/// Only the scenario's `kind`, read first to pick the scenario type.
+#[derive(Debug, Deserialize)]
+pub struct KindProbe {
+    /// The `[scenario]` table, if any.
+    #[serde(default)]
+    pub scenario: Option<Spanned<ScenarioKindProbe>>,
+}
+
+/// The `kind` key of `[scenario]`.
+#[derive(Debug, Deserialize)]
+pub struct ScenarioKindProbe {
+    /// The scenario kind as written.
+    #[serde(default)]
+    pub kind: Option<Spanned<String>>,
+}
+
+/// The scenario table in the schema: one of the kinds. Only its schema is used
+/// (the file is read kind by kind), so its size does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, JsonSchema)]
+#[serde(untagged)]
+pub enum ScenarioSchema {
+    /// Neighbor staircase.
+    NeighborStaircase(StaircaseFile),
+    /// Thread sweep.
+    ThreadSweep(SweepFile),
+    /// Load steps.
+    LoadSteps(LoadStepsFile),
+    /// Isolation matrix.
+    IsolationMatrix(MatrixFile),
+    /// Throughput staircase.
+    ThroughputStaircase(ThroughputStaircaseFile),
+}

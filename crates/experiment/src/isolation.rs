@@ -1,0 +1,354 @@
+//! The checks of Volpert et al.'s isolation method: a tenant's `grant` (what the
+//! local provider enforces on the host) and the isolation matrix over one resource,
+//! whose states are demands against those grants.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::file::{GrantFile, MatrixFile, ResourceFile, Spanned, TenantFile};
+use super::{
+    neighbor_count, values, Checker, DiskLoad, ExperimentError, IsolationMatrix, Network, Resource,
+    Scenario, Sizing, TenantDef, TenantGrant, DEFAULT_LOAD_MSG,
+};
+
+/// The smallest memory grant: below it the agent alone would not fit.
+const MIN_MEMORY_GRANT: u64 = 16 << 20;
+/// Where a disk matrix's generator writes by default: persistent storage, unlike
+/// `/tmp`, which may be a tmpfs without direct I/O.
+const DEFAULT_DISK_DIR: &str = "/var/tmp";
+/// The largest disk generator file.
+const MAX_DISK_FILE: u64 = 64 << 30;
+
+impl Checker<'_> {
+    /// A tenant's `grant` table, for a tenant of `vcpus` under `sizing`'s provider.
+    pub(super) fn grant(
+        &self,
+        g: &Spanned<GrantFile>,
+        vcpus: usize,
+        sizing: &Sizing,
+        network: Network,
+    ) -> Result<TenantGrant, ExperimentError> {
+        if !matches!(sizing, Sizing::FitHost) {
+            return Err(self.error(
+                g.span(),
+                "grants are enforced by the local provider (a cgroup per tenant): on aws \
+                 the instance type is the grant, and a static host's agents are not nnb's \
+                 to confine",
+            ));
+        }
+        let f = g.get_ref();
+        let cpu = match &f.cpu {
+            Some(v) => {
+                let c = *v.get_ref();
+                let max = vcpus as f64;
+                if !(c.is_finite() && (0.01..=max).contains(&c)) {
+                    return Err(self.error(
+                        v.span(),
+                        format!(
+                            "a CPU grant is 0.01 to the tenant's {vcpus} vCPUs (its cpuset), \
+                             got {c}"
+                        ),
+                    ));
+                }
+                Some(c)
+            }
+            None => None,
+        };
+        let memory_bytes = match &f.memory {
+            Some(v) => {
+                let b = self.at(v, size(v.get_ref()))?;
+                if b < MIN_MEMORY_GRANT {
+                    return Err(self.error(
+                        v.span(),
+                        "a memory grant below 16 MiB leaves no room for the tenant's agent",
+                    ));
+                }
+                Some(b)
+            }
+            None => None,
+        };
+        let iops = |v: &Option<Spanned<u64>>| match v {
+            Some(v) if *v.get_ref() == 0 => Err(self.error(
+                v.span(),
+                "an IOPS grant of 0 would stop the tenant's I/O: leave it out for no limit",
+            )),
+            Some(v) => Ok(Some(*v.get_ref())),
+            None => Ok(None),
+        };
+        let bandwidth = |v: &Option<Spanned<String>>| match v {
+            Some(v) => match self.at(v, size(v.get_ref()))? {
+                0 => Err(self.error(v.span(), "a bandwidth grant must be above 0")),
+                b => Ok(Some(b)),
+            },
+            None => Ok(None),
+        };
+        let rate_bps = match &f.rate {
+            Some(v) if network == Network::None => {
+                return Err(self.error(
+                    v.span(),
+                    "a `rate` grant shapes the tenant's own interface: it needs \
+                     [network] mode = \"emulated\" (tenants on loopback share one)",
+                ))
+            }
+            Some(v) => Some(self.at(v, values::positive_rate(v.get_ref()))?),
+            None => None,
+        };
+        Ok(TenantGrant {
+            cpu,
+            memory_bytes,
+            read_iops: iops(&f.read_iops)?,
+            write_iops: iops(&f.write_iops)?,
+            read_bytes_per_s: bandwidth(&f.read_bw)?,
+            write_bytes_per_s: bandwidth(&f.write_bw)?,
+            io_dir: f.io_dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
+            rate_bps,
+        })
+    }
+
+    /// I/O limits apply to one disk: the grant's `io_dir`, or a disk matrix's `dir`.
+    pub(super) fn check_io_dirs(
+        &self,
+        files: &Spanned<Vec<TenantFile>>,
+        scenario: &Scenario,
+    ) -> Result<(), ExperimentError> {
+        let disk_matrix = matches!(
+            scenario,
+            Scenario::IsolationMatrix(IsolationMatrix {
+                resource: Resource::Disk,
+                ..
+            })
+        );
+        for g in files.get_ref().iter().filter_map(|t| t.grant.as_ref()) {
+            let f = g.get_ref();
+            let limits = f.read_iops.is_some()
+                || f.write_iops.is_some()
+                || f.read_bw.is_some()
+                || f.write_bw.is_some();
+            if limits && f.io_dir.is_none() && !disk_matrix {
+                return Err(self.error(
+                    g.span(),
+                    "I/O limits apply to one disk: add io_dir = \"/var/tmp\" (a directory on \
+                     it) to the grant",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `kind = "isolation-matrix"`: one neighbor (tenant b), and what each resource's
+    /// states are demands against.
+    pub(super) fn matrix(
+        &self,
+        tenants: &[TenantDef],
+        s: MatrixFile,
+    ) -> Result<IsolationMatrix, ExperimentError> {
+        let neighbors = neighbor_count(tenants);
+        if neighbors != 1 {
+            return Err(self.scenario_error(format!(
+                "an isolation matrix needs exactly one neighbor (tenant b), found {neighbors}"
+            )));
+        }
+        let resource = match s.resource {
+            ResourceFile::Cpu => Resource::Cpu,
+            ResourceFile::Memory => Resource::Memory,
+            ResourceFile::Disk => Resource::Disk,
+            ResourceFile::Network => Resource::Network,
+        };
+        let applies = |v: Option<std::ops::Range<usize>>, to: Resource, what: &str| match v {
+            Some(span) if resource != to => Err(self.error(
+                span,
+                format!("`{what}` applies to resource = \"{}\"", name(to)),
+            )),
+            _ => Ok(()),
+        };
+        applies(
+            s.share.as_ref().map(Spanned::span),
+            Resource::Network,
+            "share",
+        )?;
+        applies(
+            s.msg_size.as_ref().map(Spanned::span),
+            Resource::Network,
+            "msg_size",
+        )?;
+        applies(
+            s.workload.as_ref().map(Spanned::span),
+            Resource::Cpu,
+            "workload",
+        )?;
+        applies(
+            s.unrestricted.as_ref().map(Spanned::span),
+            Resource::Memory,
+            "unrestricted",
+        )?;
+        for (v, what) in [
+            (s.dir.as_ref().map(Spanned::span), "dir"),
+            (s.read_fraction.as_ref().map(Spanned::span), "read_fraction"),
+            (s.queue_depth.as_ref().map(Spanned::span), "queue_depth"),
+            (s.block_size.as_ref().map(Spanned::span), "block_size"),
+            (s.file_size.as_ref().map(Spanned::span), "file_size"),
+        ] {
+            applies(v, Resource::Disk, what)?;
+        }
+        let missing = |what: &str| {
+            tenants.iter().find(|t| !has(&t.grant, resource)).map(|t| {
+                self.scenario_error(format!(
+                    "tenant `{}` has no {what} grant: a {} isolation matrix's states are \
+                         demands against it (add it to the tenant, e.g. {})",
+                    t.name,
+                    name(resource),
+                    example(resource)
+                ))
+            })
+        };
+        let share_bps = match (&s.share, resource) {
+            (Some(v), _) => Some(self.at(v, values::positive_rate(v.get_ref()))?),
+            (None, Resource::Network) => match missing("rate") {
+                None => None,
+                Some(_) => {
+                    return Err(self.scenario_error(
+                        "a network isolation matrix needs `share` in [scenario], e.g. share = \
+                         \"100M\", or a `rate` grant on each tenant",
+                    ))
+                }
+            },
+            (None, _) => None,
+        };
+        match resource {
+            Resource::Memory => missing("memory").map_or(Ok(()), Err)?,
+            Resource::Disk => missing("IOPS").map_or(Ok(()), Err)?,
+            Resource::Cpu => {
+                if let Some(t) = tenants
+                    .iter()
+                    .find(|t| t.vcpus < 2 && t.grant.cpu.is_none())
+                {
+                    return Err(self.scenario_error(format!(
+                        "tenant `{}` has {} vCPU and no CPU grant: a CPU isolation matrix needs \
+                         at least 2 vCPUs per tenant (undercommitted runs half of them), or a \
+                         grant such as grant = {{ cpu = 0.5 }}",
+                        t.name, t.vcpus
+                    )));
+                }
+            }
+            Resource::Network => {}
+        }
+        let disk = match resource {
+            Resource::Disk => Some(self.disk_load(&s, tenants)?),
+            _ => None,
+        };
+        let unrestricted_bytes = match &s.unrestricted {
+            Some(v) => Some(self.at(v, size(v.get_ref()))?),
+            None => None,
+        };
+        Ok(IsolationMatrix {
+            resource,
+            duration: self.nonzero_duration(&s.duration, Duration::from_secs(3), "duration")?,
+            workload: self.workload(&s.workload)?,
+            share_bps,
+            msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
+            disk,
+            unrestricted_bytes,
+        })
+    }
+
+    /// A disk matrix's generator settings, each checked where it is written.
+    fn disk_load(
+        &self,
+        s: &MatrixFile,
+        tenants: &[TenantDef],
+    ) -> Result<DiskLoad, ExperimentError> {
+        let read_fraction = match &s.read_fraction {
+            Some(v) if !(0.0..=1.0).contains(v.get_ref()) => {
+                return Err(self.error(v.span(), "read_fraction is a share, 0 to 1"))
+            }
+            Some(v) => *v.get_ref(),
+            None => 0.5,
+        };
+        if let Some(t) = tenants
+            .iter()
+            .find(|t| t.grant.sustained_iops(read_fraction).is_none())
+        {
+            return Err(self.scenario_error(format!(
+                "tenant `{}`'s grant limits neither direction of a load with read_fraction = \
+                 {read_fraction}: grant read_iops or write_iops for it",
+                t.name
+            )));
+        }
+        let queue_depth = match &s.queue_depth {
+            Some(v) if !(1..=256).contains(v.get_ref()) => {
+                return Err(self.error(v.span(), "queue_depth is 1 to 256"))
+            }
+            Some(v) => *v.get_ref(),
+            None => 4,
+        };
+        let block_size = match &s.block_size {
+            Some(v) => {
+                let b = self.at(v, size(v.get_ref()))?;
+                if !(b.is_power_of_two() && (512..=16 << 20).contains(&b)) {
+                    return Err(self.error(
+                        v.span(),
+                        "block_size is a power of two from 512 bytes to 16 MiB (direct I/O \
+                         needs aligned blocks)",
+                    ));
+                }
+                b as usize
+            }
+            None => 4096,
+        };
+        let file_size = match &s.file_size {
+            Some(v) => {
+                let b = self.at(v, size(v.get_ref()))?;
+                if !(block_size as u64..=MAX_DISK_FILE).contains(&b) {
+                    return Err(self.error(
+                        v.span(),
+                        format!("file_size is {block_size} bytes (one block) to 64 GiB"),
+                    ));
+                }
+                b
+            }
+            None => 64 << 20,
+        };
+        Ok(DiskLoad {
+            dir: PathBuf::from(s.dir.as_ref().map_or(DEFAULT_DISK_DIR, |d| d.get_ref())),
+            read_fraction,
+            queue_depth,
+            block_size,
+            file_size,
+        })
+    }
+}
+
+/// A byte size ("256M", "4k"), as `nnb_units::parse_size` reads it.
+fn size(s: &str) -> Result<u64, String> {
+    nnb_units::parse_size(s).map_err(|e| e.to_string())
+}
+
+/// The resource's name in experiment files.
+fn name(r: Resource) -> &'static str {
+    match r {
+        Resource::Cpu => "cpu",
+        Resource::Memory => "memory",
+        Resource::Disk => "disk",
+        Resource::Network => "network",
+    }
+}
+
+/// A grant of the resource, as written in a tenant.
+fn example(r: Resource) -> &'static str {
+    match r {
+        Resource::Cpu => "grant = { cpu = 0.5 }",
+        Resource::Memory => "grant = { memory = \"256M\" }",
+        Resource::Disk => "grant = { write_iops = 200, read_iops = 200 }",
+        Resource::Network => "grant = { rate = \"100M\" }",
+    }
+}
+
+/// Whether `g` grants some of `r`.
+fn has(g: &TenantGrant, r: Resource) -> bool {
+    match r {
+        Resource::Cpu => g.cpu.is_some(),
+        Resource::Memory => g.memory_bytes.is_some(),
+        Resource::Disk => g.read_iops.is_some() || g.write_iops.is_some(),
+        Resource::Network => g.rate_bps.is_some(),
+    }
+}

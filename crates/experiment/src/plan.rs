@@ -1,0 +1,444 @@
+//! Expands an [`Experiment`] into its ordered steps.
+//!
+//! A step is one repetition at one level: what every neighbor runs in the background
+//! during it, which jobs are measured (concurrently), and how long that should take.
+//! Each step has a stable id such as `busy/neighbors=2/rep=3`: ids are how
+//! `samples.jsonl` records name their step and how `--resume` knows what is done, so
+//! the same experiment always expands to the same ids in the same order.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+mod isolation;
+
+use crate::{
+    Burn, BurnAmount, Busy, Experiment, LoadSteps, NeighborState, Role, Scenario, Staircase,
+    TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
+};
+use nnb_agent::jobs::{BurnScope, JobSpec, LoadSampling};
+use nnb_format::{StepGroup, StepRecord};
+
+/// Target placeholder for the endpoint's UDP sink, resolved by the controller.
+pub const SINK: &str = "@sink";
+/// Target placeholder for the endpoint's UDP reflector, resolved by the controller.
+pub const REFLECTOR: &str = "@reflector";
+
+/// One job on one tenant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Assignment {
+    /// The tenant's name.
+    pub tenant: String,
+    /// What it runs.
+    pub job: JobSpec,
+}
+
+/// One repetition at one level.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Stable id, unique within the plan, e.g. `busy/neighbors=2/rep=3`.
+    pub id: String,
+    /// Part of the scenario: `busy`/`idle` (staircase), `sweep`, `load`,
+    /// `capacity`/`baseline`/`pair` (isolation matrix), `throughput` (throughput
+    /// staircase).
+    pub group: StepGroup,
+    /// Numeric level: neighbors, threads, aggregate load in bit/s, or Table 1 id
+    /// (0 for the isolation matrix's capacity step).
+    pub level: f64,
+    /// The level as people read it, e.g. `neighbors=2`, `load=50M`, `a_s b_o`.
+    pub level_label: String,
+    /// Repetition number within the level (1-based; warm-ups count separately).
+    pub rep: u32,
+    /// A warm-up repetition, recorded but left out of summaries.
+    pub warmup: bool,
+    /// Tenants whose agents run during the step, in file order (the endpoint is not
+    /// a tenant): every tenant, except in a staircase whose neighbors above the
+    /// level are absent (a throughput staircase's always are). The controller starts
+    /// and stops agents (and, on aws, instances) between steps to match.
+    pub present: Vec<String>,
+    /// Tenants whose grants are lifted during the step (an isolation matrix's
+    /// unrestricted tenant, and tenant a in its capacity step); every other tenant
+    /// runs within its grant.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lifted: Vec<String>,
+    /// Background jobs running during the step (present tenants not listed run
+    /// nothing).
+    pub background: Vec<Assignment>,
+    /// Jobs started together and measured; the step ends when all have ended.
+    pub measure: Vec<Assignment>,
+    /// Expected measuring time; `None` for fixed-work burns (runtime is the result).
+    #[serde(serialize_with = "serialize_opt_ms", rename = "estimate_ms")]
+    pub estimate: Option<Duration>,
+}
+
+/// Every step of an experiment, in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    /// The steps.
+    pub steps: Vec<Step>,
+}
+
+impl Plan {
+    /// Whether any job sends to or probes the endpoint (which then runs `serve`).
+    pub fn needs_endpoint(&self) -> bool {
+        let uses = |a: &Assignment| match &a.job {
+            JobSpec::Latency { target, .. } | JobSpec::Load { target, .. } => {
+                target == SINK || target == REFLECTOR
+            }
+            _ => false,
+        };
+        self.steps
+            .iter()
+            .any(|s| s.background.iter().chain(&s.measure).any(uses))
+    }
+
+    /// Steps whose tenants or background differ from the step before (the first
+    /// included): tenants come or go, neighbors are reconfigured, and the settle
+    /// time is spent there.
+    pub fn changes(&self) -> usize {
+        let mut prev: Option<(&Vec<String>, &Vec<Assignment>)> = None;
+        let mut n = 0;
+        for s in &self.steps {
+            let now = (&s.present, &s.background);
+            if prev != Some(now) {
+                n += 1;
+            }
+            prev = Some(now);
+        }
+        n
+    }
+
+    /// Estimated duration: settle times plus known measuring times, and how many
+    /// steps have no estimate (fixed-work burns).
+    pub fn estimate(&self, settle: Duration) -> (Duration, usize) {
+        let known: Duration = self.steps.iter().filter_map(|s| s.estimate).sum();
+        let unknown = self.steps.iter().filter(|s| s.estimate.is_none()).count();
+        let settles = settle * u32::try_from(self.changes()).unwrap_or(u32::MAX);
+        (known + settles, unknown)
+    }
+}
+
+fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        None => s.serialize_none(),
+    }
+}
+
+/// Expands `exp` into its plan. `host_cpus` (online CPUs of the host the tenants
+/// share) sets the thread count of an unrestricted CPU tenant and of the isolation
+/// matrix's capacity step.
+pub fn expand(exp: &Experiment, host_cpus: usize) -> Plan {
+    let mut b = Builder {
+        exp,
+        steps: Vec::new(),
+    };
+    match &exp.scenario {
+        Scenario::NeighborStaircase(s) => b.staircase(s),
+        Scenario::ThreadSweep(s) => b.sweep(s),
+        Scenario::LoadSteps(s) => b.load_steps(s),
+        Scenario::IsolationMatrix(m) => b.matrix(m, host_cpus),
+        Scenario::ThroughputStaircase(s) => b.throughput_staircase(s),
+    }
+    Plan { steps: b.steps }
+}
+
+/// One level: what it is called, who is there and what runs in it.
+struct Level {
+    group: StepGroup,
+    level: f64,
+    label: String,
+    /// `None`: every tenant.
+    present: Option<Vec<String>>,
+    /// Tenants without their grants.
+    lifted: Vec<String>,
+    background: Vec<Assignment>,
+    measure: Vec<Assignment>,
+    estimate: Option<Duration>,
+}
+
+struct Builder<'a> {
+    exp: &'a Experiment,
+    steps: Vec<Step>,
+}
+
+impl Builder<'_> {
+    /// Adds the level's warm-up repetitions, then its measured ones.
+    fn level(&mut self, l: Level) {
+        let present = l
+            .present
+            .unwrap_or_else(|| self.exp.tenants.iter().map(|t| t.name.clone()).collect());
+        let reps = (1..=self.exp.warmup)
+            .map(|r| (r, true))
+            .chain((1..=self.exp.repetitions).map(|r| (r, false)));
+        for (rep, warmup) in reps {
+            let kind = if warmup { "warmup" } else { "rep" };
+            self.steps.push(Step {
+                id: format!("{}/{}/{kind}={rep}", l.group, l.label),
+                group: l.group,
+                level: l.level,
+                level_label: l.label.clone(),
+                rep,
+                warmup,
+                present: present.clone(),
+                lifted: l.lifted.clone(),
+                background: l.background.clone(),
+                measure: l.measure.clone(),
+                estimate: l.estimate,
+            });
+        }
+    }
+
+    fn test(&self) -> &TenantDef {
+        // Validation guarantees exactly one test tenant; fall back to the first.
+        self.exp
+            .tenants
+            .iter()
+            .find(|t| t.role == Role::Test)
+            .unwrap_or(&self.exp.tenants[0])
+    }
+
+    fn neighbors(&self) -> Vec<&TenantDef> {
+        self.exp.neighbors().collect()
+    }
+
+    fn staircase(&mut self, s: &Staircase) {
+        let test = self.test().name.clone();
+        let neighbors: Vec<TenantDef> = self.neighbors().into_iter().cloned().collect();
+        for &state in &s.states {
+            for &n in &s.levels {
+                let present = match s.unused {
+                    UnusedNeighbors::Idle => None,
+                    UnusedNeighbors::Absent => Some(
+                        self.exp
+                            .tenants
+                            .iter()
+                            .filter(|t| t.name == test || neighbors[..n].contains(t))
+                            .map(|t| t.name.clone())
+                            .collect(),
+                    ),
+                };
+                let background = neighbors[..n]
+                    .iter()
+                    .map(|t| Assignment {
+                        tenant: t.name.clone(),
+                        job: match state {
+                            NeighborState::Idle => JobSpec::Idle,
+                            NeighborState::Busy => busy_job(&s.busy, t),
+                        },
+                    })
+                    .collect();
+                self.level(Level {
+                    group: state.group(),
+                    level: n as f64,
+                    label: format!("neighbors={n}"),
+                    present,
+                    lifted: Vec::new(),
+                    background,
+                    measure: vec![burn(&test, &s.test, s.test.threads)],
+                    estimate: burn_estimate(&s.test),
+                });
+            }
+        }
+    }
+
+    fn sweep(&mut self, s: &ThreadSweep) {
+        let test = self.test().name.clone();
+        for &threads in &s.threads {
+            self.level(Level {
+                group: StepGroup::Sweep,
+                level: threads as f64,
+                label: format!("threads={threads}"),
+                present: None,
+                lifted: Vec::new(),
+                background: Vec::new(),
+                measure: vec![burn(&test, &s.test, threads)],
+                estimate: burn_estimate(&s.test),
+            });
+        }
+    }
+
+    fn load_steps(&mut self, s: &LoadSteps) {
+        let test = self.test().name.clone();
+        let neighbors: Vec<String> = self.neighbors().iter().map(|t| t.name.clone()).collect();
+        // The load runs through the probe's warm-up and measuring time.
+        let span = s.probe.warmup + s.probe.duration;
+        for &bps in &s.levels_bps {
+            let mut measure = vec![Assignment {
+                tenant: test.clone(),
+                job: JobSpec::Latency {
+                    target: REFLECTOR.to_string(),
+                    duration_ms: millis(s.probe.duration),
+                    msg_size: s.probe.msg_size,
+                    warmup_ms: millis(s.probe.warmup),
+                    busy_poll: s.probe.busy_poll,
+                },
+            }];
+            if bps > 0.0 {
+                let each = bps / neighbors.len() as f64;
+                measure.extend(neighbors.iter().map(|n| Assignment {
+                    tenant: n.clone(),
+                    job: load(each, s.streams, s.msg_size, Some(span)),
+                }));
+            }
+            self.level(Level {
+                group: StepGroup::Load,
+                level: bps,
+                label: format!("load={}", compact_si(bps)),
+                present: None,
+                lifted: Vec::new(),
+                background: Vec::new(),
+                measure,
+                estimate: Some(span),
+            });
+        }
+    }
+
+    /// The throughput staircase: level k has the test tenant and the first k
+    /// neighbors present, each sending at the node rate for the level's duration,
+    /// sampled; all measured together (one record per node).
+    fn throughput_staircase(&mut self, s: &ThroughputStaircase) {
+        let test = self.test().name.clone();
+        let neighbors: Vec<String> = self.neighbors().iter().map(|t| t.name.clone()).collect();
+        let sampling = LoadSampling {
+            interval_ms: millis(s.sample_interval),
+            window: s.window,
+        };
+        for &k in &s.levels {
+            let nodes: Vec<&String> = std::iter::once(&test).chain(&neighbors[..k]).collect();
+            let measure = nodes
+                .iter()
+                .map(|n| Assignment {
+                    tenant: (*n).clone(),
+                    job: JobSpec::Load {
+                        target: SINK.to_string(),
+                        rate_bps: s.rate_bps,
+                        streams: s.streams,
+                        msg_size: s.msg_size,
+                        duration_ms: Some(millis(s.duration)),
+                        sampling: Some(sampling),
+                    },
+                })
+                .collect();
+            let present = self
+                .exp
+                .tenants
+                .iter()
+                .filter(|t| nodes.contains(&&t.name))
+                .map(|t| t.name.clone())
+                .collect();
+            self.level(Level {
+                group: StepGroup::Throughput,
+                level: k as f64,
+                label: format!("neighbors={k}"),
+                present: Some(present),
+                lifted: Vec::new(),
+                background: Vec::new(),
+                measure,
+                estimate: Some(s.duration),
+            });
+        }
+    }
+}
+
+/// What a busy neighbor runs until stopped.
+fn busy_job(busy: &Busy, t: &TenantDef) -> JobSpec {
+    match busy {
+        Busy::Burner { workload, threads } => JobSpec::Busy {
+            workload: workload.clone(),
+            threads: threads.unwrap_or(t.vcpus),
+        },
+        Busy::Load {
+            rate_bps,
+            streams,
+            msg_size,
+        } => load(*rate_bps, *streams, *msg_size, None),
+    }
+}
+
+fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duration>) -> JobSpec {
+    JobSpec::Load {
+        target: SINK.to_string(),
+        rate_bps,
+        streams,
+        msg_size,
+        duration_ms: duration.map(millis),
+        sampling: None,
+    }
+}
+
+fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
+    let (ops, duration_ms) = match b.amount {
+        BurnAmount::Ops(n) => (Some(n), None),
+        BurnAmount::DurationMs(d) => (None, Some(millis(d))),
+    };
+    Assignment {
+        tenant: tenant.to_string(),
+        job: JobSpec::Burn {
+            workload: b.workload.clone(),
+            threads,
+            ops,
+            duration_ms,
+            pin: b.pin.clone(),
+            cpus: None,
+            scope: BurnScope::Tenant,
+            duty: None,
+        },
+    }
+}
+
+fn burn_estimate(b: &Burn) -> Option<Duration> {
+    match b.amount {
+        BurnAmount::Ops(_) => None,
+        BurnAmount::DurationMs(d) => Some(d),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// "50M", "1.5G", "0": short SI form for step ids.
+fn compact_si(v: f64) -> String {
+    let (div, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|(d, _)| v.abs() >= *d)
+        .unwrap_or((1.0, ""));
+    let s = format!("{:.3}", v / div);
+    format!("{}{p}", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// The record of a step in the results: a plan's step is written as it is.
+impl StepRecord for Step {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn group(&self) -> &str {
+        &self.group
+    }
+    fn level(&self) -> f64 {
+        self.level
+    }
+    fn level_label(&self) -> &str {
+        &self.level_label
+    }
+    fn rep(&self) -> u32 {
+        self.rep
+    }
+    fn warmup(&self) -> bool {
+        self.warmup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_labels() {
+        assert_eq!(compact_si(0.0), "0");
+        assert_eq!(compact_si(50e6), "50M");
+        assert_eq!(compact_si(1.5e9), "1.5G");
+    }
+}
+

@@ -1,0 +1,331 @@
+//! The isolation matrix's steps (Volpert et al., Table 1): the resource's capacity,
+//! tenant a alone in each state, then a beside b in each pair of states.
+//!
+//! A state is a demand against the tenant's grant for the resource (its
+//! [`TenantGrant`], or for the CPU its vCPUs when it has no quota): undercommitted
+//! asks for half of it, saturated for all of it, overcommitted for more, and
+//! unrestricted runs with the grant lifted (the step's `lifted`) asking for far more.
+//!
+//! | resource | grant `g` | undercommitted | saturated | overcommitted | unrestricted |
+//! |---|---|---|---|---|---|
+//! | cpu | quota in CPUs (default: vCPUs) | `g/2` CPUs | `g` | `2g` | a thread per host CPU |
+//! | memory | limit | `g/2` bytes | `g` less 32 MiB | `2g` | 4`g` (or `unrestricted`) |
+//! | disk | IOPS the grant sustains at the read share | `g/2` IOPS | `g` | `2g`, twice the queue | unpaced |
+//! | network | `rate` (or `share`) | `g/2`, 1 stream | `g`, 1 stream | 1.5`g`, 4 streams | 10`g`, 8 streams |
+//!
+//! A CPU demand of `d` CPUs is `ceil(d)` burner threads each busy `d / ceil(d)` of
+//! the time (a duty cycle, like `stress-ng --cpu-load`).
+
+use super::{load, millis, Assignment, Builder, Level};
+use crate::{IsolationMatrix, Network, Resource, TenantDef};
+use nnb_agent::jobs::{BurnScope, JobSpec};
+use nnb_format::{MatrixLevel, TenantState};
+
+/// Demand of an undercommitted tenant, as a share of its grant.
+const UNDERCOMMIT: f64 = 0.5;
+/// Demand of an overcommitted tenant (CPU, memory, disk), as a multiple of its grant.
+const OVERCOMMIT: f64 = 2.0;
+/// An overcommitted network tenant's rate, as a multiple of its share.
+const OVERCOMMIT_NET: f64 = 1.5;
+/// An overcommitted network tenant's streams: more senders, as the paper's more
+/// clients.
+const OVERCOMMIT_STREAMS: usize = 4;
+/// An unrestricted network tenant's rate, as a multiple of its share, and streams.
+const UNRESTRICTED_NET: f64 = 10.0;
+const UNRESTRICTED_STREAMS: usize = 8;
+/// What a saturated memory tenant's load leaves of its limit. The limit charges
+/// everything in the tenant's cgroup, its agent and the load's own pages (code,
+/// stacks, page tables) as well as the memory the load keeps touching; those took
+/// 10-15 MiB here, and a load of the whole limit had the kernel's OOM killer take its
+/// worker over and over (the overcommitted state's behaviour), its resident memory
+/// averaging half the limit. Never less than the undercommitted half.
+const SATURATED_MEMORY_HEADROOM: u64 = 32 << 20;
+/// What an unrestricted memory tenant allocates by default, as a multiple of its
+/// grant.
+const UNRESTRICTED_MEMORY: u64 = 4;
+/// Streams of the network capacity step: several, so that no single sender's pace
+/// limits what reaches the sink.
+const CAPACITY_STREAMS: usize = 4;
+/// A duty cycle this close to 1 is a thread busy all the time.
+const FULL_DUTY: f64 = 0.999;
+
+impl Builder<'_> {
+    /// The isolation matrix: the resource's capacity (id 0, `p_max`; none for
+    /// memory, whose maximum is the machine's memory), a alone in each state (ids
+    /// 1-4), then a beside b (ids 5-16, Volpert et al.'s Table 1).
+    pub(super) fn matrix(&mut self, m: &IsolationMatrix, host_cpus: usize) {
+        use TenantState::*;
+        let a = self.test().clone();
+        let Some(b) = self.neighbors().first().map(|t| (*t).clone()) else {
+            return;
+        };
+        let lifted = |states: &[(TenantState, &TenantDef)]| -> Vec<String> {
+            states
+                .iter()
+                .filter(|(s, _)| matches!(s, Unrestricted))
+                .map(|(_, t)| t.name.clone())
+                .collect()
+        };
+        if let Some(job) = capacity(m, &self.exp.network, host_cpus) {
+            let level = MatrixLevel::Capacity;
+            self.level(Level {
+                group: level.group(),
+                level: 0.0,
+                label: level.to_string(),
+                present: None,
+                lifted: vec![a.name.clone()],
+                background: Vec::new(),
+                measure: vec![Assignment {
+                    tenant: a.name.clone(),
+                    job,
+                }],
+                estimate: Some(m.duration),
+            });
+        }
+        let mut id = 0;
+        for state in TenantState::ALL {
+            id += 1;
+            let level = MatrixLevel::Alone(state);
+            self.level(Level {
+                group: level.group(),
+                level: f64::from(id),
+                label: level.to_string(),
+                present: None,
+                lifted: lifted(&[(state, &a)]),
+                background: Vec::new(),
+                measure: vec![state.job(m, &a, host_cpus)],
+                estimate: Some(m.duration),
+            });
+        }
+        for sa in [Undercommitted, Saturated, Overcommitted] {
+            for sb in TenantState::ALL {
+                id += 1;
+                let level = MatrixLevel::Pair(sa, sb);
+                self.level(Level {
+                    group: level.group(),
+                    level: f64::from(id),
+                    label: level.to_string(),
+                    present: None,
+                    lifted: lifted(&[(sa, &a), (sb, &b)]),
+                    background: Vec::new(),
+                    measure: vec![sa.job(m, &a, host_cpus), sb.job(m, &b, host_cpus)],
+                    estimate: Some(m.duration),
+                });
+            }
+        }
+    }
+}
+
+/// What a tenant's state in the isolation matrix demands.
+trait Demand {
+    /// The demand as a multiple of the grant (unrestricted: see each resource).
+    fn factor(self) -> f64;
+    /// The measured job that puts tenant `t` in this state for `m.duration`.
+    fn job(self, m: &IsolationMatrix, t: &TenantDef, host_cpus: usize) -> Assignment;
+}
+
+impl Demand for TenantState {
+    fn factor(self) -> f64 {
+        match self {
+            TenantState::Undercommitted => UNDERCOMMIT,
+            TenantState::Saturated => 1.0,
+            TenantState::Overcommitted | TenantState::Unrestricted => OVERCOMMIT,
+        }
+    }
+
+    fn job(self, m: &IsolationMatrix, t: &TenantDef, host_cpus: usize) -> Assignment {
+        let unrestricted = matches!(self, TenantState::Unrestricted);
+        let job = match m.resource {
+            Resource::Cpu if unrestricted => {
+                // As many threads as the host has CPUs, placed by the scheduler over
+                // all of them: no set boundaries.
+                burn(m, host_cpus.max(1) as f64, "none", BurnScope::Host)
+            }
+            Resource::Cpu => {
+                let grant = t.grant.cpu.unwrap_or(t.vcpus as f64);
+                let demand = grant * self.factor();
+                // More threads than vCPUs: unpinned, sharing the tenant's CPUs.
+                let pin = if demand.ceil() as usize <= t.vcpus {
+                    "cores"
+                } else {
+                    "none"
+                };
+                burn(m, demand, pin, BurnScope::Tenant)
+            }
+            Resource::Memory => {
+                let grant = t.grant.memory_bytes.unwrap_or(0);
+                let bytes = if unrestricted {
+                    m.unrestricted_bytes
+                        .unwrap_or(grant.saturating_mul(UNRESTRICTED_MEMORY))
+                } else if self == TenantState::Saturated {
+                    grant
+                        .saturating_sub(SATURATED_MEMORY_HEADROOM)
+                        .max(grant / 2)
+                } else {
+                    (grant as f64 * self.factor()) as u64
+                };
+                JobSpec::Memory {
+                    bytes,
+                    workers: 1,
+                    mode: "keep".to_string(),
+                    duration_ms: millis(m.duration),
+                }
+            }
+            Resource::Disk => {
+                let Some(d) = &m.disk else {
+                    // Validation gives every disk matrix its load.
+                    return idle(t);
+                };
+                let sustained = t.grant.sustained_iops(d.read_fraction).unwrap_or(0.0);
+                let (iops, depth) = match self {
+                    TenantState::Unrestricted => (None, d.queue_depth),
+                    TenantState::Overcommitted => (
+                        Some(sustained * self.factor()),
+                        (d.queue_depth * 2).min(nnb_agent::jobs::limits::MAX_QUEUE_DEPTH),
+                    ),
+                    _ => (Some(sustained * self.factor()), d.queue_depth),
+                };
+                disk(m, iops, depth)
+            }
+            Resource::Network => {
+                let share = t.grant.rate_bps.or(m.share_bps).unwrap_or(0.0);
+                let (factor, streams) = match self {
+                    TenantState::Undercommitted | TenantState::Saturated => (self.factor(), 1),
+                    TenantState::Overcommitted => (OVERCOMMIT_NET, OVERCOMMIT_STREAMS),
+                    TenantState::Unrestricted => (UNRESTRICTED_NET, UNRESTRICTED_STREAMS),
+                };
+                load(share * factor, streams, m.msg_size, Some(m.duration))
+            }
+        };
+        Assignment {
+            tenant: t.name.clone(),
+            job,
+        }
+    }
+}
+
+/// A fixed-time burn demanding `cpus` CPUs: `ceil(cpus)` threads, each busy
+/// `cpus / ceil(cpus)` of the time.
+fn burn(m: &IsolationMatrix, cpus: f64, pin: &str, scope: BurnScope) -> JobSpec {
+    let threads = (cpus - 1e-9).ceil().max(1.0);
+    let duty = cpus / threads;
+    JobSpec::Burn {
+        workload: m.workload.clone(),
+        threads: threads as usize,
+        ops: None,
+        duration_ms: Some(millis(m.duration)),
+        pin: pin.to_string(),
+        cpus: None,
+        scope,
+        duty: (duty < FULL_DUTY).then_some((duty * 1e3).round() / 1e3),
+    }
+}
+
+/// The disk matrix's generator at `iops` (`None`: unpaced) with `depth` in flight.
+fn disk(m: &IsolationMatrix, iops: Option<f64>, depth: usize) -> JobSpec {
+    let d = m.disk.as_ref();
+    JobSpec::Disk {
+        dir: d.map_or_else(String::new, |d| d.dir.display().to_string()),
+        file_size: d.map_or(0, |d| d.file_size),
+        block_size: d.map_or(4096, |d| d.block_size),
+        iops,
+        read_fraction: d.map_or(0.5, |d| d.read_fraction),
+        queue_depth: depth,
+        direct: true,
+        duration_ms: millis(m.duration),
+    }
+}
+
+/// Nothing measured on `t` (a matrix the checks would have refused).
+fn idle(t: &TenantDef) -> Assignment {
+    Assignment {
+        tenant: t.name.clone(),
+        job: JobSpec::Idle,
+    }
+}
+
+/// The isolation matrix's capacity step: tenant a alone with its grant lifted,
+/// using the whole resource of the host, whose mean is `p_max`, "the maximum
+/// possible utilisation a resource can achieve" (Volpert et al., eq. 4). cpu: one
+/// burner thread pinned on each of the host's `host_cpus` online CPUs; disk: the
+/// generator unpaced (the device's IOPS, a calibration); network: several streams
+/// asking for far more than the link carries (10x a tenant's share, and at least
+/// twice an emulated host NIC). Memory has none: its maximum is the machine's
+/// memory, which a memory job's result reports.
+fn capacity(m: &IsolationMatrix, network: &Network, host_cpus: usize) -> Option<JobSpec> {
+    match m.resource {
+        Resource::Cpu => Some(JobSpec::Burn {
+            workload: m.workload.clone(),
+            threads: host_cpus.max(1),
+            ops: None,
+            duration_ms: Some(millis(m.duration)),
+            pin: "compact".to_string(),
+            cpus: None,
+            scope: BurnScope::Host,
+            duty: None,
+        }),
+        Resource::Memory => None,
+        Resource::Disk => Some(disk(m, None, m.disk.as_ref().map_or(1, |d| d.queue_depth))),
+        Resource::Network => {
+            let link = match network {
+                Network::Emulated { host_bw_bps, .. } => 2.0 * host_bw_bps,
+                Network::None => 0.0,
+            };
+            let rate = (m.share_bps.unwrap_or(0.0) * UNRESTRICTED_NET).max(link);
+            Some(load(rate, CAPACITY_STREAMS, m.msg_size, Some(m.duration)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn cpu_matrix() -> IsolationMatrix {
+        IsolationMatrix {
+            resource: Resource::Cpu,
+            duration: Duration::from_secs(2),
+            workload: "fpadd".to_string(),
+            share_bps: None,
+            msg_size: 1400,
+            disk: None,
+            unrestricted_bytes: None,
+        }
+    }
+
+    fn threads_and_duty(job: &JobSpec) -> (usize, Option<f64>) {
+        match job {
+            JobSpec::Burn { threads, duty, .. } => (*threads, *duty),
+            other => panic!("not a burn: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cpu_demands_are_threads_times_a_duty_cycle() {
+        let m = cpu_matrix();
+        // 0.5 CPU: one thread at 25% / 50%, then one full thread (the quota caps it).
+        assert_eq!(
+            threads_and_duty(&burn(&m, 0.25, "cores", BurnScope::Tenant)),
+            (1, Some(0.25))
+        );
+        assert_eq!(
+            threads_and_duty(&burn(&m, 0.5, "cores", BurnScope::Tenant)),
+            (1, Some(0.5))
+        );
+        assert_eq!(
+            threads_and_duty(&burn(&m, 1.0, "cores", BurnScope::Tenant)),
+            (1, None)
+        );
+        // 1.5 CPUs: two threads at 75%; 4 CPUs: four full threads.
+        assert_eq!(
+            threads_and_duty(&burn(&m, 1.5, "cores", BurnScope::Tenant)),
+            (2, Some(0.75))
+        );
+        assert_eq!(
+            threads_and_duty(&burn(&m, 4.0, "none", BurnScope::Tenant)),
+            (4, None)
+        );
+    }
+}

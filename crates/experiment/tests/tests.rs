@@ -1,0 +1,4 @@
+//! nnb-experiment's integration tests: one test binary (as ripgrep's `tests/tests.rs`).
+
+mod experiment_errors;
+mod plan_expansion;
