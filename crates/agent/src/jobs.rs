@@ -6,6 +6,7 @@
 //! (kebab-case), e.g. `{"kind": "burn", "workload": "int", ...}`; unknown kinds and
 //! unknown fields are rejected.
 
+use nnb_burn::burner::{Duty, Work};
 use nnb_format::{AgentJob, BackgroundJob, JobKind};
 use serde::{Deserialize, Serialize};
 
@@ -237,9 +238,9 @@ pub mod limits {
     /// thread, and unpinned threads may outnumber the CPUs).
     pub const MAX_THREADS: usize = 1024;
     /// Most operations in flight of one `disk` job (one thread each).
-    pub const MAX_QUEUE_DEPTH: usize = 256;
+    pub const MAX_QUEUE_DEPTH: usize = nnb_burn::disk::MAX_QUEUE_DEPTH;
     /// Most worker processes of one `memory` job.
-    pub const MAX_WORKERS: usize = 256;
+    pub const MAX_WORKERS: usize = nnb_burn::memload::MAX_WORKERS;
     /// Most streams of one `load` job (one socket and one thread each).
     pub const MAX_STREAMS: usize = nnb_netlat::load::MAX_STREAMS;
     /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
@@ -289,11 +290,9 @@ impl JobRequest {
             _ => return Err(invalid("a job request must be a JSON object")),
         };
         if let Some(serde_json::Value::Object(spec)) = spec {
-            if let Some(extra) = spec
-                .keys()
-                .find(|k| *k != "kind")
-                .filter(|_| spec.get("kind").and_then(|k| k.as_str()) == Some(AgentJob::Idle.name()))
-            {
+            if let Some(extra) = spec.keys().find(|k| *k != "kind").filter(|_| {
+                spec.get("kind").and_then(|k| k.as_str()) == Some(AgentJob::Idle.name())
+            }) {
                 return Err(invalid(&format!(
                     "unknown field `{extra}`: an idle job takes no fields"
                 )));
@@ -353,15 +352,7 @@ impl JobSpec {
                 ..
             } => {
                 check_at_most("threads", *threads, limits::MAX_THREADS, "threads")?;
-                if *ops == Some(0) {
-                    return Err("ops must be above zero".into());
-                }
-                if let Some(d) = duty {
-                    if !(*d > 0.0 && *d <= 1.0) {
-                        return Err(format!("duty = {d} is not a share above 0 and at most 1"));
-                    }
-                }
-                duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
+                burn_work(*ops, *duration_ms, *duty).map(drop)
             }
             JobSpec::Disk {
                 queue_depth,
@@ -427,6 +418,37 @@ impl JobSpec {
             JobSpec::Serve { .. } | JobSpec::Idle => Ok(()),
         }
     }
+}
+
+/// What a `burn` job asks for, checked: exactly one of fixed work (`ops`, above
+/// zero) and fixed time (`duration_ms`, within the agent's longest duration), and a
+/// duty cycle (a busy share, as [`Duty::new`] accepts) only with fixed time. The one
+/// statement of these rules: the agent's limits check and its runner both call it.
+pub fn burn_work(
+    ops: Option<u64>,
+    duration_ms: Option<u64>,
+    duty: Option<f64>,
+) -> Result<(Work, Option<Duty>), String> {
+    let work = match (ops, duration_ms) {
+        (Some(0), None) => return Err("ops must be above zero".into()),
+        (Some(n), None) => Work::Ops(n),
+        (None, Some(ms)) => {
+            check_duration("duration_ms", ms)?;
+            Work::Duration(std::time::Duration::from_millis(ms))
+        }
+        _ => return Err("a burn job needs exactly one of `ops` and `duration_ms`".into()),
+    };
+    let duty = match (duty, work) {
+        (None, _) => None,
+        (Some(d), Work::Duration(_)) => Some(
+            Duty::new(d)
+                .ok_or_else(|| format!("duty = {d} is not a share above 0 and at most 1"))?,
+        ),
+        (Some(_), Work::Ops(_)) => {
+            return Err("a duty cycle needs a fixed-time burn (`duration_ms`)".into())
+        }
+    };
+    Ok((work, duty))
 }
 
 /// Identifier an agent gives a started job (unique within that agent).
@@ -509,4 +531,50 @@ pub struct Health {
 pub struct ErrorBody {
     /// What went wrong, for a person.
     pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burn_is_fixed_work_or_fixed_time_and_only_fixed_time_has_a_duty() {
+        assert_eq!(burn_work(Some(5), None, None), Ok((Work::Ops(5), None)));
+        let (work, duty) = burn_work(None, Some(250), Some(0.5)).expect("fixed time at half");
+        assert_eq!(work, Work::Duration(std::time::Duration::from_millis(250)));
+        assert_eq!(duty.map(Duty::share), Some(0.5));
+        for (ops, ms, duty, why) in [
+            (Some(5), Some(250), None, "exactly one"),
+            (None, None, None, "exactly one"),
+            (Some(0), None, None, "ops must be above zero"),
+            (None, Some(0), None, "duration_ms must be above zero"),
+            (
+                None,
+                Some(limits::MAX_DURATION_MS + 1),
+                None,
+                "above the agent's limit",
+            ),
+            (Some(5), None, Some(0.5), "needs a fixed-time burn"),
+            (None, Some(250), Some(0.0), "not a share"),
+            (None, Some(250), Some(1.5), "not a share"),
+            (None, Some(250), Some(f64::NAN), "not a share"),
+        ] {
+            let err = burn_work(ops, ms, duty).expect_err(why);
+            assert!(err.contains(why), "{ops:?} {ms:?} {duty:?}: {err}");
+        }
+        // The limits check states no rule of its own: it refuses what burn_work does.
+        let spec = |ops, duration_ms, duty| JobSpec::Burn {
+            workload: "fpadd".into(),
+            threads: 1,
+            ops,
+            duration_ms,
+            pin: "cores".into(),
+            cpus: None,
+            scope: BurnScope::Tenant,
+            duty,
+        };
+        assert!(spec(Some(5), Some(250), None).check_limits().is_err());
+        assert!(spec(Some(5), None, Some(0.5)).check_limits().is_err());
+        assert!(spec(None, Some(250), Some(0.5)).check_limits().is_ok());
+    }
 }

@@ -10,9 +10,9 @@
 //! running at once, the connections and their header time are bounded
 //! ([`crate::jobs::limits`]).
 
-pub mod jobs;
 pub mod auth;
 mod job_table;
+pub mod jobs;
 mod runner;
 mod server;
 

@@ -201,21 +201,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             scope,
             duty,
         } => {
-            let work = match (ops, duration_ms) {
-                (Some(n), None) => Work::Ops(*n),
-                (None, Some(ms)) => Work::Duration(Duration::from_millis(*ms)),
-                _ => return Err("a burn job needs exactly one of `ops` and `duration_ms`".into()),
-            };
-            let duty =
-                match (duty, work) {
-                    (None, _) => None,
-                    (Some(d), Work::Duration(_)) => Some(Duty::new(*d).ok_or_else(|| {
-                        format!("duty = {d} is not a share above 0 and at most 1")
-                    })?),
-                    (Some(_), Work::Ops(_)) => {
-                        return Err("a duty cycle needs a fixed-time burn (`duration_ms`)".into())
-                    }
-                };
+            let (work, duty) = crate::jobs::burn_work(*ops, *duration_ms, *duty)?;
             let strategy = match cpus {
                 Some(list) => PinStrategy::List(list.clone()),
                 None => pin.parse::<PinStrategy>().map_err(|e| e.to_string())?,
