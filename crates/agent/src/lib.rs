@@ -273,7 +273,7 @@ async fn stop_job(State(agent): State<Arc<Agent>>, Path(id): Path<String>) -> Re
     };
     let waited = tokio::time::timeout(STOP_GRACE, ended.wait_for(|e| *e)).await;
     if waited.is_err() {
-        agent.jobs.abandon(&id, STOP_GRACE.as_millis() as u64);
+        agent.jobs.abandon(&id, nnb_units::millis(STOP_GRACE));
     }
     match agent.jobs.status(&id) {
         Some(s) => Json(s).into_response(),

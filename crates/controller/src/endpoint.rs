@@ -9,12 +9,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::background::Running;
-use super::{millis, ControllerError, BACKGROUND_DEADLINE};
+use super::{ControllerError, BACKGROUND_DEADLINE};
 use crate::client::AgentApi;
+use crate::provider::Tenant;
 use nnb_agent::jobs::{JobRequest, JobSpec};
 use nnb_experiment::plan::{REFLECTOR, SINK};
 use nnb_format::{BackgroundJob, Role};
-use crate::provider::Tenant;
 
 /// How long the endpoint's `serve` job may take to publish its addresses.
 const SERVE_START: Duration = Duration::from_secs(10);
@@ -50,7 +50,7 @@ impl Endpoint {
                 reflector_port,
                 sink_port,
             },
-            deadline_ms: millis(BACKGROUND_DEADLINE),
+            deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
         };
         let id = c.start(&req).await.map_err(|e| fail(e.to_string()))?;
         let job = Running::new(

@@ -12,7 +12,7 @@ use super::OnFailure;
 
 /// Serializes a duration as whole milliseconds.
 pub(super) fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_u64(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    s.serialize_u64(nnb_units::millis(*d))
 }
 
 /// A duration with its unit ("10s", "500ms", "2m"; zero allowed), read by

@@ -1,31 +1,14 @@
 //! Bad experiment files: each error names the file, the right line and column, and
 //! says what is wrong.
 
+use std::sync::LazyLock;
+
 use nnb_experiment::{parse, Diagnostic, Scenario};
+use nnb_testkit::Staircase;
 
-/// A valid staircase; each test breaks one line of it.
-const GOOD: &str = r#"name = "t"
-repetitions = 2
-settle = "1s"
-
-[[tenants]]
-name = "test"
-role = "test"
-vcpus = 1
-
-[[tenants]]
-name = "nb"
-count = 2
-role = "neighbor"
-vcpus = 1
-
-[scenario]
-kind = "neighbor-staircase"
-neighbor_state = "both"
-
-[scenario.test]
-ops = 1000
-"#;
+/// A valid staircase (the shared fixture, nothing optional); each test breaks one
+/// line of it.
+static GOOD: LazyLock<String> = LazyLock::new(|| Staircase::default().toml());
 
 /// Parses `src` on a pretend 2-CPU host and returns the diagnostic it must produce.
 fn diagnose(src: &str) -> Diagnostic {
@@ -68,7 +51,7 @@ fn assert_error(src: &str, needle: &str, message_part: &str) {
 
 #[test]
 fn the_fixture_is_valid() {
-    let exp = parse("good.toml", GOOD, Some(2)).unwrap_or_else(|e| panic!("{e}"));
+    let exp = parse("good.toml", &GOOD, Some(2)).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(exp.tenants.len(), 3);
     match exp.scenario {
         Scenario::NeighborStaircase(s) => assert_eq!(s.levels, vec![0, 1, 2]),

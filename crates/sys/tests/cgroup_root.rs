@@ -22,15 +22,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// True when running as root; otherwise fails under CI and skips elsewhere.
 fn root_or_skip(test: &str) -> bool {
-    if is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test} needs root, and CI is set"
-    );
-    eprintln!("skipping {test}: writing cgroups needs root");
-    false
+    nnb_testkit::require(is_root(), &format!("{test}: writing cgroups needs root"))
 }
 
 /// This process's run, `nnb-test/run-<pid>`, removed (with what is below it) on drop.
@@ -150,8 +142,8 @@ fn a_write_iops_limit_holds_direct_writes_to_it() {
             device,
             read_iops: None,
             write_iops: Some(200),
-            read_bps: None,
-            write_bps: None,
+            read_bytes_per_s: None,
+            write_bytes_per_s: None,
         }],
         ..Grant::default()
     })

@@ -12,6 +12,12 @@ const KIND: &str = "duration";
 /// plus duration, in nanoseconds or clock ticks) far from overflow, so a typo like
 /// `10000000h` is refused instead of wrapping into an empty run reported as done.
 pub const MAX_DURATION: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// A duration as whole milliseconds, as nnb's job requests and records carry them
+/// (saturating at `u64::MAX`, which no duration within [`MAX_DURATION`] reaches).
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
 const EXPECTED: &str = "a duration like 100ns, 250us, 500ms, 1.5s, 10m (or 10min) or 1h";
 
 /// Parses a duration: a number and one of the units `ns`, `us`/`µs`, `ms`,
@@ -77,6 +83,13 @@ pub fn parse_positive_duration(s: &str) -> Result<Duration, UnitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn millis_are_whole_and_saturate() {
+        assert_eq!(millis(Duration::from_micros(2_999)), 2);
+        assert_eq!(millis(MAX_DURATION), 7 * 24 * 3600 * 1000);
+        assert_eq!(millis(Duration::MAX), u64::MAX);
+    }
 
     #[test]
     fn every_unit() {

@@ -16,7 +16,7 @@
 //! A CPU demand of `d` CPUs is `ceil(d)` burner threads each busy `d / ceil(d)` of
 //! the time (a duty cycle, like `stress-ng --cpu-load`).
 
-use super::{load, millis, Assignment, Builder, Level};
+use super::{load, Assignment, Builder, Level};
 use crate::{IsolationMatrix, Network, Resource, TenantDef};
 use nnb_agent::jobs::{BurnScope, JobSpec};
 use nnb_format::{MatrixLevel, TenantState};
@@ -168,7 +168,7 @@ impl Demand for TenantState {
                     bytes,
                     workers: 1,
                     mode: "keep".to_string(),
-                    duration_ms: millis(m.duration),
+                    duration_ms: nnb_units::millis(m.duration),
                 }
             }
             Resource::Disk => {
@@ -213,7 +213,7 @@ fn burn(m: &IsolationMatrix, cpus: f64, pin: &str, scope: BurnScope) -> JobSpec 
         workload: m.workload.clone(),
         threads: threads as usize,
         ops: None,
-        duration_ms: Some(millis(m.duration)),
+        duration_ms: Some(nnb_units::millis(m.duration)),
         pin: pin.to_string(),
         cpus: None,
         scope,
@@ -232,7 +232,7 @@ fn disk(m: &IsolationMatrix, iops: Option<f64>, depth: usize) -> JobSpec {
         read_fraction: d.map_or(0.5, |d| d.read_fraction),
         queue_depth: depth,
         direct: true,
-        duration_ms: millis(m.duration),
+        duration_ms: nnb_units::millis(m.duration),
     }
 }
 
@@ -258,7 +258,7 @@ fn capacity(m: &IsolationMatrix, network: &Network, host_cpus: usize) -> Option<
             workload: m.workload.clone(),
             threads: host_cpus.max(1),
             ops: None,
-            duration_ms: Some(millis(m.duration)),
+            duration_ms: Some(nnb_units::millis(m.duration)),
             pin: "compact".to_string(),
             cpus: None,
             scope: BurnScope::Host,

@@ -263,10 +263,10 @@ pub struct IoLimit {
     pub read_iops: Option<u64>,
     /// Write operations per second.
     pub write_iops: Option<u64>,
-    /// Read bytes per second.
-    pub read_bps: Option<u64>,
-    /// Write bytes per second.
-    pub write_bps: Option<u64>,
+    /// Read bytes per second (the kernel's `read_bps_device`; nnb's `_bps` are bits).
+    pub read_bytes_per_s: Option<u64>,
+    /// Write bytes per second (the kernel's `write_bps_device`).
+    pub write_bytes_per_s: Option<u64>,
 }
 
 impl IoLimit {
@@ -276,8 +276,8 @@ impl IoLimit {
         [
             self.read_iops,
             self.write_iops,
-            self.read_bps,
-            self.write_bps,
+            self.read_bytes_per_s,
+            self.write_bytes_per_s,
         ]
     }
 }

@@ -138,8 +138,8 @@ fn full_grant() -> Grant {
             device: (8, 16),
             read_iops: None,
             write_iops: Some(200),
-            read_bps: None,
-            write_bps: None,
+            read_bytes_per_s: None,
+            write_bytes_per_s: None,
         }],
     }
 }
@@ -409,8 +409,8 @@ fn an_invalid_grant_writes_nothing() {
         device,
         read_iops: None,
         write_iops,
-        read_bps: None,
-        write_bps: None,
+        read_bytes_per_s: None,
+        write_bytes_per_s: None,
     };
     let bad = [
         Grant {
@@ -482,8 +482,8 @@ fn io_rules_clear_devices_the_grant_drops() {
             device: (8, 16),
             read_iops: Some(5),
             write_iops: None,
-            read_bps: None,
-            write_bps: Some(7),
+            read_bytes_per_s: None,
+            write_bytes_per_s: Some(7),
         }],
         ..Grant::default()
     };
