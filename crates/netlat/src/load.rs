@@ -27,12 +27,13 @@ use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use nnb_sys::socket::is_datagram_lost;
 use serde::Serialize;
 use thiserror::Error;
 
 use crate::clock::{duration_ns, now_ns};
 use crate::pacing::Pacer;
-use crate::probe::{connected_socket, MAX_UDP_PAYLOAD};
+use crate::probe::connected_socket;
 use crate::report::{
     decode_report, decode_series, encode_request, encode_series_request, SeriesPage, StreamReport,
     MAX_PAGE_BINS,
@@ -41,7 +42,7 @@ use crate::sampling::{ThroughputSamples, MAX_SAMPLES};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse, SocketBuffer};
 use crate::serve::series::{BIN_NS, MAX_BINS};
 use crate::serve::TcpReport;
-use crate::wire::HEADER_LEN;
+use crate::wire::{HEADER_LEN, MAX_UDP_PAYLOAD};
 use nnb_units::Rate;
 
 pub use nnb_units::wire::{DEFAULT_MSG_SIZE, TCP_MSS};
@@ -587,7 +588,7 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
                 live.bytes
                     .fetch_add(sent * cfg.msg_size as u64, Ordering::Relaxed);
             }
-            Err(e) if is_refused(&e) => {
+            Err(e) if is_datagram_lost(&e) => {
                 // Nothing listens (ICMP unreachable): these slots are spent, unsent.
                 send_errors += 1;
                 pacer.sent(n);
@@ -624,14 +625,6 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
 fn sending_ns(pacer: &Pacer, start_ns: u64, last_send_ns: Option<u64>, now_ns: u64) -> u64 {
     let sending = last_send_ns.unwrap_or(now_ns).saturating_sub(start_ns);
     pacer.span_ns().map_or(sending, |span| span.max(sending))
-}
-
-/// Errors a connected UDP socket reports for an earlier datagram's ICMP error.
-fn is_refused(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::ENOBUFS)
-    )
 }
 
 /// Asks the sink for its report on `stream` (up to [`REPORT_ATTEMPTS`] times);

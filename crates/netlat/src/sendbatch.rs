@@ -16,12 +16,10 @@ use nnb_sys::mmsg::SendBatch;
 pub use nnb_sys::socket::Direction;
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{Header, Kind, HEADER_LEN};
+use crate::wire::{Header, Kind, HEADER_LEN, MAX_UDP_PAYLOAD};
 
 /// Most segments per GSO message (the kernel's `UDP_MAX_SEGMENTS` before 6.x).
 pub const MAX_GSO_SEGMENTS: usize = 64;
-/// Largest UDP payload of one GSO message over IPv4 (65535 - 20 - 8).
-const MAX_GSO_BYTES: usize = 65_507;
 
 /// Whether the sender used UDP GSO.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,7 +54,9 @@ impl BatchSender {
     /// A sender of `msg_size`-byte datagrams, `messages` per system call, trying
     /// GSO when `want_gso` and at least two datagrams fit one message.
     pub fn new(sock: UdpSocket, msg_size: usize, messages: usize, want_gso: bool) -> Self {
-        let gso_segments = (MAX_GSO_BYTES / msg_size.max(1)).min(MAX_GSO_SEGMENTS);
+        // A GSO message is one UDP payload to the kernel, split after: its datagrams
+        // together are at most the largest payload.
+        let gso_segments = (MAX_UDP_PAYLOAD / msg_size.max(1)).min(MAX_GSO_SEGMENTS);
         let gso = if !want_gso || gso_segments < 2 {
             GsoUse::Off
         } else {

@@ -21,6 +21,10 @@ use thiserror::Error;
 
 /// Size of the encoded header in bytes.
 pub const HEADER_LEN: usize = 32;
+/// The largest UDP payload over IPv4: the 65,535 bytes of an IP datagram less its
+/// 20-byte header and the 8-byte UDP header. No datagram nnb sends is longer: a
+/// ping, a load datagram, nor a GSO message of several.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
 /// Magic number identifying nnb datagrams (`"NNB\x01"` read little-endian).
 pub const MAGIC: u32 = u32::from_le_bytes(*b"NNB\x01");
 /// Version of this header layout.

@@ -124,6 +124,18 @@ pub fn set_timestamps_ns(sock: &impl AsFd, on: bool) -> io::Result<()> {
     )
 }
 
+/// Whether `e`, from a send or a receive on a connected UDP socket, is the loss of one
+/// datagram and not a broken socket: the kernel reports an ICMP error for an earlier
+/// datagram (`ECONNREFUSED`: nothing listens on the port; `EHOSTUNREACH`,
+/// `ENETUNREACH`: no route), or the device queue is full (`ENOBUFS`). The socket still
+/// works; the sender counts the datagram lost and goes on.
+pub fn is_datagram_lost(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::ENOBUFS)
+    )
+}
+
 /// True when `sock` (a socket, a listener) is readable within `timeout` (`poll`):
 /// data, a pending connection, or an error waits. A signal or an error of `poll`
 /// itself reads as "not readable" (the caller polls again).
@@ -241,6 +253,39 @@ mod tests {
             "{received} read, {written} - {queued}"
         );
         assert!(send_queue_bytes(&udp()).is_ok());
+    }
+
+    #[test]
+    fn a_lost_datagram_is_told_from_a_broken_socket() {
+        for errno in [
+            libc::ECONNREFUSED,
+            libc::EHOSTUNREACH,
+            libc::ENETUNREACH,
+            libc::ENOBUFS,
+        ] {
+            assert!(
+                is_datagram_lost(&io::Error::from_raw_os_error(errno)),
+                "{errno}"
+            );
+        }
+        for errno in [libc::EBADF, libc::EINVAL, libc::EMSGSIZE, libc::EAGAIN] {
+            assert!(
+                !is_datagram_lost(&io::Error::from_raw_os_error(errno)),
+                "{errno}"
+            );
+        }
+        assert!(!is_datagram_lost(&io::Error::other("no errno")));
+
+        // The real thing: a datagram to a port nobody listens on draws an ICMP port
+        // unreachable, which the connected socket reports on its next call.
+        let closed = udp().local_addr().expect("addr");
+        let s = udp();
+        s.connect(closed).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        s.send(b"x").expect("the first send goes out");
+        let e = s.recv(&mut [0u8; 8]).expect_err("nothing can answer");
+        assert!(is_datagram_lost(&e), "{e}");
     }
 
     #[test]

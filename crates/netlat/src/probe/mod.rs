@@ -19,7 +19,7 @@ use thiserror::Error;
 
 use crate::hist::{HistLog, HistLogError, LatencyHist, LatencySummary};
 use crate::sendbatch::SocketBuffer;
-use crate::wire::HEADER_LEN;
+use crate::wire::{HEADER_LEN, MAX_UDP_PAYLOAD};
 
 /// When a probe stops measuring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,9 +104,6 @@ impl ProbeConfig {
         Ok(())
     }
 }
-
-/// Largest UDP payload over IPv4.
-pub const MAX_UDP_PAYLOAD: usize = 65_507;
 
 /// What happened to the pings of the measuring phase.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

@@ -15,6 +15,8 @@ use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use nnb_sys::socket::is_datagram_lost;
+
 use super::{
     connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
     ProbeReport,
@@ -166,13 +168,7 @@ fn send_pings(
                     std::hint::spin_loop()
                 }
                 // ICMP errors reported on the connected socket: this ping is lost.
-                Err(e)
-                    if e.raw_os_error().is_some_and(|c| {
-                        c == libc::ECONNREFUSED || c == libc::ENOBUFS || c == libc::EHOSTUNREACH
-                    }) =>
-                {
-                    break
-                }
+                Err(e) if is_datagram_lost(&e) => break,
                 Err(e) => return Err(ProbeError::io("sending a ping")(e)),
             }
         }
@@ -223,7 +219,8 @@ fn receive_pongs(
             {
                 None
             }
-            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => None,
+            // An ICMP error for an earlier ping: that ping is lost, the socket works.
+            Err(e) if is_datagram_lost(&e) => None,
             Err(e) => return Err(ProbeError::io("receiving a pong")(e)),
         };
         let sender_done = progress.sender_done.load(Ordering::Acquire);

@@ -7,10 +7,12 @@
 //! pong of a ping that already timed out (or a duplicate) and never becomes an RTT
 //! sample.
 
-use std::io::{self, ErrorKind};
+use std::io::ErrorKind;
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use nnb_sys::socket::is_datagram_lost;
 
 use super::{
     connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
@@ -94,7 +96,7 @@ impl<'a> Pinger<'a> {
             Ok(_) => {}
             // The kernel refused the datagram (e.g. ICMP port unreachable reported on
             // a connected socket, or a full queue): the ping is lost, not the probe.
-            Err(e) if is_transient(&e) => {
+            Err(e) if is_datagram_lost(&e) => {
                 tracing::debug!("send of ping {seq} failed: {e}");
                 self.wait_out(t0 + self.timeout_ns)?;
                 return Ok(Outcome::TimedOut);
@@ -151,7 +153,7 @@ impl<'a> Pinger<'a> {
                 Ok(len) => return Ok(Some((len, now_ns()))),
                 Err(e)
                     if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
-                        || is_transient(&e) =>
+                        || is_datagram_lost(&e) =>
                 {
                     // Spinning: the clock is read every CLOCK_EVERY empty receives
                     // only, so the loop notices a pong a little sooner.
@@ -194,15 +196,6 @@ impl<'a> Pinger<'a> {
         }
         Ok(())
     }
-}
-
-/// Errors a connected UDP socket reports for one datagram (ICMP errors from the
-/// path or the peer): the datagram is lost, the socket still works.
-fn is_transient(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ECONNREFUSED | libc::EHOSTUNREACH | libc::ENETUNREACH | libc::ENOBUFS)
-    )
 }
 
 /// Runs the closed-loop ping-pong described in the module documentation.
