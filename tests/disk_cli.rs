@@ -59,12 +59,13 @@ fn json_report_has_the_run_and_its_environment() {
         (f("bandwidth_bps") - f("iops") * 8192.0 * 8.0).abs() < 1e-3,
         "{v}"
     );
+    // Latencies in whole nanoseconds (format version 6), as every latency of nnb.
     for key in ["latency", "pacing"] {
-        for q in ["p50_us", "p99_us", "max_us"] {
-            assert!(v[key][q].as_f64().is_some(), "{key}.{q}: {v}");
+        for q in ["p50_ns", "p99_ns", "max_ns"] {
+            assert!(v[key][q].is_u64(), "{key}.{q}: {v}");
         }
     }
-    assert!(v["latency"]["mean_us"].as_f64().expect("mean") > 0.0);
+    assert!(v["latency"]["mean_ns"].as_f64().expect("mean") > 0.0);
     assert!(v["pacing"]["late_ops"].is_u64(), "{v}");
     let file = std::path::PathBuf::from(v["file"].as_str().expect("file"));
     assert_eq!(file.parent(), Some(dir.path()));

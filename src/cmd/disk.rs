@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use comfy_table::Cell;
 use nnb_burn::disk::{self, DiskReport, DiskSpec, Latency, LATE_AFTER};
-use nnb_units::{format_bytes, parse_bytes, parse_positive_duration, parse_size};
+use nnb_units::{format_bytes, format_ns, parse_bytes, parse_positive_duration, parse_size};
 
 use super::common::{environment, stop_on_signal, WithEnvironment};
 use crate::out::Out;
@@ -143,25 +143,25 @@ fn print_report(out: &mut Out, r: &DiskReport) -> io::Result<()> {
         ("write", r.writes, r.write_latency),
     ];
     for (name, ops, lat) in rows {
-        let us = |f: fn(&Latency) -> f64| lat.map_or("-".into(), |l| format!("{:.1} us", f(&l)));
+        let ns = |f: fn(&Latency) -> f64| lat.map_or("-".into(), |l| format_ns(f(&l)));
         t.add_row(vec![
             Cell::new(name),
             right(ops),
-            right(us(|l| l.mean_us)),
-            right(us(|l| l.p50_us)),
-            right(us(|l| l.p99_us)),
-            right(us(|l| l.max_us)),
+            right(ns(|l| l.mean_ns)),
+            right(ns(|l| l.p50_ns as f64)),
+            right(ns(|l| l.p99_ns as f64)),
+            right(ns(|l| l.max_ns as f64)),
         ]);
     }
     writeln!(out, "{t}")?;
     if let Some(p) = &r.pacing {
         writeln!(
             out,
-            "pacing: operations started after their scheduled time by p50 {:.1} us, p99 {:.1} us, \
-             max {:.1} us; {} ({:.2}%) more than {} ms late",
-            p.p50_us,
-            p.p99_us,
-            p.max_us,
+            "pacing: operations started after their scheduled time by p50 {}, p99 {}, max {}; \
+             {} ({:.2}%) more than {} ms late",
+            format_ns(p.p50_ns as f64),
+            format_ns(p.p99_ns as f64),
+            format_ns(p.max_ns as f64),
             p.late_ops,
             p.late_ops as f64 / r.ops.max(1) as f64 * 100.0,
             LATE_AFTER.as_millis(),

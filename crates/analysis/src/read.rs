@@ -1,4 +1,4 @@
-//! Reading one run directory (`docs/results-format.md`, versions 1 to 4) into a typed polars
+//! Reading one run directory (`docs/results-format.md`, versions 1 to 6) into a typed polars
 //! data frame: `manifest.json` into [`RunInfo`] (what analysis needs of
 //! [`nnb_format::Manifest`]), `samples.jsonl` into flat columns
 //! (the nested `result` object is skipped), `background.jsonl` (version 3; absent

@@ -249,28 +249,30 @@ impl DiskError {
     }
 }
 
-/// A latency distribution, in microseconds.
+/// A latency distribution, in nanoseconds as every latency of nnb (format version 6;
+/// microseconds, `mean_us` ..., before).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Exact mean.
-    pub mean_us: f64,
+    pub mean_ns: f64,
     /// Median (within 1%).
-    pub p50_us: f64,
+    pub p50_ns: u64,
     /// 99th percentile (within 1%).
-    pub p99_us: f64,
+    pub p99_ns: u64,
     /// Exact maximum.
-    pub max_us: f64,
+    pub max_ns: u64,
 }
 
-/// How late operations started against their schedule (paced runs only).
+/// How late operations started against their schedule (paced runs only), in
+/// nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Pacing {
-    /// Median lateness, microseconds (within 1%).
-    pub p50_us: f64,
-    /// 99th percentile, microseconds (within 1%).
-    pub p99_us: f64,
-    /// Exact maximum, microseconds.
-    pub max_us: f64,
+    /// Median lateness (within 1%).
+    pub p50_ns: u64,
+    /// 99th percentile (within 1%).
+    pub p99_ns: u64,
+    /// Exact maximum.
+    pub max_ns: u64,
     /// Operations that started more than [`LATE_AFTER`] (1 ms) after their time.
     pub late_ops: u64,
 }
@@ -383,9 +385,9 @@ pub fn run(spec: &DiskSpec, stop: &AtomicBool) -> Result<DiskReport, DiskError> 
         pacing: spec.iops.map(|_| {
             let late = m.lateness.latency();
             Pacing {
-                p50_us: late.map_or(0.0, |l| l.p50_us),
-                p99_us: late.map_or(0.0, |l| l.p99_us),
-                max_us: late.map_or(0.0, |l| l.max_us),
+                p50_ns: late.map_or(0, |l| l.p50_ns),
+                p99_ns: late.map_or(0, |l| l.p99_ns),
+                max_ns: late.map_or(0, |l| l.max_ns),
                 late_ops: m.late_ops,
             }
         }),
@@ -755,10 +757,10 @@ impl Dist {
     fn latency(&self) -> Option<Latency> {
         let n = self.hist.len();
         (n > 0).then(|| Latency {
-            mean_us: self.sum_ns as f64 / n as f64 / 1e3,
-            p50_us: self.hist.value_at_quantile(0.5) as f64 / 1e3,
-            p99_us: self.hist.value_at_quantile(0.99) as f64 / 1e3,
-            max_us: self.max_ns as f64 / 1e3,
+            mean_ns: self.sum_ns as f64 / n as f64,
+            p50_ns: self.hist.value_at_quantile(0.5),
+            p99_ns: self.hist.value_at_quantile(0.99),
+            max_ns: self.max_ns,
         })
     }
 }
@@ -1139,7 +1141,7 @@ mod tests {
 
     /// Exact mean and maximum; percentiles within the histogram's 1%.
     #[test]
-    fn dist_summarises_in_microseconds() {
+    fn dist_summarises_in_nanoseconds() {
         let mut d = Dist::new().expect("hist");
         assert_eq!(d.latency(), None);
         for us in 1..=100u64 {
@@ -1147,9 +1149,10 @@ mod tests {
         }
         d.record(Duration::ZERO);
         let l = d.latency().expect("some");
-        assert!((l.mean_us - 5050.0 / 101.0).abs() < 1e-9, "{l:?}");
-        assert_eq!(l.max_us, 100.0);
-        assert!((l.p50_us - 50.0).abs() <= 0.5, "{l:?}");
-        assert!((l.p99_us - 99.0).abs() <= 1.0, "{l:?}");
+        // 1 + 2 + ... + 100 µs = 5050 µs over 101 operations.
+        assert!((l.mean_ns - 5_050_000.0 / 101.0).abs() < 1e-6, "{l:?}");
+        assert_eq!(l.max_ns, 100_000);
+        assert!(l.p50_ns.abs_diff(50_000) <= 500, "{l:?}");
+        assert!(l.p99_ns.abs_diff(99_000) <= 1_000, "{l:?}");
     }
 }

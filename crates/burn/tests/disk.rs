@@ -75,7 +75,7 @@ fn paced_direct_run_reaches_its_target_and_cleans_up() {
     assert!(r.direct && !r.stopped);
     assert!(r.latency.is_some() && r.read_latency.is_some() && r.write_latency.is_some());
     let pacing = r.pacing.expect("a paced run reports its pacing");
-    assert!(pacing.p50_us <= pacing.p99_us && pacing.p99_us <= pacing.max_us);
+    assert!(pacing.p50_ns <= pacing.p99_ns && pacing.p99_ns <= pacing.max_ns);
     assert_eq!(r.file.parent(), Some(dir.path()));
     assert!(!r.file.exists(), "{} was left behind", r.file.display());
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));

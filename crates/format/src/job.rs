@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::metric::{Metric, MetricValues};
+use crate::FORMAT_VERSION;
 
 /// The measured job kinds of a step, as a sample's `job` names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -322,6 +323,35 @@ impl Achieved {
     }
 }
 
+/// A disk job's latency distribution (`latency`, `read_latency`, `write_latency`),
+/// ns. Version 5 and before wrote it in µs (`mean_us` ...), which
+/// [`JobResult::parse_of_version`] reads as ns.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct DiskLatency {
+    /// Exact mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Exact maximum.
+    pub max_ns: f64,
+}
+
+/// How late a paced disk job's operations started against their schedule
+/// (`pacing`), ns; µs in version 5 and before, as [`DiskLatency`].
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct DiskPacing {
+    /// Median lateness.
+    pub p50_ns: f64,
+    /// 99th percentile.
+    pub p99_ns: f64,
+    /// Exact maximum.
+    pub max_ns: f64,
+    /// Operations that started more than 1 ms after their time.
+    pub late_ops: u64,
+}
+
 /// What the format reads of a `disk` job's result.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct DiskJobResult {
@@ -329,6 +359,42 @@ pub struct DiskJobResult {
     pub elapsed_s: f64,
     /// Operations completed per second.
     pub iops: f64,
+    /// Latency of all operations; none when none completed.
+    #[serde(default)]
+    pub latency: Option<DiskLatency>,
+    /// Latency of the reads.
+    #[serde(default)]
+    pub read_latency: Option<DiskLatency>,
+    /// Latency of the writes.
+    #[serde(default)]
+    pub write_latency: Option<DiskLatency>,
+    /// Lateness against the schedule; none when unpaced.
+    #[serde(default)]
+    pub pacing: Option<DiskPacing>,
+}
+
+/// The first format version whose disk results give their latencies in ns.
+const DISK_NS_SINCE: u32 = 6;
+
+/// A version-5 (or older) disk result with its latencies' µs fields (`mean_us`,
+/// `p50_us`, `p99_us`, `max_us` of `latency`, `read_latency`, `write_latency` and
+/// `pacing`) made the ns fields of today's (`mean_ns` ..., times 1000).
+fn disk_micros_to_nanos(result: &Value) -> Value {
+    let mut v = result.clone();
+    for key in ["latency", "read_latency", "write_latency", "pacing"] {
+        let Some(Value::Object(fields)) = v.get_mut(key) else {
+            continue;
+        };
+        let micros: Vec<(String, f64)> = fields
+            .iter()
+            .filter_map(|(k, x)| Some((k.strip_suffix("_us")?.to_string(), x.as_f64()?)))
+            .collect();
+        for (name, us) in micros {
+            fields.remove(&format!("{name}_us"));
+            fields.insert(format!("{name}_ns"), Value::from(us * 1e3));
+        }
+    }
+    v
 }
 
 /// What the format reads of a `memory` job's result.
@@ -356,13 +422,27 @@ pub enum JobResult {
 }
 
 impl JobResult {
-    /// Reads the result of a `kind` job; an error says which field is missing or
-    /// malformed.
+    /// Reads the result of a `kind` job as this nnb writes it ([`FORMAT_VERSION`]); an
+    /// error says which field is missing or malformed.
     pub fn parse(kind: JobKind, result: &Value) -> Result<JobResult, serde_json::Error> {
+        JobResult::parse_of_version(kind, FORMAT_VERSION, result)
+    }
+
+    /// Reads the result of a `kind` job in a record of format `version` (its
+    /// `format_version`): a disk job's latencies of version 5 and before, in µs, are
+    /// read in ns as today's.
+    pub fn parse_of_version(
+        kind: JobKind,
+        version: u32,
+        result: &Value,
+    ) -> Result<JobResult, serde_json::Error> {
         Ok(match kind {
             JobKind::Burn => JobResult::Burn(BurnJobResult::deserialize(result)?),
             JobKind::Latency => JobResult::Latency(LatencyJobResult::deserialize(result)?),
             JobKind::Load => JobResult::Load(LoadJobResult::deserialize(result)?),
+            JobKind::Disk if version < DISK_NS_SINCE => {
+                JobResult::Disk(DiskJobResult::deserialize(disk_micros_to_nanos(result))?)
+            }
             JobKind::Disk => JobResult::Disk(DiskJobResult::deserialize(result)?),
             JobKind::Memory => JobResult::Memory(MemoryJobResult::deserialize(result)?),
         })

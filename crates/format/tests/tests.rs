@@ -3,6 +3,7 @@
 
 mod v1_runs;
 mod v3_runs;
+mod v5_runs;
 
 /// The metric columns version 5 added (the disk and memory jobs' own figures and the
 /// host-side utilisation): an older sample reads with them null and writes them back

@@ -1,4 +1,4 @@
-//! Version-3 records stay readable in versions 4 and 5: a sample written before the
+//! Version-3 records stay readable in versions 4 to 6: a sample written before the
 //! conditions columns (and version 5's metric columns) existed reads with them null
 //! and writes back with every field it had, plus those nulls; a version-4 sample made from a job's result carries them.
 
