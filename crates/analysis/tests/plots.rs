@@ -6,8 +6,8 @@
 use nnb_format::Metric;
 
 use nnb_analysis::plot::{
-    box_chart, line_chart, percentile_chart, series_color, BoxChart, LineChart, PercentileChart,
-    PlotError, Series, Unit,
+    box_chart, line_chart, percentile_chart, series_color, BoxChart, DisplayUnit, LineChart,
+    PercentileChart, PlotError, Series,
 };
 
 /// Font sizes the charts use (SVG pixels): title, axis titles, tick labels.
@@ -129,9 +129,9 @@ fn runtime_chart() -> LineChart {
     LineChart {
         title: "m5.large: test node runtime vs neighbors".into(),
         x_label: "neighbors".into(),
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label: "test node runtime".into(),
-        y_unit: Unit::SECONDS,
+        y_unit: DisplayUnit::SECONDS,
         series: vec![
             Series {
                 name: "busy neighbors".into(),
@@ -244,9 +244,9 @@ fn si_prefixes_go_into_the_axis_title() {
     let c = LineChart {
         title: "RTT vs load".into(),
         x_label: "aggregate neighbor load".into(),
-        x_unit: Unit::BITS_PER_SECOND,
+        x_unit: DisplayUnit::BITS_PER_SECOND,
         y_label: "round-trip time".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series: vec![Series {
             name: "p99.9".into(),
             points: vec![(0.0, 40_000.0), (5e8, 80_000.0), (1.6e9, 310_000.0)],
@@ -310,7 +310,7 @@ fn empty_input_is_an_error() {
         title: "t".into(),
         x_label: "x".into(),
         y_label: "y".into(),
-        y_unit: Unit::NONE,
+        y_unit: DisplayUnit::NONE,
         groups: vec![],
         reference: None,
         y_from_zero: true,
@@ -324,7 +324,7 @@ fn empty_input_is_an_error() {
     let p = PercentileChart {
         title: "t".into(),
         y_label: "y".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series: vec![],
     };
     assert!(matches!(percentile_chart(&p), Err(PlotError::Empty { .. })));
@@ -359,7 +359,7 @@ fn nan_values_are_refused_with_their_position_but_nan_band_bounds_leave_a_gap() 
         title: "t".into(),
         x_label: "x".into(),
         y_label: "y".into(),
-        y_unit: Unit::NONE,
+        y_unit: DisplayUnit::NONE,
         groups: vec![("a".into(), vec![1.0, f64::NAN])],
         reference: None,
         y_from_zero: true,
@@ -371,7 +371,7 @@ fn nan_values_are_refused_with_their_position_but_nan_band_bounds_leave_a_gap() 
     let p = PercentileChart {
         title: "t".into(),
         y_label: "y".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series: vec![("a".into(), vec![(50.0, 1.0), (90.0, f64::NAN)])],
     };
     assert!(matches!(
@@ -390,7 +390,7 @@ fn throughput_chart() -> BoxChart {
         title: "m5.4xlarge: throughput per node by level".into(),
         x_label: "nodes".into(),
         y_label: "throughput per node".into(),
-        y_unit: Unit::BITS_PER_SECOND,
+        y_unit: DisplayUnit::BITS_PER_SECOND,
         groups: vec![
             ("2".into(), vec![9.9e9, 9.96e9]),
             ("6".into(), many(6, 4.1e9)),
@@ -476,7 +476,7 @@ fn percentile_chart_has_a_nines_axis_and_a_line_per_series() {
     let c = PercentileChart {
         title: "RTT by percentile".into(),
         y_label: "round-trip time".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series: vec![
             ("load 0 bit/s".into(), hdr_like(1.0)),
             ("load 1.6 Gbit/s".into(), hdr_like(1.5)),
@@ -525,12 +525,55 @@ fn percentile_chart_has_a_nines_axis_and_a_line_per_series() {
 
 #[test]
 fn units_format_values_with_one_prefix() {
-    assert_eq!(Unit::NANOSECONDS.format(1500.0), "1.5 µs");
-    assert_eq!(Unit::BITS_PER_SECOND.format(25e9 / 12.0), "2.08 Gbit/s");
-    assert_eq!(Unit::SECONDS.format(7.06), "7.06 s");
-    assert_eq!(Unit::SECONDS.format(0.0123), "12.3 ms");
-    assert_eq!(Unit::NONE.format(12.0), "12");
-    assert_eq!(Unit::PERCENT.format(13.26), "13.3%");
-    assert_eq!(Unit::of_metric(Metric::RttP999Ns), Unit::NANOSECONDS);
-    assert_eq!(Unit::of_metric(Metric::RuntimeS), Unit::SECONDS);
+    assert_eq!(DisplayUnit::NANOSECONDS.format(1500.0), "1.5 µs");
+    assert_eq!(
+        DisplayUnit::BITS_PER_SECOND.format(25e9 / 12.0),
+        "2.08 Gbit/s"
+    );
+    assert_eq!(DisplayUnit::SECONDS.format(7.06), "7.06 s");
+    assert_eq!(DisplayUnit::SECONDS.format(0.0123), "12.3 ms");
+    assert_eq!(DisplayUnit::NONE.format(12.0), "12");
+    assert_eq!(DisplayUnit::PERCENT.format(13.26), "13.3%");
+    assert_eq!(
+        Metric::RttP999Ns.quantity().display_unit(),
+        DisplayUnit::NANOSECONDS
+    );
+    assert_eq!(
+        Metric::RuntimeS.quantity().display_unit(),
+        DisplayUnit::SECONDS
+    );
+}
+
+/// Bytes on an axis as in the tables (E2): binary MiB, on ticks round in MiB. 250 to
+/// 310 MiB from zero: a 1-2-5 step of at most 8 intervals is 50 MiB, so the ticks are
+/// 0, 50, ..., 350 (decimal MB would have put 310 MiB, 325 MB, under a 350 MB tick).
+#[test]
+fn a_bytes_axis_is_in_binary_units_on_round_ticks() {
+    let mib = 1024.0 * 1024.0;
+    let c = BoxChart {
+        title: "resident memory per level".into(),
+        x_label: "neighbors".into(),
+        y_label: "resident memory".into(),
+        y_unit: Metric::RssBytes.quantity().display_unit(),
+        groups: vec![
+            ("0".into(), vec![250.0 * mib, 256.0 * mib]),
+            ("1".into(), vec![300.0 * mib, 310.0 * mib]),
+        ],
+        reference: None,
+        y_from_zero: true,
+    };
+    let svg = Svg::new(box_chart(&c).unwrap());
+    assert!(
+        svg.texts_of_size(AXIS_PX)
+            .contains(&"resident memory (MiB)".to_string()),
+        "{:?}",
+        svg.texts_of_size(AXIS_PX)
+    );
+    let mut ticks: Vec<f64> = svg.y_ticks().into_iter().map(|t| t.0).collect();
+    ticks.reverse();
+    assert_eq!(
+        ticks,
+        vec![0.0, 50.0, 100.0, 150.0, 200.0, 250.0, 300.0, 350.0]
+    );
+    assert_eq!(DisplayUnit::BYTES.format(310.0 * mib), "310 MiB");
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use nnb_units::DisplayUnit;
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -39,6 +40,21 @@ pub enum Quantity {
     PercentCpu,
     /// Bytes.
     Bytes,
+}
+
+impl Quantity {
+    /// How values of it are shown in tables and on plot axes (bytes with binary
+    /// prefixes, as memory is sized, in both).
+    pub fn display_unit(self) -> DisplayUnit {
+        match self {
+            Quantity::Seconds => DisplayUnit::SECONDS,
+            Quantity::Nanoseconds => DisplayUnit::NANOSECONDS,
+            Quantity::OpsPerSecond => DisplayUnit::OPS_PER_SECOND,
+            Quantity::BitsPerSecond => DisplayUnit::BITS_PER_SECOND,
+            Quantity::PercentCpu => DisplayUnit::PERCENT_CPU,
+            Quantity::Bytes => DisplayUnit::BYTES,
+        }
+    }
 }
 
 /// A metric of the results format: a flat numeric column of `samples.jsonl`, and the

@@ -1,176 +1,9 @@
 //! Axes: value range, tick positions and tick labels, computed here rather than by
 //! plotters so that the ticks always cover the data (the last tick is at or above the
-//! largest value), carry one SI prefix per axis, and can be logarithmic or "nines".
+//! largest value), carry one prefix per axis (`nnb_units::DisplayUnit`: SI prefixes,
+//! binary ones for bytes), and can be logarithmic or "nines".
 
-use nnb_format::{Metric, Quantity};
-
-/// Physical unit of an axis. Tick labels are plain numbers; the unit, with the SI
-/// prefix chosen for the axis (e.g. `Gbit/s`, `µs`), goes into the axis title.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Unit {
-    /// Symbol of the base unit (`s`, `bit/s`, `%`), empty for a plain count.
-    symbol: &'static str,
-    /// Factor from the data's unit to the base unit (1e-9 for data in nanoseconds).
-    scale: f64,
-    /// Whether SI prefixes apply (they do not to `%` or plain counts).
-    prefixed: bool,
-    /// Largest prefix exponent that reads well (seconds stop at `s`, never `ks`).
-    max_exponent: i32,
-}
-
-impl Unit {
-    /// A plain number (neighbors, threads, nodes): no unit, no prefix.
-    pub const NONE: Unit = Unit {
-        symbol: "",
-        scale: 1.0,
-        prefixed: false,
-        max_exponent: 0,
-    };
-    /// Data in seconds, shown as `s`, `ms`, `µs` or `ns`.
-    pub const SECONDS: Unit = Unit {
-        symbol: "s",
-        scale: 1.0,
-        prefixed: true,
-        max_exponent: 0,
-    };
-    /// Data in nanoseconds (latencies of the results format), shown as `ns` .. `s`.
-    pub const NANOSECONDS: Unit = Unit {
-        symbol: "s",
-        scale: 1e-9,
-        prefixed: true,
-        max_exponent: 0,
-    };
-    /// Data in bit/s, shown as `kbit/s` .. `Tbit/s`.
-    pub const BITS_PER_SECOND: Unit = Unit {
-        symbol: "bit/s",
-        scale: 1.0,
-        prefixed: true,
-        max_exponent: 12,
-    };
-    /// Data in operations per second, shown as `ops/s` .. `Gops/s`.
-    pub const OPS_PER_SECOND: Unit = Unit {
-        symbol: "ops/s",
-        scale: 1.0,
-        prefixed: true,
-        max_exponent: 9,
-    };
-    /// Data in percent.
-    pub const PERCENT: Unit = Unit {
-        symbol: "%",
-        scale: 1.0,
-        prefixed: false,
-        max_exponent: 0,
-    };
-    /// Data in percent of one CPU.
-    pub const PERCENT_CPU: Unit = Unit {
-        symbol: "% CPU",
-        scale: 1.0,
-        prefixed: false,
-        max_exponent: 0,
-    };
-    /// Data in bytes, shown as `B` .. `TB` (decimal prefixes, as the axis' other
-    /// units).
-    pub const BYTES: Unit = Unit {
-        symbol: "B",
-        scale: 1.0,
-        prefixed: true,
-        max_exponent: 12,
-    };
-
-    /// The unit of a results-format metric's values.
-    pub fn of_metric(metric: Metric) -> Unit {
-        match metric.quantity() {
-            Quantity::Nanoseconds => Unit::NANOSECONDS,
-            Quantity::BitsPerSecond => Unit::BITS_PER_SECOND,
-            Quantity::Seconds => Unit::SECONDS,
-            Quantity::OpsPerSecond => Unit::OPS_PER_SECOND,
-            Quantity::PercentCpu => Unit::PERCENT_CPU,
-            Quantity::Bytes => Unit::BYTES,
-        }
-    }
-
-    /// The SI exponent (a multiple of 3) that makes `magnitude` (in data units) read
-    /// as 1..1000 in the displayed unit.
-    fn exponent_for(&self, magnitude: f64) -> i32 {
-        let base = magnitude.abs() * self.scale;
-        if !self.prefixed || base == 0.0 || !base.is_finite() {
-            return 0;
-        }
-        let e = (base.log10() / 3.0).floor() as i32 * 3;
-        e.clamp(-9, self.max_exponent)
-    }
-
-    /// Factor from data units to the displayed unit at SI exponent `e`.
-    fn factor(&self, e: i32) -> f64 {
-        self.scale / 10f64.powi(e)
-    }
-
-    /// The unit's symbol with the prefix of exponent `e` (`µs`, `Gbit/s`).
-    fn symbol_at(&self, e: i32) -> String {
-        let prefix = match e {
-            -9 => "n",
-            -6 => "µ",
-            -3 => "m",
-            3 => "k",
-            6 => "M",
-            9 => "G",
-            12 => "T",
-            _ => "",
-        };
-        format!("{prefix}{}", self.symbol)
-    }
-
-    /// One value with its own prefix and unit, e.g. `1.25 Gbit/s`, for labels.
-    pub fn format(&self, value: f64) -> String {
-        let e = self.exponent_for(value);
-        let shown = significant(value * self.factor(e), 3);
-        let symbol = self.symbol_at(e);
-        if symbol.is_empty() {
-            shown
-        } else if symbol == "%" {
-            format!("{shown}%")
-        } else {
-            format!("{shown} {symbol}")
-        }
-    }
-
-    /// `name (unit)`, or just `name` when there is no unit.
-    fn title(&self, name: &str, e: i32) -> String {
-        let symbol = self.symbol_at(e);
-        if symbol.is_empty() {
-            name.to_string()
-        } else {
-            format!("{name} ({symbol})")
-        }
-    }
-}
-
-/// `value` with up to `digits` significant digits, trailing zeros dropped.
-pub(crate) fn significant(value: f64, digits: i32) -> String {
-    if value == 0.0 || !value.is_finite() {
-        return if value.is_finite() {
-            "0".into()
-        } else {
-            value.to_string()
-        };
-    }
-    let magnitude = value.abs().log10().floor() as i32;
-    let decimals = (digits - 1 - magnitude).max(0) as usize;
-    trim_zeros(format!("{value:.decimals$}"))
-}
-
-/// Drops trailing zeros after a decimal point, and the point itself if bare.
-fn trim_zeros(s: String) -> String {
-    if !s.contains('.') {
-        return s;
-    }
-    let t = s.trim_end_matches('0').trim_end_matches('.');
-    if t == "-0" {
-        "0".into()
-    } else {
-        t.to_string()
-    }
-}
+use nnb_units::{format_significant, format_trimmed, DisplayUnit, Prefixes};
 
 /// How data values map to positions along an axis.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -224,7 +57,7 @@ impl Axis {
     /// 5% above the largest value (room for a legend).
     pub(super) fn linear(
         name: &str,
-        unit: Unit,
+        unit: DisplayUnit,
         min: f64,
         max: f64,
         from_zero: bool,
@@ -235,12 +68,12 @@ impl Axis {
 
     /// A linear axis of counts (neighbors, threads): ticks only at whole numbers.
     pub(super) fn counts(name: &str, min: f64, max: f64) -> Axis {
-        Axis::linear_stepped(name, Unit::NONE, min, max, false, false, 1.0)
+        Axis::linear_stepped(name, DisplayUnit::NONE, min, max, false, false, 1.0)
     }
 
     fn linear_stepped(
         name: &str,
-        unit: Unit,
+        unit: DisplayUnit,
         min: f64,
         max: f64,
         from_zero: bool,
@@ -261,20 +94,27 @@ impl Axis {
             };
             hi += pad;
         }
-        let (first, step, mut count) = nice_ticks(lo, hi, min_step);
+        // Ticks on a 1-2-5 grid of the unit shown. Decimal prefixes are powers of ten,
+        // so the data's grid is every prefix's; a binary one's is not (200 MB is 190.7
+        // MiB), so bytes take the prefix that fits the range first, and their grid.
+        let binary =
+            (unit.prefixes() == Prefixes::Binary).then(|| unit.fit(lo.abs().max(hi.abs())));
+        let grid = binary.map_or(1.0, |b| b.factor());
+        let (first, step, mut count) = nice_ticks(lo * grid, hi * grid, min_step * grid);
+        let (first, step) = (first / grid, step / grid);
         let mut last = first + step * (count - 1) as f64;
         if headroom && last - max < 0.05 * (last - first) {
             count += 1;
             last += step;
         }
-        let e = unit.exponent_for(first.abs().max(last.abs()));
-        let factor = unit.factor(e);
+        let shown = binary.unwrap_or_else(|| unit.fit(first.abs().max(last.abs())));
+        let factor = shown.factor();
         let step_shown = step * factor;
         let decimals = (-step_shown.log10().floor()).max(0.0) as usize;
         let ticks: Vec<f64> = (0..count).map(|i| first + step * i as f64).collect();
         let labels = ticks
             .iter()
-            .map(|t| trim_zeros(format!("{:.decimals$}", t * factor)))
+            .map(|t| format_trimmed(t * factor, decimals))
             .collect();
         Axis {
             scale: Scale::Linear,
@@ -282,20 +122,20 @@ impl Axis {
             hi: last,
             ticks,
             labels,
-            title: unit.title(name, e),
+            title: shown.title(name),
         }
     }
 
     /// A log10 axis over positive data values `min..=max`: whole decades, with 2 and 5
     /// in between when the data span at most two decades.
-    pub(super) fn log10(name: &str, unit: Unit, min: f64, max: f64) -> Axis {
+    pub(super) fn log10(name: &str, unit: DisplayUnit, min: f64, max: f64) -> Axis {
         let lo = min.log10().floor();
         let mut hi = max.log10().ceil();
         if hi <= lo {
             hi = lo + 1.0;
         }
-        let e = unit.exponent_for(max);
-        let factor = unit.factor(e);
+        let shown = unit.fit(max);
+        let factor = shown.factor();
         let mults: &[f64] = if hi - lo <= 2.0 {
             &[1.0, 2.0, 5.0]
         } else {
@@ -310,7 +150,7 @@ impl Axis {
                 let pos = value.log10();
                 if pos <= hi + 1e-9 {
                     ticks.push(pos);
-                    labels.push(significant(value * factor, 3));
+                    labels.push(format_significant(value * factor, 3));
                 }
             }
             decade += 1.0;
@@ -321,7 +161,7 @@ impl Axis {
             hi,
             ticks,
             labels,
-            title: format!("{} — log scale", unit.title(name, e)),
+            title: format!("{} — log scale", shown.title(name)),
         }
     }
 

@@ -3,10 +3,11 @@
 //! level has fewer than five; an optional horizontal reference line (a prediction),
 //! named with its value in the legend.
 
+use nnb_units::DisplayUnit;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::axis::{Axis, Unit};
+use super::axis::Axis;
 use super::frame::{draw_error, render, Body, Chart};
 use super::style::{color, REFERENCE, WIDTH};
 use super::{check_finite, min_max, PlotError};
@@ -26,7 +27,7 @@ pub struct BoxChart {
     /// Name of the y quantity.
     pub y_label: String,
     /// Unit of the values.
-    pub y_unit: Unit,
+    pub y_unit: DisplayUnit,
     /// (group label, values); at least one group, none empty.
     pub groups: Vec<(String, Vec<f64>)>,
     /// A horizontal dashed line (label, value), e.g. the predicted per-node bandwidth.
@@ -257,7 +258,7 @@ fn draw_reference<'a, 'b: 'a>(
     x: &Axis,
     label: &str,
     value: f64,
-    unit: Unit,
+    unit: DisplayUnit,
 ) -> Result<(), PlotError> {
     chart
         .draw_series([DashedPathElement::new(

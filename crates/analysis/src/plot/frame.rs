@@ -3,10 +3,11 @@
 
 use std::ops::Range;
 
+use nnb_units::format_significant;
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
-use super::axis::{significant, Axis};
+use super::axis::Axis;
 use super::style::{
     font, AXIS_FONT_PX, GRID, HEIGHT, LEGEND_FONT_PX, TICK_FONT_PX, TITLE_FONT_PX, WIDTH,
 };
@@ -44,7 +45,7 @@ impl Ranged for Axis {
 /// Tick labels come from the axis (plotters asks for one per tick).
 impl ValueFormatter<f64> for Axis {
     fn format(value: &f64) -> String {
-        significant(*value, 3)
+        format_significant(*value, 3)
     }
 
     fn format_ext(&self, value: &f64) -> String {

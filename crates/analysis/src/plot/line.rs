@@ -2,11 +2,12 @@
 //! load), each with an optional shaded confidence band, and vertical markers with
 //! labels (the measured knee, the expected `n/2 + 1`).
 
+use nnb_units::DisplayUnit;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::axis::{Axis, Unit};
+use super::axis::Axis;
 use super::frame::{draw_error, render, Body, Chart};
 use super::style::{color, font, MARKER, NOTE_FONT_PX};
 use super::{check_finite, finite_point, min_max, PlotError};
@@ -34,11 +35,11 @@ pub struct LineChart {
     /// Name of the x quantity (the unit is appended: `aggregate load (Gbit/s)`).
     pub x_label: String,
     /// Unit of the x values.
-    pub x_unit: Unit,
+    pub x_unit: DisplayUnit,
     /// Name of the y quantity.
     pub y_label: String,
     /// Unit of the y values.
-    pub y_unit: Unit,
+    pub y_unit: DisplayUnit,
     /// The lines; at least one, none empty.
     pub series: Vec<Series>,
     /// Vertical dashed lines at x with a label (knees, `n/2 + 1`).
@@ -67,7 +68,7 @@ pub fn line_chart(c: &LineChart) -> Result<String, PlotError> {
     });
     let (y_min, y_max) = min_max(ys).ok_or_else(|| empty(c))?;
     let whole = |v: f64| v.fract() == 0.0;
-    let counts = c.x_unit == Unit::NONE
+    let counts = c.x_unit == DisplayUnit::NONE
         && c.series.iter().flat_map(|s| &s.points).all(|p| whole(p.0))
         && c.markers.iter().all(|m| whole(m.0));
     let x = if c.log_x {

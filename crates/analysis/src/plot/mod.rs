@@ -16,9 +16,9 @@ mod line;
 mod percentile;
 mod style;
 
-pub use axis::Unit;
 pub use boxplot::{box_chart, BoxChart};
 pub use line::{line_chart, LineChart, Series};
+pub use nnb_units::DisplayUnit;
 pub use percentile::{percentile_chart, PercentileChart};
 pub use style::series_color;
 

@@ -2,9 +2,10 @@
 //! (x = -log10(1 - p/100), ticks 0%, 90%, 99%, 99.9%, 99.99%, ...), one line per
 //! series (e.g. per neighbor load level), the way HdrHistogram's plotter shows tails.
 
+use nnb_units::DisplayUnit;
 use plotters::prelude::*;
 
-use super::axis::{Axis, Unit};
+use super::axis::Axis;
 use super::frame::{draw_error, render, Body, Chart};
 use super::style::{color, MARKER};
 use super::{check_finite, finite_point, min_max, PlotError};
@@ -18,8 +19,8 @@ pub struct PercentileChart {
     pub title: String,
     /// Name of the y quantity (e.g. `round-trip time`).
     pub y_label: String,
-    /// Unit of the y values (e.g. [`Unit::NANOSECONDS`]).
-    pub y_unit: Unit,
+    /// Unit of the y values (e.g. [`DisplayUnit::NANOSECONDS`]).
+    pub y_unit: DisplayUnit,
     /// (legend label, [(percentile 0..=100, value)]); at least one, none empty.
     pub series: Vec<(String, Vec<(f64, f64)>)>,
 }

@@ -3,7 +3,7 @@
 
 use nnb_format::Metric;
 
-use crate::plot::{BoxChart, LineChart, PercentileChart, Series, Unit};
+use crate::plot::{BoxChart, DisplayUnit, LineChart, PercentileChart, Series};
 use crate::read::Run;
 use crate::tables::{
     Degradation, Isolation, Knees, LatencyVsLoad, LevelStats, NodeThroughput, Throughput,
@@ -15,9 +15,9 @@ pub(crate) const MAX_PERCENTILE_SERIES: usize = 8;
 
 /// Name and unit of a results-format metric, for axis titles (`value`, no unit, when
 /// the run names none).
-pub(crate) fn metric_axis(metric: Option<Metric>) -> (String, Unit) {
-    metric.map_or(("value".to_string(), Unit::NONE), |m| {
-        (m.label().to_string(), Unit::of_metric(m))
+pub(crate) fn metric_axis(metric: Option<Metric>) -> (String, DisplayUnit) {
+    metric.map_or(("value".to_string(), DisplayUnit::NONE), |m| {
+        (m.label().to_string(), m.quantity().display_unit())
     })
 }
 
@@ -91,7 +91,7 @@ pub(crate) fn staircase(runs: &[(String, &Degradation)]) -> LineChart {
     LineChart {
         title: format!("{}: test node {y_label} vs neighbors", names.join(" vs ")),
         x_label: "neighbors".into(),
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label: format!("test node {y_label}"),
         y_unit,
         series,
@@ -132,7 +132,7 @@ pub(crate) fn sweep(runs: &[(String, &Knees, Option<Metric>)]) -> LineChart {
     LineChart {
         title: format!("{}: thread sweep, {y_label} vs threads", names.join(" vs ")),
         x_label: "threads".into(),
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label: y_label.clone(),
         y_unit,
         series: runs
@@ -214,7 +214,7 @@ pub(crate) fn staircase_vs_metal(
         } else {
             "neighbors / threads".into()
         },
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label,
         y_unit,
         series,
@@ -259,9 +259,9 @@ pub(crate) fn latency(runs: &[(String, &LatencyVsLoad)]) -> LineChart {
             names.join(" vs ")
         ),
         x_label: "aggregate neighbor load".into(),
-        x_unit: Unit::BITS_PER_SECOND,
+        x_unit: DisplayUnit::BITS_PER_SECOND,
         y_label: "round-trip time".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series,
         markers: Vec::new(),
         log_x: false,
@@ -302,7 +302,7 @@ pub(crate) fn percentiles(
         .map(|i| {
             let v = with_hdr[*i];
             (
-                format!("load {}", Unit::BITS_PER_SECOND.format(v.load_bps)),
+                format!("load {}", DisplayUnit::BITS_PER_SECOND.format(v.load_bps)),
                 v.percentiles.clone(),
             )
         })
@@ -317,7 +317,7 @@ pub(crate) fn percentiles(
     let chart = PercentileChart {
         title: format!("{label}: round-trip time by percentile, per neighbor load"),
         y_label: "round-trip time".into(),
-        y_unit: Unit::NANOSECONDS,
+        y_unit: DisplayUnit::NANOSECONDS,
         series,
     };
     Some((chart, note))
@@ -331,7 +331,7 @@ pub(crate) fn throughput(label: &str, t: &Throughput) -> BoxChart {
         title: format!("{label}: throughput per node by level"),
         x_label,
         y_label: "throughput per node".into(),
-        y_unit: Unit::BITS_PER_SECOND,
+        y_unit: DisplayUnit::BITS_PER_SECOND,
         groups: names
             .into_iter()
             .zip(&t.levels)
@@ -356,9 +356,9 @@ pub(crate) fn node_lines(label: &str, t: &NodeThroughput) -> LineChart {
     LineChart {
         title: format!("{label}: UDP throughput of each node as nodes join"),
         x_label: "nodes on the host".into(),
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label: "throughput per node".into(),
-        y_unit: Unit::BITS_PER_SECOND,
+        y_unit: DisplayUnit::BITS_PER_SECOND,
         series: t
             .nodes
             .iter()
@@ -411,9 +411,9 @@ pub(crate) fn isolation(label: &str, iso: &Isolation) -> LineChart {
     LineChart {
         title: format!("{label}: {} per scenario ({seen})", iso.metric.label()),
         x_label: "scenario (Volpert et al. Table 1 id; 1-4 a alone)".into(),
-        x_unit: Unit::NONE,
+        x_unit: DisplayUnit::NONE,
         y_label: "share of the resource maximum".into(),
-        y_unit: Unit::PERCENT,
+        y_unit: DisplayUnit::PERCENT,
         series: [a, b]
             .into_iter()
             .filter(|s| !s.points.is_empty())
@@ -447,7 +447,7 @@ pub(crate) fn node_boxes(label: &str, t: &NodeThroughput) -> BoxChart {
         title: format!("{label}: throughput of the nodes, in steps of {BOX_STEP_NODES} nodes"),
         x_label: "nodes on the host".into(),
         y_label: "throughput per node".into(),
-        y_unit: Unit::BITS_PER_SECOND,
+        y_unit: DisplayUnit::BITS_PER_SECOND,
         groups: box_levels(t)
             .into_iter()
             .map(|i| {
@@ -473,9 +473,9 @@ pub(crate) fn throughput_compare(runs: &[(String, &Throughput)]) -> LineChart {
     LineChart {
         title: format!("{}: mean throughput per node by level", names.join(" vs ")),
         x_label: "aggregate offered load".into(),
-        x_unit: Unit::BITS_PER_SECOND,
+        x_unit: DisplayUnit::BITS_PER_SECOND,
         y_label: "throughput per node".into(),
-        y_unit: Unit::BITS_PER_SECOND,
+        y_unit: DisplayUnit::BITS_PER_SECOND,
         series: runs
             .iter()
             .map(|(label, t)| Series {
@@ -523,10 +523,16 @@ mod tests {
     fn metrics_name_their_axis_and_unit() {
         assert_eq!(
             metric_axis(Some(Metric::RuntimeS)),
-            ("runtime".to_string(), Unit::SECONDS)
+            ("runtime".to_string(), DisplayUnit::SECONDS)
         );
-        assert_eq!(metric_axis(Some(Metric::RttMeanNs)).1, Unit::NANOSECONDS);
-        assert_eq!(metric_axis(Some(Metric::OpsPerSec)).1, Unit::OPS_PER_SECOND);
-        assert_eq!(metric_axis(None), ("value".to_string(), Unit::NONE));
+        assert_eq!(
+            metric_axis(Some(Metric::RttMeanNs)).1,
+            DisplayUnit::NANOSECONDS
+        );
+        assert_eq!(
+            metric_axis(Some(Metric::OpsPerSec)).1,
+            DisplayUnit::OPS_PER_SECOND
+        );
+        assert_eq!(metric_axis(None), ("value".to_string(), DisplayUnit::NONE));
     }
 }

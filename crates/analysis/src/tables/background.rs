@@ -5,6 +5,7 @@
 //! neighbors' loads as samples: the latency table's achieved column shows them.
 
 use nnb_format::{BackgroundJob, Role, SampleStatus};
+use nnb_units::DisplayUnit;
 use polars::prelude::{col, IntoLazy, SortMultipleOptions};
 
 use crate::read::{Background, Run, Scenario};
@@ -199,7 +200,8 @@ impl AchievedBackground {
     pub fn table(&self) -> Table {
         let busy = self.levels.iter().any(|l| l.ops_per_sec.is_some());
         let load = self.levels.iter().any(|l| l.target_bps.is_some());
-        let mbit = |v: Option<f64>| Cell::opt(v.map(|v| v / 1e6), 1);
+        let shown = DisplayUnit::BITS_PER_SECOND.table();
+        let mbit = |v: Option<f64>| Cell::opt(v.map(|v| shown.value(v)), 1);
         let rows = self
             .levels
             .iter()
@@ -220,17 +222,15 @@ impl AchievedBackground {
                 row
             })
             .collect();
-        let mut columns = vec!["level", "neighbors", "reported", "failed"];
+        let mut columns = ["level", "neighbors", "reported", "failed"]
+            .map(String::from)
+            .to_vec();
         if busy {
-            columns.push("ops/s");
+            columns.push("ops/s".to_string());
         }
         if load {
-            columns.extend([
-                "target (Mbit/s)",
-                "sent (Mbit/s)",
-                "received (Mbit/s)",
-                "received %",
-            ]);
+            columns.extend(["target", "sent", "received"].map(|c| shown.title(c)));
+            columns.push("received %".to_string());
         }
         let mut notes = vec![
             "what the neighbors' background jobs achieved, summed over the neighbors that \
@@ -254,7 +254,7 @@ impl AchievedBackground {
         Table {
             name: "background".to_string(),
             title: "Achieved background per level".to_string(),
-            columns: columns.into_iter().map(String::from).collect(),
+            columns,
             rows,
             notes,
         }

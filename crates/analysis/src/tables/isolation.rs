@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 
 use nnb_format::stats::Summary;
 use nnb_format::{Metric, Quantity, Role};
+use nnb_units::Scaled;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -322,15 +323,17 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
 }
 
 impl Isolation {
-    /// How a and a' are printed: the factor from the metric's unit, the unit, and the
-    /// decimals (bytes as MiB, bits per second as Mbit/s; the rest in the metric's
-    /// own unit).
-    fn shown(&self) -> (f64, &'static str, usize) {
-        match self.metric.quantity() {
-            Quantity::Bytes => (1.0 / (1u64 << 20) as f64, "MiB", 1),
-            Quantity::BitsPerSecond => (1e-6, "Mbit/s", 2),
-            _ => (1.0, self.metric.unit(), self.metric.decimals()),
-        }
+    /// How a and a' are printed: in the unit of a table column of the metric's
+    /// quantity (bytes as MiB, bits per second as Mbit/s, the rest in the metric's own
+    /// unit: [`nnb_units::DisplayUnit::table`]), with the decimals that go with it.
+    fn shown(&self) -> (Scaled, usize) {
+        let quantity = self.metric.quantity();
+        let decimals = match quantity {
+            Quantity::Bytes => 1,
+            Quantity::BitsPerSecond => 2,
+            _ => self.metric.decimals(),
+        };
+        (quantity.display_unit().table(), decimals)
     }
 
     /// The utilisation of tenants a and b per scenario as a share of `p_max`: the
@@ -352,8 +355,13 @@ impl Isolation {
 
     /// What the table's note says of `p_max`: its value and where it came from.
     pub fn p_max_note(&self) -> String {
-        let (scale, unit, decimals) = self.shown();
-        let value = format!("p_max = {:.*} {unit}", decimals, self.p_max * scale);
+        let (unit, decimals) = self.shown();
+        let value = format!(
+            "p_max = {:.*} {}",
+            decimals,
+            unit.value(self.p_max),
+            unit.symbol()
+        );
         let stand_in = |what: String, missing: &str| {
             format!(
                 "{value}: stand-in, {what}; this run has no capacity step{missing}, so I_ulr \
@@ -391,12 +399,12 @@ impl Isolation {
     /// Rows as in seed 004 Table 2: id, shortname, a, a', I_ulr %, I_plr %; the
     /// capacity step first as id 0 `capacity` when the run has one.
     pub fn table(&self) -> Table {
-        let (scale, u, d) = self.shown();
+        let (unit, d) = self.shown();
         let row = |id: u32, name: String, a: f64| {
             vec![
                 Cell::Int(i64::from(id)),
                 Cell::text(name),
-                Cell::num(a * scale, d),
+                Cell::num(unit.value(a), d),
                 Cell::Empty,
                 Cell::Empty,
                 Cell::Empty,
@@ -415,8 +423,8 @@ impl Isolation {
             vec![
                 Cell::Int(i64::from(p.id)),
                 Cell::text(&p.shortname),
-                Cell::num(p.p_a * scale, d),
-                Cell::num(p.p_b * scale, d),
+                Cell::num(unit.value(p.p_a), d),
+                Cell::num(unit.value(p.p_b), d),
                 Cell::num(p.i_ulr * 100.0, 2),
                 Cell::num(p.i_plr * 100.0, 2),
             ]
@@ -432,8 +440,8 @@ impl Isolation {
             columns: vec![
                 "id".to_string(),
                 "shortname".to_string(),
-                format!("a ({u})"),
-                format!("a' ({u})"),
+                unit.title("a"),
+                unit.title("a'"),
                 "I_ulr %".to_string(),
                 "I_plr %".to_string(),
             ],

@@ -4,6 +4,7 @@
 
 use hdrhistogram::Histogram;
 use nnb_format::{Metric, Role};
+use nnb_units::DisplayUnit;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -176,16 +177,18 @@ impl LatencyVsLoad {
     /// One row per level: target and achieved load (Mbit/s), n, loss %, RTT samples, mean, p50, p90, p99, p99.9 and
     /// p90 - mean (µs).
     pub fn table(&self) -> Table {
-        let us = |ns: f64| Cell::num(ns / 1000.0, 2);
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let micros = DisplayUnit::NANOSECONDS.at(-2);
+        let us = |ns: f64| Cell::num(micros.value(ns), 2);
         let rows = self
             .levels
             .iter()
             .map(|l| {
                 vec![
                     Cell::text(&l.label),
-                    Cell::num(l.load_bps / 1e6, 1),
+                    Cell::num(mbit.value(l.load_bps), 1),
                     l.achieved_bps
-                        .map_or(Cell::Empty, |a| Cell::num(a / 1e6, 1)),
+                        .map_or(Cell::Empty, |a| Cell::num(mbit.value(a), 1)),
                     Cell::Int(l.n as i64),
                     if l.pings_sent > 0 {
                         Cell::num(l.pings_lost as f64 / l.pings_sent as f64 * 100.0, 2)
@@ -250,21 +253,16 @@ impl LatencyVsLoad {
             name: "latency".to_string(),
             title: "Latency vs aggregate neighbor load".to_string(),
             columns: [
-                "level",
-                "load (Mbit/s)",
-                "achieved (Mbit/s)",
-                "n",
-                "loss %",
-                "samples",
-                "mean (µs)",
-                "p50 (µs)",
-                "p90 (µs)",
-                "p99 (µs)",
-                "p99.9 (µs)",
-                "p90 - mean (µs)",
+                "level".to_string(),
+                mbit.title("load"),
+                mbit.title("achieved"),
+                "n".to_string(),
+                "loss %".to_string(),
+                "samples".to_string(),
             ]
-            .map(String::from)
-            .to_vec(),
+            .into_iter()
+            .chain(["mean", "p50", "p90", "p99", "p99.9", "p90 - mean"].map(|q| micros.title(q)))
+            .collect(),
             rows,
             notes,
         }

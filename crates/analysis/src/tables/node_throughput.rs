@@ -6,6 +6,7 @@
 use nnb_catalog::Catalog;
 use nnb_format::Role;
 use nnb_units::wire::Framing;
+use nnb_units::DisplayUnit;
 use serde_json::Value;
 
 use crate::read::{Run, Scenario};
@@ -192,7 +193,8 @@ fn degradation(
 impl NodeThroughput {
     /// The per-level table (one column per node) and the degradation table.
     pub fn tables(&self) -> Vec<Table> {
-        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let mbps = |bps: f64| Cell::num(mbit.value(bps), 2);
         let rows = self
             .levels
             .iter()
@@ -209,7 +211,7 @@ impl NodeThroughput {
             })
             .collect();
         let mut columns = NodeRates::columns("fair share", "fair share");
-        columns.extend(self.nodes.iter().map(|n| format!("{n} (Mbit/s)")));
+        columns.extend(self.nodes.iter().map(|n| mbit.title(n)));
         let mut tables = vec![Table {
             name: "throughput_staircase".to_string(),
             title: "Throughput per node as nodes join (thesis 6.1)".to_string(),
@@ -233,20 +235,19 @@ impl NodeThroughput {
 impl StaircaseDegradation {
     /// One row: the top level's mean against the baseline, and the 6.3 prediction.
     fn table(&self) -> Table {
-        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let mbps = |bps: f64| Cell::num(mbit.value(bps), 2);
         Table {
             name: "throughput_degradation".to_string(),
             title: "Degradation at the top level against the baseline (thesis 6.3)".to_string(),
-            columns: [
-                "nodes",
-                "mean (Mbit/s)",
-                "baseline (Mbit/s)",
-                "measured degradation %",
-                "host bandwidth (Mbit/s)",
-                "predicted degradation %",
-            ]
-            .map(String::from)
-            .to_vec(),
+            columns: vec![
+                "nodes".to_string(),
+                mbit.title("mean"),
+                mbit.title("baseline"),
+                "measured degradation %".to_string(),
+                mbit.title("host bandwidth"),
+                "predicted degradation %".to_string(),
+            ],
             rows: vec![vec![
                 Cell::Int(self.nodes as i64),
                 mbps(self.mean_bps),

@@ -5,6 +5,7 @@
 use nnb_catalog::Catalog;
 use nnb_format::{Metric, Role};
 use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
+use nnb_units::DisplayUnit;
 use serde_json::Value;
 
 use crate::read::{Run, Scenario};
@@ -85,7 +86,8 @@ impl NodeRates {
     /// A table row: `label`, the nodes, their mean, min, max and sum (Mbit/s), the
     /// `reference` rate per node (Mbit/s) and the mean against it, %.
     pub(super) fn row(&self, label: &str, reference_bps: Option<f64>) -> Vec<Cell> {
-        let mbps = |bps: f64| Cell::num(bps / 1e6, 2);
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let mbps = |bps: f64| Cell::num(mbit.value(bps), 2);
         vec![
             Cell::text(label),
             Cell::Int(self.per_node_bps.len() as i64),
@@ -101,17 +103,9 @@ impl NodeRates {
     /// The columns of [`NodeRates::row`]: the reference rate's column is
     /// `"{reference} (Mbit/s)"`, the mean against it `"mean vs {against} %"`.
     pub(super) fn columns(reference: &str, against: &str) -> Vec<String> {
-        let mut columns: Vec<String> = [
-            "level",
-            "nodes",
-            "mean (Mbit/s)",
-            "min (Mbit/s)",
-            "max (Mbit/s)",
-            "sum (Mbit/s)",
-        ]
-        .map(String::from)
-        .to_vec();
-        columns.push(format!("{reference} (Mbit/s)"));
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let mut columns = vec!["level".to_string(), "nodes".to_string()];
+        columns.extend(["mean", "min", "max", "sum", reference].map(|c| mbit.title(c)));
         columns.push(format!("mean vs {against} %"));
         columns
     }
@@ -249,22 +243,26 @@ impl Throughput {
             .iter()
             .map(|l| l.rates.row(&l.label, expected))
             .collect();
-        let mut notes = vec!["received payload rate per load-generating node, Mbit/s".to_string()];
+        let mbit = DisplayUnit::BITS_PER_SECOND.table();
+        let mbps = mbit.symbol();
+        let mut notes = vec![format!(
+            "received payload rate per load-generating node, {mbps}"
+        )];
         match &self.prediction {
             Some(p) => {
                 notes.push(format!(
-                    "prediction (thesis 6.3): host_bw {:.2} Mbit/s x {:.2}% payload / {} nodes \
-                     = {:.2} Mbit/s of payload per node ({})",
-                    p.host_bw_bps / 1e6,
+                    "prediction (thesis 6.3): host_bw {:.2} {mbps} x {:.2}% payload / {} nodes \
+                     = {:.2} {mbps} of payload per node ({})",
+                    mbit.value(p.host_bw_bps),
                     p.payload_share * 100.0,
                     p.max_nodes,
-                    p.expected_per_node_bps / 1e6,
+                    mbit.value(p.expected_per_node_bps),
                     p.source
                 ));
                 if let (Some(b), Some(s)) = (p.baseline_bps, p.shortfall_pct) {
                     notes.push(format!(
-                        "baseline {:.2} Mbit/s: the prediction is {s:.2}% below it",
-                        b / 1e6
+                        "baseline {:.2} {mbps}: the prediction is {s:.2}% below it",
+                        mbit.value(b)
                     ));
                 }
             }

@@ -7,6 +7,7 @@
 
 use nnb_format::Role;
 use nnb_format::{BackgroundJob, SampleStatus};
+use nnb_units::DisplayUnit;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -396,7 +397,7 @@ fn freq_finding(drops: &[FreqDrop]) -> Option<String> {
 /// dropped datagrams.
 fn background_findings(run: &Run, a: &Analyses) -> Vec<String> {
     let mut out = Vec::new();
-    let mbit = |bps: f64| bps / 1e6;
+    let mbit = DisplayUnit::BITS_PER_SECOND.table();
     let short: Vec<(String, f64, f64)> = run
         .background
         .iter()
@@ -418,11 +419,12 @@ fn background_findings(run: &Run, a: &Analyses) -> Vec<String> {
     {
         out.push(format!(
             "neighbor load below {:.0}% of its target in {} case(s), lowest {who}: \
-             {:.1} of {:.1} Mbit/s ({:.0}%): those levels loaded the host less than they say",
+             {:.1} of {:.1} {} ({:.0}%): those levels loaded the host less than they say",
             LOAD_SHORTFALL * 100.0,
             short.len(),
-            mbit(*got),
-            mbit(*target),
+            mbit.value(*got),
+            mbit.value(*target),
+            mbit.symbol(),
             got / target * 100.0
         ));
     }
