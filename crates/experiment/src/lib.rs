@@ -10,12 +10,12 @@
 //! struct of that scenario kind. Keeping the scenario out of a serde-tagged enum keeps
 //! the spans of its values (serde buffers tagged content and loses them).
 
-pub mod plan;
-pub mod tenant;
 pub mod aws;
 pub mod diagnostic;
 pub mod file;
 mod isolation;
+pub mod plan;
+pub mod tenant;
 mod values;
 
 use std::path::{Path, PathBuf};
@@ -31,8 +31,8 @@ pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
-    NeighborStateFile, NetworkMode, NicQueueFile, RoleFile, ScenarioSchema, Spanned,
-    StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
+    NeighborStateFile, NetworkMode, NicQueueFile, RoleFile, ScenarioSchema, Spanned, StaircaseFile,
+    SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
 };
 
 /// Default test and busy workload: the thesis' `cpu_burn` loop.
@@ -927,12 +927,10 @@ impl Checker<'_> {
     ) -> Result<Vec<usize>, ExperimentError> {
         let available = neighbor_count(tenants);
         if available == 0 {
-            return Err(
-                self.scenario_error(format!(
-                    "{what} needs tenants with role = \"{}\"",
-                    Role::Neighbor
-                ))
-            );
+            return Err(self.scenario_error(format!(
+                "{what} needs tenants with role = \"{}\"",
+                Role::Neighbor
+            )));
         }
         let max = self.opt_positive(max_neighbors, "max_neighbors", available)?;
         if let Some(v) = max_neighbors {
@@ -1057,26 +1055,8 @@ impl Checker<'_> {
             .sample_interval
             .as_ref()
             .map_or(self.scenario_span.clone(), Spanned::span);
-        let bin = Duration::from_nanos(nnb_netlat::serve::series::BIN_NS);
-        if sample_interval.as_nanos() % bin.as_nanos() != 0 || sample_interval > duration {
-            return Err(self.error(
-                interval_span,
-                format!(
-                    "sample_interval must be a multiple of the sink's {bin:?} bins and at most \
-                     the duration ({duration:?})"
-                ),
-            ));
-        }
-        let samples = (duration.as_nanos() / sample_interval.as_nanos()) as usize;
-        if samples > nnb_netlat::sampling::MAX_SAMPLES {
-            return Err(self.error(
-                interval_span,
-                format!(
-                    "{duration:?} sampled every {sample_interval:?} is more than {} samples a level",
-                    nnb_netlat::sampling::MAX_SAMPLES
-                ),
-            ));
-        }
+        let samples = nnb_netlat::sampling::sample_count(duration, sample_interval)
+            .map_err(|e| self.error(interval_span, e))?;
         let window = match &s.window {
             None => nnb_netlat::load::DEFAULT_WINDOW,
             Some(w) => {

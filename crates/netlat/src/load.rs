@@ -40,7 +40,7 @@ use crate::report::{
 };
 use crate::sampling::{ThroughputSamples, MAX_SAMPLES};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse, SocketBuffer};
-use crate::serve::series::{BIN_NS, MAX_BINS};
+use crate::serve::series::MAX_BINS;
 use crate::serve::TcpReport;
 use crate::wire::{HEADER_LEN, MAX_UDP_PAYLOAD};
 use nnb_units::Rate;
@@ -54,6 +54,9 @@ const TCP_CHUNK: usize = 256 * 1024;
 const TCP_UNIT: usize = 16 * 1024;
 /// Report request attempts and the wait for an answer after each.
 const REPORT_ATTEMPTS: u32 = 3;
+/// The longest a TCP stream waits after its last write for the peer to acknowledge
+/// what it still holds (4 MiB of socket buffer leave a 10 Mbit/s link in 3.4 s).
+const TCP_DRAIN_LIMIT: Duration = Duration::from_secs(5);
 /// Samples a sampled load averages by default (the thesis' 20).
 pub const DEFAULT_WINDOW: usize = 20;
 
@@ -165,30 +168,12 @@ impl LoadConfig {
     /// [`MAX_SAMPLES`].
     fn validate_sampling(&self, interval: Duration) -> Result<(), LoadError> {
         let bad = |m: String| Err(LoadError::Invalid(m));
-        let ns = duration_ns(interval);
         if self.tcp {
             return bad(
                 "throughput sampling reads the UDP sink's arrival series: not with TCP".into(),
             );
         }
-        if ns == 0 || ns % BIN_NS != 0 {
-            return bad(format!(
-                "the sampling interval {interval:?} must be a whole number of the sink's {} ms bins",
-                BIN_NS / 1_000_000
-            ));
-        }
-        if interval > self.duration {
-            return bad(format!(
-                "the sampling interval {interval:?} is longer than the duration {:?}",
-                self.duration
-            ));
-        }
-        if duration_ns(self.duration) / ns > MAX_SAMPLES as u64 {
-            return bad(format!(
-                "{:?} sampled every {interval:?} is more than {MAX_SAMPLES} samples",
-                self.duration
-            ));
-        }
+        crate::sampling::sample_count(self.duration, interval).map_err(LoadError::Invalid)?;
         if !(1..=MAX_SAMPLES).contains(&self.window) {
             return bad(format!(
                 "a window of {} samples: between 1 and {MAX_SAMPLES}",
@@ -243,8 +228,8 @@ fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LoadError {
 pub struct SenderTotals {
     /// Datagrams sent (TCP: `write` calls).
     pub datagrams: u64,
-    /// Payload bytes sent (TCP: written and acknowledged by the peer when sending
-    /// ended, i.e. without what was still in the send queue).
+    /// Payload bytes sent (TCP: every byte the kernel accepted; the sender waits for
+    /// the peer to acknowledge them, and its rates count to then).
     pub bytes: u64,
     /// Seconds of sending, which the rates below divide by: for a paced stream, the
     /// part of the schedule its datagrams (sent or skipped) occupy, one period each
@@ -758,12 +743,19 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         live.bytes.fetch_add(len as u64, Ordering::Relaxed);
         now = now_ns();
     }
-    let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
-    // What still sits in the send queue when sending ends has not reached the peer:
-    // on a slow link that is up to a whole socket buffer (megabytes), which would
-    // overstate the rate of a short run.
-    let queued = nnb_sys::socket::send_queue_bytes(&conn).unwrap_or(0) as u64;
-    let mut sent = totals(cfg, writes, bytes.saturating_sub(queued), elapsed);
+    // Every byte the kernel accepted is sent: the sink reads them all before it
+    // reports. They have not all left when the last write returns (on a slow link up to
+    // a whole socket buffer, megabytes, is still queued), so the rate is taken over the
+    // time the send queue took to drain, which a short run would otherwise overstate.
+    let drain = drain_send_queue(
+        &conn,
+        now_ns().saturating_add(duration_ns(TCP_DRAIN_LIMIT)),
+        stop,
+    );
+    let last = last_send_ns.map(|t| t.max(drain.at_ns));
+    let elapsed = sending_ns(&pacer, start_ns, last, drain.at_ns);
+    let mut sent = totals(cfg, writes, bytes.saturating_sub(drain.left), elapsed);
+    sent.bytes = bytes;
     sent.skipped = pacer.skipped();
     let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);
     Ok(StreamResult {
@@ -777,6 +769,27 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         tcp_sink,
         series: None,
     })
+}
+
+/// Where a TCP send queue stood when [`drain_send_queue`] stopped waiting.
+struct Drain {
+    /// When the queue was found empty, or the wait ended.
+    at_ns: u64,
+    /// Bytes still unacknowledged then: 0 unless the wait ran out or was stopped.
+    left: u64,
+}
+
+/// Waits (polling every millisecond) until the peer has acknowledged every byte
+/// written to `conn`, `deadline_ns` passes or `stop` is set.
+fn drain_send_queue(conn: &TcpStream, deadline_ns: u64, stop: &AtomicBool) -> Drain {
+    loop {
+        let left = nnb_sys::socket::send_queue_bytes(conn).unwrap_or(0) as u64;
+        let at_ns = now_ns();
+        if left == 0 || at_ns >= deadline_ns || stop.load(Ordering::Relaxed) {
+            return Drain { at_ns, left };
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 /// Half-closes the connection and reads the TCP sink's one-line JSON report.

@@ -12,10 +12,34 @@
 
 use serde::Serialize;
 
+use std::time::Duration;
+
 use crate::report::SeriesPage;
+use crate::serve::series::BIN_NS;
 
 /// Most samples one load keeps per side (a day of 1-second samples).
 pub const MAX_SAMPLES: usize = 86_400;
+
+/// How many samples a load of `duration` sampled every `interval` has, or why it
+/// cannot be sampled so: the interval is a whole number of the sink's bins
+/// ([`BIN_NS`]), at most the duration, and the samples at most [`MAX_SAMPLES`]. The
+/// one statement of the rule: `nnb load` and experiment files both check it.
+pub fn sample_count(duration: Duration, interval: Duration) -> Result<usize, String> {
+    let bin = Duration::from_nanos(BIN_NS);
+    if interval.is_zero() || interval.as_nanos() % bin.as_nanos() != 0 || interval > duration {
+        return Err(format!(
+            "the sampling interval {interval:?} must be a multiple of the sink's {bin:?} bins \
+             and at most the duration ({duration:?})"
+        ));
+    }
+    let samples = duration.as_nanos() / interval.as_nanos();
+    match usize::try_from(samples) {
+        Ok(n) if n <= MAX_SAMPLES => Ok(n),
+        _ => Err(format!(
+            "{duration:?} sampled every {interval:?} is more than {MAX_SAMPLES} samples"
+        )),
+    }
+}
 
 /// A load's rate per sampling interval, sent and received.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -110,6 +134,20 @@ fn received(interval_ns: u64, streams: &[&[SeriesPage]]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interval_is_whole_bins_within_the_duration_and_few_enough() {
+        let ms = Duration::from_millis;
+        assert_eq!(sample_count(ms(1200), ms(300)), Ok(4));
+        assert_eq!(sample_count(ms(1250), ms(300)), Ok(4));
+        for (d, i) in [(ms(1000), ms(250)), (ms(1000), ms(0)), (ms(200), ms(300))] {
+            let e = sample_count(d, i).expect_err("refused");
+            assert!(e.contains("multiple of the sink's 100ms bins"), "{e}");
+        }
+        // A day and a tenth of 1 s samples: beyond MAX_SAMPLES (one day).
+        let e = sample_count(Duration::from_secs(95_040), ms(1000)).expect_err("too many");
+        assert!(e.contains("more than 86400 samples"), "{e}");
+    }
 
     fn page(stream: u32, first_bin: u64, offset: usize, bytes: Vec<u32>) -> SeriesPage {
         SeriesPage {
