@@ -120,7 +120,7 @@ impl Plan {
 
 fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
     match d {
-        Some(d) => s.serialize_some(&u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        Some(d) => s.serialize_some(&nnb_units::millis(*d)),
         None => s.serialize_none(),
     }
 }
@@ -268,9 +268,9 @@ impl Builder<'_> {
                 tenant: test.clone(),
                 job: JobSpec::Latency {
                     target: REFLECTOR.to_string(),
-                    duration_ms: millis(s.probe.duration),
+                    duration_ms: nnb_units::millis(s.probe.duration),
                     msg_size: s.probe.msg_size,
-                    warmup_ms: millis(s.probe.warmup),
+                    warmup_ms: nnb_units::millis(s.probe.warmup),
                     busy_poll: s.probe.busy_poll,
                 },
             }];
@@ -284,7 +284,7 @@ impl Builder<'_> {
             self.level(Level {
                 group: StepGroup::Load,
                 level: bps,
-                label: format!("load={}", compact_si(bps)),
+                label: format!("load={}", nnb_units::format_si_compact(bps)),
                 present: None,
                 lifted: Vec::new(),
                 background: Vec::new(),
@@ -301,7 +301,7 @@ impl Builder<'_> {
         let test = self.test().name.clone();
         let neighbors: Vec<String> = self.neighbors().iter().map(|t| t.name.clone()).collect();
         let sampling = LoadSampling {
-            interval_ms: millis(s.sample_interval),
+            interval_ms: nnb_units::millis(s.sample_interval),
             window: s.window,
         };
         for &k in &s.levels {
@@ -315,7 +315,7 @@ impl Builder<'_> {
                         rate_bps: s.rate_bps,
                         streams: s.streams,
                         msg_size: s.msg_size,
-                        duration_ms: Some(millis(s.duration)),
+                        duration_ms: Some(nnb_units::millis(s.duration)),
                         sampling: Some(sampling),
                     },
                 })
@@ -362,7 +362,7 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
         rate_bps,
         streams,
         msg_size,
-        duration_ms: duration.map(millis),
+        duration_ms: duration.map(nnb_units::millis),
         sampling: None,
     }
 }
@@ -370,7 +370,7 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
 fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
     let (ops, duration_ms) = match b.amount {
         BurnAmount::Ops(n) => (Some(n), None),
-        BurnAmount::DurationMs(d) => (None, Some(millis(d))),
+        BurnAmount::DurationMs(d) => (None, Some(nnb_units::millis(d))),
     };
     Assignment {
         tenant: tenant.to_string(),
@@ -394,27 +394,13 @@ fn burn_estimate(b: &Burn) -> Option<Duration> {
     }
 }
 
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
-/// "50M", "1.5G", "0": short SI form for step ids.
-fn compact_si(v: f64) -> String {
-    let (div, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
-        .into_iter()
-        .find(|(d, _)| v.abs() >= *d)
-        .unwrap_or((1.0, ""));
-    let s = format!("{:.3}", v / div);
-    format!("{}{p}", s.trim_end_matches('0').trim_end_matches('.'))
-}
-
 /// The record of a step in the results: a plan's step is written as it is.
 impl StepRecord for Step {
     fn id(&self) -> &str {
         &self.id
     }
-    fn group(&self) -> &str {
-        &self.group
+    fn group(&self) -> StepGroup {
+        self.group
     }
     fn level(&self) -> f64 {
         self.level
@@ -429,16 +415,3 @@ impl StepRecord for Step {
         self.warmup
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_labels() {
-        assert_eq!(compact_si(0.0), "0");
-        assert_eq!(compact_si(50e6), "50M");
-        assert_eq!(compact_si(1.5e9), "1.5G");
-    }
-}
-

@@ -269,15 +269,29 @@ pub fn format_trimmed(value: f64, decimals: usize) -> String {
     }
 }
 
+/// The decimal SI prefix (`K` to `T`, none below a thousand) of `v` printed with
+/// `decimals` decimals, and its factor: picked by the value as it will be printed, so
+/// a value that rounds up to 1000 of a prefix takes the next one ("1.00G", not
+/// "1000.00M").
+fn si_prefix(v: f64, decimals: i32) -> (f64, &'static str) {
+    let tolerance = 1.0 - 0.5 * 10f64.powi(-decimals) / 1000.0;
+    [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
+        .into_iter()
+        .find(|&(div, _)| v.abs() >= div * tolerance)
+        .unwrap_or((1.0, ""))
+}
+
 /// Formats a number with a decimal SI prefix and two decimals: 1.5e9 → `1.50G`.
 pub fn format_si(v: f64) -> String {
-    // Pick the prefix by the value as it will be printed with two decimals: a value
-    // that rounds up to 1000 of a prefix takes the next one ("1.00G", not "1000.00M").
-    let (div, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")]
-        .into_iter()
-        .find(|&(div, _)| v.abs() >= div * 0.999_995)
-        .unwrap_or((1.0, ""));
+    let (div, p) = si_prefix(v, 2);
     format!("{:.2}{p}", v / div)
+}
+
+/// Formats a number with a decimal SI prefix and at most three decimals, trailing
+/// zeros dropped, for names and ids: 5e7 → `50M`, 1.5e9 → `1.5G`, 0 → `0`.
+pub fn format_si_compact(v: f64) -> String {
+    let (div, p) = si_prefix(v, 3);
+    format!("{}{p}", format_trimmed(v / div, 3))
 }
 
 /// Formats a rate of `unit` per second: `format_per_sec(2.5e6, "ops")` → `2.50 Mops/s`.
@@ -424,6 +438,12 @@ mod tests {
         assert_eq!(format_si(1.5e9), "1.50G");
         assert_eq!(format_si(0.0), "0.00");
         assert_eq!(format_si(-2e6), "-2.00M");
+        // The compact form, for ids: at most three decimals, trailing zeros dropped.
+        assert_eq!(format_si_compact(0.0), "0");
+        assert_eq!(format_si_compact(50e6), "50M");
+        assert_eq!(format_si_compact(1.5e9), "1.5G");
+        assert_eq!(format_si_compact(1_234_567.0), "1.235M");
+        assert_eq!(format_si_compact(999_999_999.0), "1G");
         assert_eq!(format_bits_per_sec(1_000_001_427.0), "1.00 Gbit/s");
         assert_eq!(format_bits_per_sec(64e6), "64.00 Mbit/s");
         assert_eq!(format_per_sec(2.5e6, "ops"), "2.50 Mops/s");

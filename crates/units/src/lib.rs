@@ -32,10 +32,11 @@ mod size;
 pub mod wire;
 
 pub use cpulist::{cpu_list_arg, format_cpu_list, parse_cpu_list, CpuList, CpuListError, MAX_CPUS};
-pub use duration::{parse_duration, parse_positive_duration, MAX_DURATION};
+pub use duration::{millis, parse_duration, parse_positive_duration, MAX_DURATION};
 pub use format::{
     format_bits_per_sec, format_bytes, format_duration, format_ns, format_per_sec, format_secs,
-    format_si, format_significant, format_trimmed, DisplayUnit, Prefixes, Scaled,
+    format_si, format_si_compact, format_significant, format_trimmed, DisplayUnit, Prefixes,
+    Scaled,
 };
 pub use range::{
     parse_count_steps, parse_rate_steps, parse_steps, Level, RateSteps, Steps, MAX_LEVELS,
