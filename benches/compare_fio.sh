@@ -180,10 +180,10 @@ def device_cv(start, end):
 def read(tool, target, rep):
     j = json.load(open(f"{d}/{tool}_{target}_{rep}.json"))
     if tool == "nnb":
-        lat = lambda k: (j[k]["p50_us"], j[k]["p99_us"]) if j[k] else (None, None)
+        lat = lambda k: (j[k]["p50_ns"] / 1e3, j[k]["p99_ns"] / 1e3) if j[k] else (None, None)
         p = j["pacing"]
         return dict(iops=j["iops"], r=lat("read_latency"), w=lat("write_latency"),
-                    late_p99=p["p99_us"] if p else None, late_ops=p["late_ops"] if p else None)
+                    late_p99=p["p99_ns"] / 1e3 if p else None, late_ops=p["late_ops"] if p else None)
     job = j["jobs"][0]
     def lat(x):
         pc = job[x]["lat_ns"].get("percentile", {})

@@ -47,6 +47,14 @@ pub enum PinStrategy {
     List(Vec<usize>),
 }
 
+impl PinStrategy {
+    /// The placement when none is named (`nnb cpu --pin`, experiment files, the
+    /// agent's background burners): one thread per physical core first.
+    pub const DEFAULT: PinStrategy = PinStrategy::Cores;
+    /// Its name, as typed (`cores`).
+    pub const DEFAULT_NAME: &'static str = "cores";
+}
+
 impl FromStr for PinStrategy {
     type Err = PlacementError;
 
@@ -432,6 +440,15 @@ pub fn render_placement(p: &Placement, topo: &Topology) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_placement_is_named_as_it_parses() {
+        assert_eq!(PinStrategy::DEFAULT.to_string(), PinStrategy::DEFAULT_NAME);
+        assert_eq!(
+            PinStrategy::DEFAULT_NAME.parse::<PinStrategy>(),
+            Ok(PinStrategy::DEFAULT)
+        );
+    }
 
     #[test]
     fn parses_strategy_names() {

@@ -117,6 +117,10 @@ impl fmt::Display for Workload {
 }
 
 impl Workload {
+    /// The workload a burn runs when none is named (`nnb cpu`, experiment files,
+    /// the isolation matrix's loads): the thesis' `cpu_burn` loop, optimised.
+    pub const DEFAULT: Workload = Workload::FpAdd;
+
     /// Every workload's name, as [`Workload::from_str`] takes it.
     pub const NAMES: [&'static str; 6] = ["fpadd", "cpu-burn-o0", "primes", "fma", "int", "mem"];
 

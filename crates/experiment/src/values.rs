@@ -91,12 +91,12 @@ pub(super) fn fits(threads: usize, vcpus: usize, pin: &str) -> Result<(), String
 
 /// A UDP payload that holds nnb's 32-byte header and fits a datagram.
 pub(super) fn msg_size(n: usize) -> Result<usize, String> {
-    if (nnb_netlat::wire::HEADER_LEN..=65_507).contains(&n) {
+    use nnb_netlat::wire::{HEADER_LEN, MAX_UDP_PAYLOAD};
+    if (HEADER_LEN..=MAX_UDP_PAYLOAD).contains(&n) {
         Ok(n)
     } else {
         Err(format!(
-            "msg_size {n} is out of range: {} to 65507 bytes",
-            nnb_netlat::wire::HEADER_LEN
+            "msg_size {n} is out of range: {HEADER_LEN} to {MAX_UDP_PAYLOAD} bytes"
         ))
     }
 }
