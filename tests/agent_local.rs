@@ -132,9 +132,12 @@ async fn a_missing_binary_is_a_clear_error() {
     assert!(err.contains("/nonexistent/nnb"), "{err}");
 }
 
-/// Not a test on its own: with [`HELPER_ENV`] set it launches one agent, prints
-/// `agent PID` and waits to be killed (see the pdeathsig test below).
+/// Not a test on its own, so ignored: the helper process of
+/// `agents_die_when_their_controller_is_killed_with_sigkill`, which runs this test
+/// binary with `--ignored` and [`HELPER_ENV`] set. It launches one agent, prints
+/// `agent PID` and waits to be killed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the helper process of agents_die_when_their_controller_is_killed_with_sigkill"]
 async fn helper_parent_of_an_agent() {
     if std::env::var_os(HELPER_ENV).is_none() {
         return;
@@ -155,6 +158,7 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
         .args([
             "agent_local::helper_parent_of_an_agent",
             "--exact",
+            "--ignored",
             "--nocapture",
             "--test-threads",
             "1",
