@@ -328,11 +328,16 @@ unsafe fn child(
             }
             touched = touched.wrapping_add((end - from) as u64);
             shared.touched.store(touched, Ordering::Release);
+            // A pass is complete once its last part is touched: publish it before
+            // the deadline can end the child (leaving it for after the loop once
+            // showed a whole pass more touched than passed, on a loaded machine).
+            if off >= bytes {
+                shared.passes.store(pass, Ordering::Release);
+            }
             if monotonic_ns() >= deadline_ns {
                 libc::_exit(0);
             }
         }
-        shared.passes.store(pass, Ordering::Release);
     }
 }
 
