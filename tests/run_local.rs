@@ -226,10 +226,24 @@ fn local_staircase_records_every_step_and_leaves_no_agent() {
         assert!(runtime > 0.0, "no runtime in {r}");
         assert_eq!(r["result"]["burn"]["total_ops"], 2_000_000);
     }
-    // The summary has one row per level, degradation against neighbors=0.
-    let summary = outcome["summary"].as_array().cloned().unwrap_or_default();
-    assert_eq!(summary.len(), 6);
-    assert_eq!(summary[0]["degradation_pct"], 0.0);
+    // The summary is the analysis's degradation table: one row per level, busy and
+    // idle side by side (the 6 levels), each against its neighbors=0.
+    let summary = &outcome["summary"];
+    assert_eq!(summary["name"], "degradation", "{summary}");
+    let rows = summary["rows"].as_array().cloned().unwrap_or_default();
+    let levels: Vec<&str> = rows.iter().filter_map(|r| r["level"].as_str()).collect();
+    assert_eq!(
+        levels,
+        ["neighbors=0", "neighbors=1", "neighbors=2"],
+        "{summary}"
+    );
+    for group in ["busy", "idle"] {
+        assert_eq!(rows[0][format!("{group} degr %")], 0.0, "{summary}");
+        for r in &rows {
+            assert_eq!(r[format!("{group} n")], 2, "{summary}");
+            assert!(r[format!("{group} degr %")].is_f64(), "{summary}");
+        }
+    }
     let m = manifest(&run);
     assert_eq!(m["sessions"][0]["status"], "completed");
     assert_eq!(m["planned_steps"], 12);

@@ -163,8 +163,8 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
 }
 
 /// A table as nnb prints tables on a terminal: title, the shared table style (numeric
-/// columns right-aligned), notes indented below.
-fn terminal(table: &Table) -> String {
+/// columns right-aligned), notes indented below (also `nnb run`'s summary).
+pub(crate) fn terminal(table: &Table) -> String {
     let mut t = crate::table::table(&table.columns);
     for row in &table.rows {
         t.add_row(row.iter().enumerate().map(|(c, cell)| {

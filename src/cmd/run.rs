@@ -4,8 +4,9 @@
 //! `--dry-run` prints the plan: the steps in order with what each tenant runs, where
 //! the tenants sit, and the estimated duration. A real run writes
 //! `<results>/<run-id>/` (manifest, samples journal, HDR logs), shows a progress bar
-//! on a terminal, and ends with a table per level: the test tenant's mean and its
-//! degradation against the first level.
+//! on a terminal, and ends with the test tenant's degradation per level as `nnb
+//! analyze` tabulates it, read back from the run directory (an isolation matrix's
+//! isolation table); a build without the `analysis` feature says to run `nnb analyze`.
 //!
 //! An aws experiment (`[provider] kind = "aws"`) is checked before anything is
 //! created: the tenants must fit the dedicated host, and the estimated cost must be
@@ -15,18 +16,16 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
 use nnb_burn::topology::{format_list, Topology};
-use nnb_format::Metric;
 use nnb_controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
 use nnb_experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_agent::jobs::{BurnScope, JobSpec};
 use nnb_experiment::plan::{self, Assignment, Plan};
 use nnb_controller::provider::local::carve_cpus;
-use nnb_controller::results::{summarize, SummaryRow};
 use serde_json::json;
 
 use crate::exit::{usage, Interrupted};
@@ -118,10 +117,9 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         let cancel = Cancel::on_signals();
         controller::execute(&mut run, &opts, &cancel).await
     })?;
-    let samples = nnb_controller::journal::read_samples(&run.dir.samples_path())?;
-    let summary = summarize(&samples);
+    let summary = summary(&outcome.dir);
     if args.json {
-        let json = json!({ "outcome": outcome, "summary": summary });
+        let json = json!({ "outcome": outcome, "summary": summary.json });
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
     } else {
         print_summary(out, &run.experiment, &summary, &outcome)?;
@@ -259,7 +257,6 @@ fn describe(job: &JobSpec) -> String {
             )
         }
         JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
-        JobSpec::Idle => "idle".to_string(),
         JobSpec::Load {
             target,
             rate_bps,
@@ -384,7 +381,7 @@ fn dry_run(
     for (s, cpus) in specs.iter().zip(&sets) {
         t.add_row(vec![
             s.name.clone().into(),
-            format!("{:?}", s.role).to_lowercase().into(),
+            s.role.name().into(),
             right(s.vcpus),
             cpus.as_ref()
                 .map_or(placed.clone(), |c| format_list(c))
@@ -463,57 +460,72 @@ fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
     }
 }
 
-/// Formats a metric value for people.
-fn fmt_metric(metric: Option<Metric>, v: f64) -> String {
-    metric.map_or_else(|| format!("{v:.4}"), |m| m.format(v))
+/// The end-of-run summary: the text printed and the JSON of `--json`'s `summary`.
+struct Summary {
+    /// For people: a table, or a line saying why there is none.
+    text: String,
+    /// The table as `nnb analyze --format json` writes one; null without one.
+    json: serde_json::Value,
 }
 
+/// The summary of the run in `dir`, read back from it as `nnb analyze` reads it: the
+/// analysis crate's degradation of the test tenant per level, or an isolation
+/// matrix's isolation table. A run that cannot be analysed keeps its outcome: the
+/// summary then says why and points at `nnb analyze`.
+#[cfg(feature = "analysis")]
+fn summary(dir: &Path) -> Summary {
+    use nnb_analysis::tables::{degradation, isolation};
+    let table = nnb_analysis::read::read_run(dir)
+        .map_err(anyhow::Error::from)
+        .and_then(|run| {
+            Ok(match degradation(&run)? {
+                Some(d) => Some(d.table()),
+                None => isolation(&run)?.map(|i| i.table()),
+            })
+        });
+    match table {
+        Ok(Some(t)) => Summary {
+            text: crate::cmd::analyze::terminal(&t),
+            json: t.json(),
+        },
+        Ok(None) => Summary {
+            text: "no successful measurement of the test tenant to summarize\n".to_string(),
+            json: serde_json::Value::Null,
+        },
+        Err(e) => Summary {
+            text: format!(
+                "cannot summarize the run ({e:#}); `nnb analyze {}` says more\n",
+                dir.display()
+            ),
+            json: serde_json::Value::Null,
+        },
+    }
+}
+
+/// Without the analysis feature there is no table: the summary says how to get one.
+#[cfg(not(feature = "analysis"))]
+fn summary(dir: &Path) -> Summary {
+    Summary {
+        text: format!(
+            "this nnb is built without the analysis feature: tabulate the run with `nnb \
+             analyze {}` (in a build with it)\n",
+            dir.display()
+        ),
+        json: serde_json::Value::Null,
+    }
+}
+
+/// Prints the end of a run: its summary (see [`summary`]), the steps measured, the
+/// controller's overhead and where the results are.
 fn print_summary(
     out: &mut Out,
     exp: &Experiment,
-    rows: &[SummaryRow],
+    summary: &Summary,
     outcome: &RunOutcome,
 ) -> io::Result<()> {
-    let with_load = rows.iter().any(|r| r.neighbor_load_bps.is_some());
-    let mut header = vec![
-        "group",
-        "level",
-        "n",
-        "metric",
-        "mean",
-        "stddev",
-        "degradation",
-    ];
-    if with_load {
-        header.push("neighbor load");
-    }
-    let mut t = table(&header);
-    for r in rows {
-        let m = r.metric;
-        let mut cells = vec![
-            r.group.clone().into(),
-            r.level_label.clone().into(),
-            right(if r.failed > 0 {
-                format!("{} ({} failed)", r.n, r.failed)
-            } else {
-                r.n.to_string()
-            }),
-            m.map_or("-", Metric::name).into(),
-            right(r.mean.map_or("-".to_string(), |v| fmt_metric(m, v))),
-            right(r.stddev.map_or("-".to_string(), |v| fmt_metric(m, v))),
-            right(
-                r.degradation_pct
-                    .map_or("-".to_string(), |d| format!("{d:+.2}%")),
-            ),
-        ];
-        if with_load {
-            cells.push(right(r.neighbor_load_bps.map_or("-".to_string(), rate)));
-        }
-        t.add_row(cells);
-    }
     writeln!(out, "{} ({})", exp.name, exp.scenario.kind())?;
     // The warnings were said on stderr when the run started.
-    writeln!(out, "{t}")?;
+    write!(out, "{}", summary.text)?;
     let resumed = if outcome.skipped > 0 {
         format!(", {} already done before this resume", outcome.skipped)
     } else {

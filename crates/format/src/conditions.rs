@@ -52,14 +52,20 @@ impl StepConditions {
     /// The conditions an agent put in a job's raw result; none of a result without
     /// them (an older agent's).
     pub fn of(result: &serde_json::Value) -> StepConditions {
-        let q = Quality::of(result);
+        StepConditions::from(&Quality::of(result))
+    }
+}
+
+impl From<&Quality> for StepConditions {
+    /// The conditions among a result's qualifiers (read once, with them).
+    fn from(q: &Quality) -> StepConditions {
         StepConditions {
             steal_ticks_before: q.steal.and_then(|s| s.before),
             steal_ticks_after: q.steal.and_then(|s| s.after),
             steal_s: q.steal.filter(|s| s.user_hz > 0).map(|s| s.seconds()),
             uptime_s: q.uptime_s,
             effective_mhz: q.freq.as_ref().map(|f| f.mhz),
-            freq_source: q.freq.map(|f| f.source),
+            freq_source: q.freq.as_ref().map(|f| f.source.clone()),
         }
     }
 }

@@ -6,18 +6,128 @@
 //!
 //! The agent's result types (`nnb_burn`, `nnb_netlat`) serialize to JSON with at
 //! least these fields; reading them through these types rather than JSON pointers
-//! makes a renamed field a failing test instead of a silently empty column.
+//! makes a renamed field an error naming it ([`ResultError`]) instead of a silently
+//! empty column. The controller reads each measured job's result once, where the
+//! agent hands it over ([`JobOutcome::read`]), and each background job's final
+//! result once ([`BackgroundResult::parse`]); `nnb-agent`'s result-contract test
+//! runs every job kind and reads its real result through them.
 
 use std::collections::BTreeMap;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::metric::{Metric, MetricValues};
+use crate::quality::Quality;
 use crate::FORMAT_VERSION;
 
+/// A job's result that does not read as the results format's: the job's kind and
+/// serde's message, which names the missing or malformed field.
+#[derive(Debug, thiserror::Error)]
+#[error("the {kind} job's result does not read as nnb's results format: {source}")]
+pub struct ResultError {
+    /// The job's kind as the format names it (`burn`, `busy`, ...).
+    pub kind: &'static str,
+    /// What serde found wrong.
+    #[source]
+    pub source: serde_json::Error,
+}
+
+/// Reads `result` as a `T`, the result type of a `kind` job.
+fn read<T: DeserializeOwned>(kind: &'static str, result: &Value) -> Result<T, ResultError> {
+    T::deserialize(result).map_err(|source| ResultError { kind, source })
+}
+
+/// Every kind of job an agent runs, as the job protocol's `kind` tag names it: the
+/// measured kinds ([`JobKind`]), the background kinds ([`BackgroundJob`]; `load` is
+/// both) and the steal scan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AgentJob {
+    /// A pinned CPU burner, fixed work or fixed time.
+    Burn,
+    /// A steal and hiccup scan.
+    Steal,
+    /// A UDP latency probe.
+    Latency,
+    /// A paced UDP load generator, for a time or until stopped.
+    Load,
+    /// A UDP reflector and sink, until stopped.
+    Serve,
+    /// A CPU burner, until stopped.
+    Busy,
+    /// Nothing, until stopped.
+    Idle,
+    /// A paced random read/write generator on a file.
+    Disk,
+    /// Memory allocated and kept touched by worker processes.
+    Memory,
+}
+
+impl AgentJob {
+    /// Every kind.
+    pub const ALL: [AgentJob; 9] = [
+        AgentJob::Burn,
+        AgentJob::Steal,
+        AgentJob::Latency,
+        AgentJob::Load,
+        AgentJob::Serve,
+        AgentJob::Busy,
+        AgentJob::Idle,
+        AgentJob::Disk,
+        AgentJob::Memory,
+    ];
+
+    /// The kind's name on the wire and in the format, e.g. `burn`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            AgentJob::Burn => "burn",
+            AgentJob::Steal => "steal",
+            AgentJob::Latency => "latency",
+            AgentJob::Load => "load",
+            AgentJob::Serve => "serve",
+            AgentJob::Busy => "busy",
+            AgentJob::Idle => "idle",
+            AgentJob::Disk => "disk",
+            AgentJob::Memory => "memory",
+        }
+    }
+
+    /// The kind as a measured job kind, if a step measures jobs of this kind.
+    pub const fn measured(self) -> Option<JobKind> {
+        match self {
+            AgentJob::Burn => Some(JobKind::Burn),
+            AgentJob::Latency => Some(JobKind::Latency),
+            AgentJob::Load => Some(JobKind::Load),
+            AgentJob::Disk => Some(JobKind::Disk),
+            AgentJob::Memory => Some(JobKind::Memory),
+            AgentJob::Steal | AgentJob::Serve | AgentJob::Busy | AgentJob::Idle => None,
+        }
+    }
+
+    /// The kind as a background job kind, if jobs of this kind run beside the
+    /// measured ones until stopped.
+    pub const fn background(self) -> Option<BackgroundJob> {
+        match self {
+            AgentJob::Busy => Some(BackgroundJob::Busy),
+            AgentJob::Load => Some(BackgroundJob::Load),
+            AgentJob::Idle => Some(BackgroundJob::Idle),
+            AgentJob::Serve => Some(BackgroundJob::Serve),
+            AgentJob::Burn
+            | AgentJob::Steal
+            | AgentJob::Latency
+            | AgentJob::Disk
+            | AgentJob::Memory => None,
+        }
+    }
+}
+
+display_name!(AgentJob, JobKind, BackgroundJob);
+
 /// The measured job kinds of a step, as a sample's `job` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum JobKind {
     /// A pinned CPU burner.
     Burn,
@@ -43,12 +153,17 @@ impl JobKind {
 
     /// The job's name in the format: `burn`, `latency`, `load`, `disk`, `memory`.
     pub const fn name(self) -> &'static str {
+        self.job().name()
+    }
+
+    /// The kind as the job protocol names it.
+    pub const fn job(self) -> AgentJob {
         match self {
-            JobKind::Burn => "burn",
-            JobKind::Latency => "latency",
-            JobKind::Load => "load",
-            JobKind::Disk => "disk",
-            JobKind::Memory => "memory",
+            JobKind::Burn => AgentJob::Burn,
+            JobKind::Latency => AgentJob::Latency,
+            JobKind::Load => AgentJob::Load,
+            JobKind::Disk => AgentJob::Disk,
+            JobKind::Memory => AgentJob::Memory,
         }
     }
 
@@ -181,7 +296,8 @@ impl LoadJobResult {
 
 /// The background job kinds, as a background record's `job` names them: what runs
 /// beside the measured jobs until the controller stops it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum BackgroundJob {
     /// A busy neighbor's CPU burner.
     Busy,
@@ -196,11 +312,16 @@ pub enum BackgroundJob {
 impl BackgroundJob {
     /// The job's name in the format: `busy`, `load`, `idle`, `serve`.
     pub const fn name(self) -> &'static str {
+        self.job().name()
+    }
+
+    /// The kind as the job protocol names it.
+    pub const fn job(self) -> AgentJob {
         match self {
-            BackgroundJob::Busy => "busy",
-            BackgroundJob::Load => JobKind::Load.name(),
-            BackgroundJob::Idle => "idle",
-            BackgroundJob::Serve => "serve",
+            BackgroundJob::Busy => AgentJob::Busy,
+            BackgroundJob::Load => AgentJob::Load,
+            BackgroundJob::Idle => AgentJob::Idle,
+            BackgroundJob::Serve => AgentJob::Serve,
         }
     }
 
@@ -228,7 +349,6 @@ pub struct BusyJobResult {
 
 /// A reflector's counters in a `serve` job's final snapshot (`reflector`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
 pub struct ReflectorTotals {
     /// Pings answered.
     pub reflected: u64,
@@ -240,7 +360,6 @@ pub struct ReflectorTotals {
 
 /// A sink's dropped datagrams in a `serve` job's final snapshot (`sink`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
 pub struct ServeSinkTotals {
     /// Datagrams dropped as not nnb's load, by kind.
     pub garbage: BTreeMap<String, u64>,
@@ -280,45 +399,64 @@ pub struct Achieved {
     pub garbage: Option<u64>,
 }
 
+/// A background job's final result, read by kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackgroundResult {
+    /// A busy neighbor's burner's.
+    Busy(BusyJobResult),
+    /// A background load's.
+    Load(LoadJobResult),
+    /// An idle neighbor's (it has nothing to say).
+    Idle,
+    /// The endpoint's final snapshot.
+    Serve(ServeJobResult),
+}
+
+impl BackgroundResult {
+    /// Reads the final result of a `job` background job; an error names the job's
+    /// kind and the missing or malformed field. An idle job's result is not read.
+    pub fn parse(job: BackgroundJob, result: &Value) -> Result<BackgroundResult, ResultError> {
+        let kind = job.name();
+        Ok(match job {
+            BackgroundJob::Busy => BackgroundResult::Busy(read(kind, result)?),
+            BackgroundJob::Load => BackgroundResult::Load(read(kind, result)?),
+            BackgroundJob::Idle => BackgroundResult::Idle,
+            BackgroundJob::Serve => BackgroundResult::Serve(read(kind, result)?),
+        })
+    }
+}
+
 impl Achieved {
-    /// The figures of a `job` background job's final result; none for a result
-    /// without the expected fields.
-    pub fn of(job: BackgroundJob, result: &Value) -> Achieved {
-        match job {
-            BackgroundJob::Busy => BusyJobResult::deserialize(result)
-                .map(|b| Achieved {
-                    runtime_s: (b.ops_per_sec > 0.0).then(|| b.total_ops / b.ops_per_sec),
-                    ops_per_sec: Some(b.ops_per_sec),
+    /// The figures of a background job's final result.
+    pub fn of(result: &BackgroundResult) -> Achieved {
+        match result {
+            BackgroundResult::Busy(b) => Achieved {
+                runtime_s: (b.ops_per_sec > 0.0).then(|| b.total_ops / b.ops_per_sec),
+                ops_per_sec: Some(b.ops_per_sec),
+                ..Achieved::default()
+            },
+            BackgroundResult::Load(l) => Achieved {
+                runtime_s: Some(l.sent.elapsed_s),
+                sent_bps: Some(l.sent.payload_bps),
+                rate_bps: l.rate_bps(),
+                ..Achieved::default()
+            },
+            BackgroundResult::Serve(s) => {
+                let sink_garbage = s.sink.iter().flat_map(|k| k.garbage.values());
+                Achieved {
+                    reflected: s.reflector.as_ref().map(|r| r.reflected),
+                    send_failures: s.reflector.as_ref().map(|r| r.send_failures),
+                    garbage: (s.reflector.is_some() || s.sink.is_some()).then(|| {
+                        s.reflector
+                            .iter()
+                            .flat_map(|r| r.garbage.values())
+                            .chain(sink_garbage)
+                            .sum()
+                    }),
                     ..Achieved::default()
-                })
-                .unwrap_or_default(),
-            BackgroundJob::Load => LoadJobResult::deserialize(result)
-                .map(|l| Achieved {
-                    runtime_s: Some(l.sent.elapsed_s),
-                    sent_bps: Some(l.sent.payload_bps),
-                    rate_bps: l.rate_bps(),
-                    ..Achieved::default()
-                })
-                .unwrap_or_default(),
-            BackgroundJob::Serve => ServeJobResult::deserialize(result)
-                .map(|s| {
-                    let reflector = s.reflector.unwrap_or_default();
-                    let sink = s.sink.unwrap_or_default();
-                    Achieved {
-                        reflected: Some(reflector.reflected),
-                        send_failures: Some(reflector.send_failures),
-                        garbage: Some(
-                            reflector
-                                .garbage
-                                .values()
-                                .chain(sink.garbage.values())
-                                .sum(),
-                        ),
-                        ..Achieved::default()
-                    }
-                })
-                .unwrap_or_default(),
-            BackgroundJob::Idle => Achieved::default(),
+                }
+            }
+            BackgroundResult::Idle => Achieved::default(),
         }
     }
 }
@@ -423,8 +561,8 @@ pub enum JobResult {
 
 impl JobResult {
     /// Reads the result of a `kind` job as this nnb writes it ([`FORMAT_VERSION`]); an
-    /// error says which field is missing or malformed.
-    pub fn parse(kind: JobKind, result: &Value) -> Result<JobResult, serde_json::Error> {
+    /// error names the kind and the missing or malformed field.
+    pub fn parse(kind: JobKind, result: &Value) -> Result<JobResult, ResultError> {
         JobResult::parse_of_version(kind, FORMAT_VERSION, result)
     }
 
@@ -435,17 +573,29 @@ impl JobResult {
         kind: JobKind,
         version: u32,
         result: &Value,
-    ) -> Result<JobResult, serde_json::Error> {
+    ) -> Result<JobResult, ResultError> {
+        let name = kind.name();
         Ok(match kind {
-            JobKind::Burn => JobResult::Burn(BurnJobResult::deserialize(result)?),
-            JobKind::Latency => JobResult::Latency(LatencyJobResult::deserialize(result)?),
-            JobKind::Load => JobResult::Load(LoadJobResult::deserialize(result)?),
+            JobKind::Burn => JobResult::Burn(read(name, result)?),
+            JobKind::Latency => JobResult::Latency(read(name, result)?),
+            JobKind::Load => JobResult::Load(read(name, result)?),
             JobKind::Disk if version < DISK_NS_SINCE => {
-                JobResult::Disk(DiskJobResult::deserialize(disk_micros_to_nanos(result))?)
+                JobResult::Disk(read(name, &disk_micros_to_nanos(result))?)
             }
-            JobKind::Disk => JobResult::Disk(DiskJobResult::deserialize(result)?),
-            JobKind::Memory => JobResult::Memory(MemoryJobResult::deserialize(result)?),
+            JobKind::Disk => JobResult::Disk(read(name, result)?),
+            JobKind::Memory => JobResult::Memory(read(name, result)?),
         })
+    }
+
+    /// The kind of job whose result this is.
+    pub const fn kind(&self) -> JobKind {
+        match self {
+            JobResult::Burn(_) => JobKind::Burn,
+            JobResult::Latency(_) => JobKind::Latency,
+            JobResult::Load(_) => JobKind::Load,
+            JobResult::Disk(_) => JobKind::Disk,
+            JobResult::Memory(_) => JobKind::Memory,
+        }
     }
 
     /// Seconds of measured interval the result reports; a latency probe's warm-up
@@ -470,6 +620,35 @@ pub fn take_hdr_log(result: &mut Value) -> Option<String> {
     }
 }
 
+/// A measured job's result, read once where the controller receives it from the
+/// agent: the typed figures the format reads, the qualifiers, the raw HDR log taken
+/// out, and the rest of the raw result, which a sample keeps verbatim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    /// The typed result.
+    pub result: JobResult,
+    /// What qualifies its numbers, and what the job ran under.
+    pub quality: Quality,
+    /// The raw HDR interval log a latency job sends ([`take_hdr_log`]).
+    pub hdr_log: Option<String>,
+    /// The raw result without its HDR log.
+    pub raw: Value,
+}
+
+impl JobOutcome {
+    /// Reads the result a `kind` job's agent returned; an error names the kind and
+    /// the missing or malformed field.
+    pub fn read(kind: JobKind, mut raw: Value) -> Result<JobOutcome, ResultError> {
+        let hdr_log = take_hdr_log(&mut raw);
+        Ok(JobOutcome {
+            result: JobResult::parse(kind, &raw)?,
+            quality: Quality::of(&raw),
+            hdr_log,
+            raw,
+        })
+    }
+}
+
 /// The flat metric columns of one sample.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics {
@@ -482,26 +661,25 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// The metrics of a `kind` job's raw result. A fixed-work burn's primary metric is
+    /// The metrics of a measured job's result. A fixed-work burn's primary metric is
     /// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a
-    /// load's the received rate. A result without the expected fields keeps the
-    /// primary metric's name with no values. A disk job's primary metric is its
-    /// IOPS, a memory job's its peak RSS.
-    pub fn of(kind: JobKind, fixed_work: bool, result: &Value) -> Metrics {
-        let primary = match kind {
-            JobKind::Burn if fixed_work => Metric::RuntimeS,
-            JobKind::Burn => Metric::OpsPerSec,
-            JobKind::Latency => Metric::RttMeanNs,
-            JobKind::Load => Metric::RateBps,
-            JobKind::Disk => Metric::Iops,
-            JobKind::Memory => Metric::RssBytes,
+    /// load's the received rate (none unless every stream's sink report came back);
+    /// a disk job's its IOPS, a memory job's its peak RSS.
+    pub fn of(result: &JobResult, fixed_work: bool) -> Metrics {
+        let primary = match result {
+            JobResult::Burn(_) if fixed_work => Metric::RuntimeS,
+            JobResult::Burn(_) => Metric::OpsPerSec,
+            JobResult::Latency(_) => Metric::RttMeanNs,
+            JobResult::Load(_) => Metric::RateBps,
+            JobResult::Disk(_) => Metric::Iops,
+            JobResult::Memory(_) => Metric::RssBytes,
         };
         let mut m = Metrics {
             metric: Some(primary),
             ..Metrics::default()
         };
-        match JobResult::parse(kind, result) {
-            Ok(JobResult::Burn(b)) => {
+        match result {
+            JobResult::Burn(b) => {
                 m.values.set(Metric::RuntimeS, Some(b.burn.wall_ns / 1e9));
                 m.values.set(Metric::OpsPerSec, Some(b.burn.ops_per_sec));
                 let threads = b.burn.threads.len() as f64;
@@ -511,17 +689,16 @@ impl Metrics {
                     (threads > 0.0 && per_thread.is_finite()).then_some(per_thread),
                 );
             }
-            Ok(JobResult::Latency(l)) => {
+            JobResult::Latency(l) => {
                 let r = l.rtt;
                 let rtt = [r.mean_ns, r.p50_ns, r.p90_ns, r.p99_ns, r.p999_ns];
                 for (metric, ns) in Metric::RTT.into_iter().zip(rtt) {
                     m.values.set(metric, Some(ns));
                 }
             }
-            Ok(JobResult::Load(l)) => m.values.set(Metric::RateBps, l.rate_bps()),
-            Ok(JobResult::Disk(d)) => m.values.set(Metric::Iops, Some(d.iops)),
-            Ok(JobResult::Memory(r)) => m.values.set(Metric::RssBytes, Some(r.peak_rss_bytes)),
-            Err(_) => {}
+            JobResult::Load(l) => m.values.set(Metric::RateBps, l.rate_bps()),
+            JobResult::Disk(d) => m.values.set(Metric::Iops, Some(d.iops)),
+            JobResult::Memory(r) => m.values.set(Metric::RssBytes, Some(r.peak_rss_bytes)),
         }
         m.value = m.get(primary);
         m
@@ -539,14 +716,59 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn job_names_match_serde_and_the_protocols_kinds() {
+        for j in AgentJob::ALL {
+            assert_eq!(serde_json::to_value(j).unwrap(), json!(j.name()));
+            if let Some(k) = j.measured() {
+                assert_eq!((k.job(), k.name()), (j, j.name()));
+            }
+            if let Some(b) = j.background() {
+                assert_eq!((b.job(), b.name()), (j, j.name()));
+            }
+        }
+        for k in JobKind::ALL {
+            assert_eq!(k.job().measured(), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), json!(k.name()));
+        }
+        for b in [
+            BackgroundJob::Busy,
+            BackgroundJob::Load,
+            BackgroundJob::Idle,
+            BackgroundJob::Serve,
+        ] {
+            assert_eq!(b.job().background(), Some(b));
+            assert_eq!(serde_json::to_value(b).unwrap(), json!(b.name()));
+        }
+        assert_eq!(AgentJob::Steal.measured(), None);
+        assert_eq!(AgentJob::Steal.background(), None);
+        assert_eq!(
+            serde_json::from_value::<JobKind>(json!("busy")).ok(),
+            None,
+            "busy is not measured"
+        );
+    }
+
+    /// The metrics of a `kind` job's result, which must read.
+    fn metrics(kind: JobKind, fixed_work: bool, result: &Value) -> Metrics {
+        let parsed = JobResult::parse(kind, result).unwrap_or_else(|e| panic!("{e}"));
+        Metrics::of(&parsed, fixed_work)
+    }
+
+    /// What a `job` background job achieved, by its final result, which must read.
+    fn achieved(job: BackgroundJob, result: &Value) -> Achieved {
+        let parsed = BackgroundResult::parse(job, result).unwrap_or_else(|e| panic!("{e}"));
+        Achieved::of(&parsed)
+    }
+
+    #[test]
     fn burn_metrics_follow_the_work_mode() {
         let r = json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0, "threads": [{}, {}]}});
-        let fixed = Metrics::of(JobKind::Burn, true, &r);
+        let fixed = metrics(JobKind::Burn, true, &r);
         assert_eq!(
             (fixed.metric, fixed.value),
             (Some(Metric::RuntimeS), Some(2.5))
         );
-        let timed = Metrics::of(JobKind::Burn, false, &r);
+        let timed = metrics(JobKind::Burn, false, &r);
         assert_eq!(
             (timed.metric, timed.value, timed.get(Metric::RuntimeS)),
             (Some(Metric::OpsPerSec), Some(400.0), Some(2.5))
@@ -559,7 +781,7 @@ mod tests {
     fn latency_and_load_metrics() {
         let r = json!({"elapsed_s": 2.0, "rtt": {"mean_ns": 1500.5, "p50_ns": 1400,
             "p90_ns": 1800, "p99_ns": 2500, "p999_ns": 9000, "p9999_ns": 12000}});
-        let m = Metrics::of(JobKind::Latency, false, &r);
+        let m = metrics(JobKind::Latency, false, &r);
         assert_eq!(m.value, Some(1500.5));
         assert_eq!(m.get(Metric::RttP999Ns), Some(9000.0));
         let parsed = JobResult::parse(JobKind::Latency, &r).unwrap();
@@ -568,15 +790,15 @@ mod tests {
         // No sink report: no received rate, never the sender's 9 Mbit/s.
         let sent = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e9}, "sink": null,
             "streams": [{}]});
-        let m = Metrics::of(JobKind::Load, false, &sent);
+        let m = metrics(JobKind::Load, false, &sent);
         assert_eq!((m.metric, m.value), (Some(Metric::RateBps), None));
         // One of two streams reported 1 Gbit/s: half a view is not the received rate.
         let half = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 2e9},
             "sink": {"rate_bps": 1e9, "streams_reported": 1}, "streams": [{}, {}]});
-        assert_eq!(Metrics::of(JobKind::Load, false, &half).value, None);
+        assert_eq!(metrics(JobKind::Load, false, &half).value, None);
         let sunk = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
             "sink": {"rate_bps": 8e6, "streams_reported": 1}, "streams": [{}]});
-        let m = Metrics::of(JobKind::Load, false, &sunk);
+        let m = metrics(JobKind::Load, false, &sunk);
         assert_eq!(
             (m.metric, m.get(Metric::RateBps)),
             (Some(Metric::RateBps), Some(8e6))
@@ -595,24 +817,24 @@ mod tests {
             "sink": {"rate_bps": 4e8, "streams_reported": 1}, "streams": [{}],
             "samples": {"interval_s": 1.0, "window": 20, "sent_bps": [9e8],
                 "received_bps": [3e8], "sent_window_bps": 9e8, "received_window_bps": 3e8}});
-        let m = Metrics::of(JobKind::Load, false, &r);
+        let m = metrics(JobKind::Load, false, &r);
         assert_eq!((m.metric, m.value), (Some(Metric::RateBps), Some(3e8)));
         // A series that did not come back: no received rate, not the whole-run one.
         let mut lost = r.clone();
         lost["samples"]["received_window_bps"] = json!(null);
-        assert_eq!(Metrics::of(JobKind::Load, false, &lost).value, None);
+        assert_eq!(metrics(JobKind::Load, false, &lost).value, None);
     }
 
     #[test]
     fn background_results_read_by_kind() {
         // 3e9 ops at 1e9 ops/s: a 3 s burn.
         let busy = json!({"placement": {}, "slices": 7, "total_ops": 3e9, "ops_per_sec": 1e9});
-        let a = Achieved::of(BackgroundJob::Busy, &busy);
+        let a = achieved(BackgroundJob::Busy, &busy);
         assert_eq!((a.ops_per_sec, a.runtime_s), (Some(1e9), Some(3.0)));
         assert_eq!((a.sent_bps, a.rate_bps), (None, None));
         let load = json!({"sent": {"elapsed_s": 10.0, "payload_bps": 9e7},
             "sink": {"rate_bps": 2e7, "streams_reported": 1}, "streams": [{}]});
-        let a = Achieved::of(BackgroundJob::Load, &load);
+        let a = achieved(BackgroundJob::Load, &load);
         assert_eq!(
             (a.runtime_s, a.sent_bps, a.rate_bps),
             (Some(10.0), Some(9e7), Some(2e7))
@@ -620,19 +842,14 @@ mod tests {
         let serve = json!({"taken_ns": 1, "reflector": {"reflected": 500, "send_failures": 2,
             "garbage": {"truncated": 1, "bad_magic": 3}},
             "sink": {"streams": [], "totals": {}, "garbage": {"wrong_kind": 4}}});
-        let a = Achieved::of(BackgroundJob::Serve, &serve);
+        let a = achieved(BackgroundJob::Serve, &serve);
         assert_eq!(
             (a.reflected, a.send_failures, a.garbage),
             (Some(500), Some(2), Some(8))
         );
-        assert_eq!(
-            Achieved::of(BackgroundJob::Busy, &json!(null)),
-            Achieved::default()
-        );
-        assert_eq!(
-            Achieved::of(BackgroundJob::Idle, &busy),
-            Achieved::default()
-        );
+        let err = BackgroundResult::parse(BackgroundJob::Busy, &json!(null)).unwrap_err();
+        assert!(err.to_string().contains("the busy job's result"), "{err}");
+        assert_eq!(achieved(BackgroundJob::Idle, &busy), Achieved::default());
         for k in [
             BackgroundJob::Busy,
             BackgroundJob::Load,
@@ -646,7 +863,7 @@ mod tests {
     #[test]
     fn disk_and_memory_results_give_iops_and_rss() {
         let disk = json!({"elapsed_s": 2.0, "iops": 199.5, "ops": 399, "target_iops": 200.0});
-        let m = Metrics::of(JobKind::Disk, false, &disk);
+        let m = metrics(JobKind::Disk, false, &disk);
         assert_eq!((m.metric, m.value), (Some(Metric::Iops), Some(199.5)));
         assert_eq!(
             JobResult::parse(JobKind::Disk, &disk)
@@ -655,7 +872,7 @@ mod tests {
             2.0
         );
         let mem = json!({"elapsed_s": 3.0, "peak_rss_bytes": 268435456.0, "oom_kills": 0});
-        let m = Metrics::of(JobKind::Memory, false, &mem);
+        let m = metrics(JobKind::Memory, false, &mem);
         assert_eq!(
             (m.metric, m.value),
             (Some(Metric::RssBytes), Some(268435456.0))
@@ -667,11 +884,48 @@ mod tests {
         assert_eq!(JobKind::Latency.host_metric(), None);
     }
 
+    /// A result without a field the format reads is an error naming the job's kind
+    /// and the field, never a sample or a background record with an empty column.
     #[test]
-    fn a_result_without_the_fields_has_no_values() {
-        let m = Metrics::of(JobKind::Burn, true, &json!({"burn": {}}));
-        assert_eq!((m.metric, m.value), (Some(Metric::RuntimeS), None));
+    fn a_result_without_a_field_is_an_error_naming_it() {
+        let renamed = json!({"burn": {"wall_nanos": 2.5e9, "ops_per_sec": 400.0}});
+        let err = JobResult::parse(JobKind::Burn, &renamed).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("the burn job's result") && msg.contains("missing field `wall_ns`"),
+            "{msg}"
+        );
         assert!(JobResult::parse(JobKind::Latency, &json!(null)).is_err());
+        let serve = json!({"reflector": {"reflectd": 5, "send_failures": 0, "garbage": {}}});
+        let err = BackgroundResult::parse(BackgroundJob::Serve, &serve).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("the serve job's result") && msg.contains("`reflected`"),
+            "{msg}"
+        );
+        // An idle neighbor's result is not read: it has nothing to say.
+        assert_eq!(
+            BackgroundResult::parse(BackgroundJob::Idle, &json!("anything")).unwrap(),
+            BackgroundResult::Idle
+        );
+    }
+
+    /// A result is read once into its typed figures and qualifiers, the raw HDR log
+    /// taken out and the rest kept verbatim.
+    #[test]
+    fn an_outcome_reads_a_result_once() {
+        let raw = json!({"elapsed_s": 2.0, "rtt": {"mean_ns": 1500.0, "p50_ns": 1400,
+            "p90_ns": 1800, "p99_ns": 2500, "p999_ns": 9000}, "hdr_log": "#[log]",
+            "counts": {"sent": 10, "answered": 0, "lost": 10}, "uptime_s": 7.5});
+        let o = JobOutcome::read(JobKind::Latency, raw).unwrap();
+        assert_eq!(o.result.kind(), JobKind::Latency);
+        assert_eq!(o.hdr_log.as_deref(), Some("#[log]"));
+        assert!(o.raw.get("hdr_log").is_none());
+        assert_eq!(o.raw["uptime_s"], 7.5);
+        assert!(o.quality.probe_dead());
+        assert_eq!(o.quality.uptime_s, Some(7.5));
+        let err = JobOutcome::read(JobKind::Memory, json!({"elapsed_s": 1.0})).unwrap_err();
+        assert!(err.to_string().contains("`peak_rss_bytes`"), "{err}");
     }
 
     #[test]

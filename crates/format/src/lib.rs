@@ -8,7 +8,11 @@
 //! - [`MANIFEST`], [`SAMPLES`], [`BACKGROUND`], [`hdr_log_path`]: the file names;
 //!   [`FORMAT_VERSION`];
 //! - [`Metric`]: every metric column with its unit, direction and label, so no code
-//!   compares metric names as strings; [`Scenario`], [`Role`], [`JobKind`];
+//!   compares metric names as strings; the names of the records, each an enum:
+//!   [`Scenario`], [`Role`], [`JobKind`], [`BackgroundJob`] and every [`AgentJob`],
+//!   [`StepGroup`], the isolation matrix's [`TenantState`] and [`MatrixLevel`] (its
+//!   level labels), [`SessionStatus`], [`ProviderKind`];
+//! - [`ExperimentView`]: what readers need of the experiment a manifest records;
 //! - [`StepConditions`]: what a measured job ran under (steal, uptime, effective
 //!   frequency), a sample's columns from version 4;
 //! - [`job`]: the typed fields of the agents' job results the format is made from;
@@ -19,7 +23,19 @@
 //!
 //! Plain data and arithmetic: no I/O beyond what callers pass in, no async.
 
+/// The `Display` of each named enum: its `name()`, the name the format writes.
+macro_rules! display_name {
+    ($($t:ty),* $(,)?) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    )*};
+}
+
 mod conditions;
+mod experiment;
 pub mod job;
 mod kind;
 pub mod knee;
@@ -30,8 +46,17 @@ pub mod stats;
 mod time;
 
 pub use conditions::{StepConditions, CONDITION_COLUMNS};
-pub use job::{Achieved, BackgroundJob, JobKind, JobResult, Metrics};
-pub use kind::{Role, Scenario};
+pub use experiment::{
+    BurnView, BusyView, ExperimentView, NetworkView, ProviderView, ScenarioView, TenantView,
+};
+pub use job::{
+    Achieved, AgentJob, BackgroundJob, BackgroundResult, JobKind, JobOutcome, JobResult, Metrics,
+    ResultError,
+};
+pub use kind::{
+    MatrixLevel, MatrixLevelError, ProviderKind, Role, Scenario, SessionStatus, StepGroup,
+    TenantState,
+};
 pub use metric::{Direction, Metric, MetricValues, Quantity};
 pub use record::{
     columns, parse_background, parse_sample, BackgroundRecord, LineError, Manifest, Sample,

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::conditions::{StepConditions, CONDITION_COLUMNS};
-use crate::job::{Achieved, Metrics};
+use crate::job::{Achieved, BackgroundJob, JobKind, Metrics};
+use crate::kind::{Role, Scenario, SessionStatus, StepGroup};
 use crate::metric::{Metric, MetricValues};
 use crate::time::timestamp;
 use crate::FORMAT_VERSION;
@@ -53,10 +54,10 @@ pub struct Sample<R = Value> {
     pub part: usize,
     /// How many records the step has (a step is complete when all are written).
     pub parts: usize,
-    /// Scenario kind ([`crate::Scenario::name`]), e.g. `neighbor-staircase`.
-    pub scenario: String,
-    /// Scenario part: `busy`, `idle`, `sweep`, `load`, `baseline`, `pair`.
-    pub group: String,
+    /// Scenario kind, e.g. `neighbor-staircase`.
+    pub scenario: Scenario,
+    /// Scenario part, e.g. `busy`.
+    pub group: StepGroup,
     /// Numeric level (neighbors, threads, bit/s, Table 1 id).
     pub level: f64,
     /// Level label, e.g. `neighbors=2`.
@@ -67,10 +68,10 @@ pub struct Sample<R = Value> {
     pub warmup: bool,
     /// The tenant the job ran on.
     pub tenant: String,
-    /// [`crate::Role::name`]: `test` or `neighbor`.
-    pub role: String,
-    /// Job kind ([`crate::JobKind::name`]): `burn`, `latency`, `load`.
-    pub job: String,
+    /// The tenant's role: `test` or `neighbor`.
+    pub role: Role,
+    /// Job kind, e.g. `burn`.
+    pub job: JobKind,
     /// Ok or failed.
     pub status: SampleStatus,
     /// Why the step failed.
@@ -147,7 +148,7 @@ pub trait StepRecord {
     /// Stable step id, e.g. `busy/neighbors=2/rep=3`.
     fn id(&self) -> &str;
     /// Scenario part, e.g. `busy`.
-    fn group(&self) -> &str;
+    fn group(&self) -> StepGroup;
     /// Numeric level.
     fn level(&self) -> f64;
     /// Level label, e.g. `neighbors=2`.
@@ -164,9 +165,9 @@ pub struct SampleParts {
     /// Tenant name.
     pub tenant: String,
     /// `test` or `neighbor`.
-    pub role: String,
+    pub role: Role,
     /// Job kind.
-    pub job: String,
+    pub job: JobKind,
     /// Ok or failed.
     pub status: SampleStatus,
     /// Why it failed.
@@ -179,10 +180,12 @@ pub struct SampleParts {
     pub elapsed_ms: f64,
     /// Flat metrics.
     pub metrics: Metrics,
+    /// What the job ran under, read from its result with its qualifiers (the
+    /// [`StepConditions`] of a [`crate::quality::Quality`]); none for a failed job.
+    pub conditions: StepConditions,
     /// HDR log path relative to the run directory.
     pub hdr_log: Option<String>,
-    /// Raw result; the sample's conditions columns are read from it
-    /// ([`StepConditions::of`]).
+    /// Raw result.
     pub result: Option<Value>,
 }
 
@@ -190,7 +193,7 @@ impl Sample {
     /// The record for part `part` (1-based) of `parts` of `step`.
     pub fn new(
         run_id: &str,
-        scenario: &str,
+        scenario: Scenario,
         step_index: usize,
         step: &impl StepRecord,
         part: usize,
@@ -205,8 +208,8 @@ impl Sample {
             step_index,
             part,
             parts,
-            scenario: scenario.to_string(),
-            group: step.group().to_string(),
+            scenario,
+            group: step.group(),
             level: step.level(),
             level_label: step.level_label().to_string(),
             rep: step.rep(),
@@ -223,11 +226,7 @@ impl Sample {
             value: m.value,
             higher_is_better: m.metric.map(|m| m.direction().higher_is_better()),
             metrics: m.values,
-            conditions: p
-                .result
-                .as_ref()
-                .map(StepConditions::of)
-                .unwrap_or_default(),
+            conditions: p.conditions,
             hdr_log: p.hdr_log,
             result: p.result,
         }
@@ -258,9 +257,9 @@ pub struct BackgroundRecord<R = Value> {
     /// The tenant the job ran on.
     pub tenant: String,
     /// `neighbor`, or `endpoint` for the reflector and sink.
-    pub role: String,
-    /// Job kind ([`crate::BackgroundJob::name`]): `busy`, `load`, `idle`, `serve`.
-    pub job: String,
+    pub role: Role,
+    /// Job kind: `busy`, `load`, `idle`, `serve`.
+    pub job: BackgroundJob,
     /// The steps attempted while it ran, in order (ids as a sample's `step`).
     pub steps: Vec<String>,
     /// `ok`: it ran until stopped and reported; `failed`: it ended before it was
@@ -293,9 +292,9 @@ pub struct BackgroundRecord<R = Value> {
 pub struct TenantRecord<H = Value> {
     /// Name.
     pub name: String,
-    /// `test` or `neighbor` ([`crate::Role::name`]), or `endpoint` for the reflector and
-    /// sink off the measured host.
-    pub role: String,
+    /// `test` or `neighbor`, or `endpoint` for the reflector and sink off the measured
+    /// host.
+    pub role: Role,
     /// Agent address.
     pub addr: String,
     /// CPUs the provider pinned it to.
@@ -325,7 +324,7 @@ pub struct Session<H = Value, C = Value> {
     /// `running`, `completed`, `interrupted`, `aborted` or `failed`; `died` for a
     /// session found still `running` when the run was resumed: its process ended
     /// without closing it (a `kill -9`, a crash, a power loss).
-    pub status: String,
+    pub status: SessionStatus,
     /// The controller's command line.
     pub command: Vec<String>,
     /// The tenants of this session's fleet.
@@ -343,9 +342,11 @@ pub struct Session<H = Value, C = Value> {
     pub cloud: Option<C>,
 }
 
-/// `manifest.json`: what was run, where and with what. `H` and `C` as in [`Session`].
+/// `manifest.json`: what was run, where and with what. `H` and `C` as in [`Session`];
+/// `E` is what the experiment is read as: its writer's JSON, or what readers need of
+/// it ([`crate::ExperimentView`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest<H = Value, C = Value> {
+pub struct Manifest<H = Value, C = Value, E = Value> {
     /// Format version ([`FORMAT_VERSION`]).
     pub format_version: u32,
     /// The run id (the directory name).
@@ -357,7 +358,7 @@ pub struct Manifest<H = Value, C = Value> {
     /// The experiment file's text (a resume re-reads this, not the file).
     pub experiment_text: String,
     /// The checked experiment.
-    pub experiment: Value,
+    pub experiment: E,
     /// Steps in the plan.
     pub planned_steps: usize,
     /// The controller host's environment (CPU model, kernel, clocksource, ...).

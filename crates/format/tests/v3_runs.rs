@@ -5,8 +5,8 @@
 use std::time::SystemTime;
 
 use nnb_format::{
-    parse_sample, Metrics, Sample, SampleParts, SampleStatus, StepConditions, StepRecord,
-    CONDITION_COLUMNS, FORMAT_VERSION,
+    parse_sample, JobKind, Metrics, Role, Sample, SampleParts, SampleStatus, Scenario,
+    StepConditions, StepGroup, StepRecord, CONDITION_COLUMNS, FORMAT_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -46,8 +46,8 @@ impl StepRecord for Step {
     fn id(&self) -> &str {
         "idle/neighbors=2/rep=1"
     }
-    fn group(&self) -> &str {
-        "idle"
+    fn group(&self) -> StepGroup {
+        StepGroup::Idle
     }
     fn level(&self) -> f64 {
         2.0
@@ -71,20 +71,21 @@ fn a_v4_sample_carries_the_conditions_of_its_result() {
         "uptime_s": 7200.0, "freq": {"mhz": 3100.0, "source": "scaling-cur-freq"}});
     let part = |result: Option<Value>| SampleParts {
         tenant: "test".into(),
-        role: "test".into(),
-        job: "latency".into(),
+        role: Role::Test,
+        job: JobKind::Latency,
         status: SampleStatus::Ok,
         error: None,
         attempts: 1,
         started_at: SystemTime::UNIX_EPOCH,
         elapsed_ms: 1.0,
         metrics: Metrics::default(),
+        conditions: result.as_ref().map(StepConditions::of).unwrap_or_default(),
         hdr_log: None,
         result,
     };
     let s = Sample::new(
         "r",
-        "neighbor-staircase",
+        Scenario::NeighborStaircase,
         0,
         &Step,
         1,
@@ -101,6 +102,6 @@ fn a_v4_sample_carries_the_conditions_of_its_result() {
     assert_eq!(v["freq_source"], "scaling-cur-freq");
     let back: Sample = parse_sample(&v.to_string()).unwrap();
     assert_eq!(back, s);
-    let failed = Sample::new("r", "neighbor-staircase", 0, &Step, 1, 1, part(None));
+    let failed = Sample::new("r", Scenario::NeighborStaircase, 0, &Step, 1, 1, part(None));
     assert_eq!(failed.conditions, StepConditions::default());
 }
