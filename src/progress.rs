@@ -94,7 +94,7 @@ fn step_line(
 fn outcome(records: &[Sample]) -> String {
     let Some(r) = records
         .iter()
-        .find(|r| r.role == Role::Test.name())
+        .find(|r| r.role == Role::Test)
         .or_else(|| records.first())
     else {
         return "no record".to_string();
@@ -162,7 +162,7 @@ mod tests {
         let step = Step {
             lifted: Vec::new(),
             id: "busy/neighbors=2/rep=3".to_string(),
-            group: "busy".to_string(),
+            group: nnb_format::StepGroup::Busy,
             level: 2.0,
             level_label: "neighbors=2".to_string(),
             rep: 3,

@@ -297,7 +297,7 @@ struct Watched {
 }
 
 impl Provider for Watched {
-    fn kind(&self) -> &'static str {
+    fn kind(&self) -> nnb_format::ProviderKind {
         self.inner.kind()
     }
 

@@ -122,7 +122,9 @@ fn write_manifest(dir: &Path, levels: &[f64], steps: usize) -> Result<(), Box<dy
         },
         "planned_steps": steps,
         "controller": {"topology": {"logical": 16}},
-        "sessions": [{"status": "completed", "warnings": []}],
+        "sessions": [{"started_at": "2026-11-22T10:00:00.000Z", "finished_at": null,
+            "status": "completed", "command": ["gen_big_run"], "tenants": [],
+            "warnings": [], "agent_pids": [], "steps_run": steps}],
     });
     fs::write(
         dir.join("manifest.json"),

@@ -29,10 +29,12 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 use nnb_format::quality::{Quality, ResultQuality};
 use nnb_format::{
-    parse_background, parse_sample, BackgroundRecord, JobKind, LineError, Metric, Sample,
-    SampleStatus, BACKGROUND,
+    parse_background, parse_sample, BackgroundRecord, ExperimentView, JobKind, LineError, Manifest,
+    Metric, Role, Sample, SampleStatus, Session, BACKGROUND,
 };
 use polars::prelude::{Column, DataFrame, NamedFrom, Series};
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 
 pub use nnb_format::{columns, Scenario, FORMAT_VERSION, MANIFEST, SAMPLES};
@@ -115,10 +117,10 @@ pub enum ReadError {
     },
 }
 
-/// The run's `manifest.json`: the fields analysis reads, plus the raw experiment.
+/// The run's `manifest.json`: the fields analysis reads.
 #[derive(Debug, Clone)]
 pub struct RunInfo {
-    /// Format version the run was written in (1 to 4).
+    /// Format version the run was written in.
     pub format_version: u32,
     /// The run id (the directory name).
     pub run_id: String,
@@ -126,12 +128,13 @@ pub struct RunInfo {
     pub experiment_name: Option<String>,
     /// The experiment's scenario kind.
     pub scenario: Scenario,
-    /// The checked experiment as the controller recorded it (units resolved).
-    pub experiment: serde_json::Value,
+    /// What analysis reads of the checked experiment the controller recorded (units
+    /// resolved).
+    pub experiment: ExperimentView,
     /// The controller's environment (CPU model, kernel, topology ...), raw.
     pub controller: serde_json::Value,
     /// Steps in the plan.
-    pub planned_steps: Option<usize>,
+    pub planned_steps: usize,
     /// What the controller warned about in any session (e.g. tenants sharing CPUs),
     /// each once, in order: they qualify every number of the run.
     pub warnings: Vec<String>,
@@ -153,34 +156,55 @@ pub struct TenantTopology {
     pub cpus: Vec<usize>,
 }
 
+/// What analysis reads of an agent's health record (a manifest tenant's `health`).
+#[derive(Debug, Deserialize)]
+struct AgentHealth {
+    /// The agent's machine.
+    #[serde(default)]
+    topology: Option<HealthTopology>,
+    /// The CPUs the agent was allowed to use.
+    #[serde(default)]
+    cpus: Vec<usize>,
+}
+
+/// The counts of an agent's topology that analysis reads.
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct HealthTopology {
+    #[serde(default)]
+    online: Option<usize>,
+    #[serde(default)]
+    cores: Option<usize>,
+    #[serde(default)]
+    smt_ways: Option<usize>,
+}
+
+/// Only the version of a manifest, checked before its other fields are read (another
+/// version may have others).
+#[derive(Debug, Deserialize)]
+struct VersionOnly {
+    format_version: u64,
+}
+
+/// `manifest.json` as analysis reads it: the agents' health as far as analysis needs
+/// it, the cloud record skipped, the experiment through the format's view of it.
+type ManifestRecord = Manifest<AgentHealth, IgnoredAny, ExperimentView>;
+
 /// The test tenant's topology from the last session that recorded one.
-fn test_topology(manifest: &Value) -> Option<TenantTopology> {
-    let sessions = manifest.get("sessions")?.as_array()?;
-    let health = sessions.iter().rev().find_map(|s| {
-        s.get("tenants")?
-            .as_array()?
+fn test_topology(sessions: &[Session<AgentHealth, IgnoredAny>]) -> Option<TenantTopology> {
+    let (topology, health) = sessions.iter().rev().find_map(|s| {
+        let health = s
+            .tenants
             .iter()
-            .find(|t| t.get("role").and_then(Value::as_str) == Some("test"))?
-            .get("health")
-            .filter(|h| h.get("topology").is_some())
+            .find(|t| t.role == Role::Test)?
+            .health
+            .as_ref()?;
+        Some((health.topology?, health))
     })?;
-    let count = |name: &str| {
-        health
-            .pointer(&format!("/topology/{name}"))
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok())
-    };
     Some(TenantTopology {
-        online: count("online"),
-        cores: count("cores"),
-        smt_ways: count("smt_ways"),
-        cpus: health
-            .get("cpus")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| usize::try_from(c.as_u64()?).ok())
-            .collect(),
+        online: topology.online,
+        cores: topology.cores,
+        smt_ways: topology.smt_ways,
+        cpus: health.cpus.clone(),
     })
 }
 
@@ -353,10 +377,9 @@ fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
             .position(|l| l.contains(&format!("\"{name}\"")))
             .map_or(1, |i| i + 1)
     };
-    let version = v
-        .get("format_version")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| corrupt(path, 1, "no `format_version`: not an nnb manifest"))?;
+    let version = VersionOnly::deserialize(&v)
+        .map_err(|_| corrupt(path, 1, "no `format_version`: not an nnb manifest"))?
+        .format_version;
     if !nnb_format::readable(version) {
         return Err(ReadError::Version {
             path: path.to_path_buf(),
@@ -364,61 +387,27 @@ fn read_manifest(path: &Path) -> Result<RunInfo, ReadError> {
             found: version,
         });
     }
-    let run_id = v
-        .get("run_id")
-        .and_then(Value::as_str)
-        .ok_or_else(|| corrupt(path, 1, "no `run_id`"))?
-        .to_string();
-    let experiment = v.get("experiment").cloned().unwrap_or(Value::Null);
-    let kind = experiment
-        .pointer("/scenario/kind")
-        .and_then(Value::as_str)
-        .ok_or_else(|| {
-            corrupt(
-                path,
-                field_line("experiment"),
-                "no `experiment.scenario.kind`",
-            )
-        })?;
-    let scenario = Scenario::from_name(kind).ok_or_else(|| {
-        corrupt(
-            path,
-            field_line("kind"),
-            format!("unknown scenario kind `{kind}`"),
-        )
-    })?;
+    let m: ManifestRecord = serde_json::from_str(&text)
+        .map_err(|e| corrupt(path, e.line(), format!("not an nnb manifest: {e}")))?;
     Ok(RunInfo {
-        format_version: u32::try_from(version).unwrap_or(FORMAT_VERSION),
-        run_id,
-        experiment_name: experiment
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        scenario,
-        controller: v.get("controller").cloned().unwrap_or(Value::Null),
-        planned_steps: v
-            .get("planned_steps")
-            .and_then(Value::as_u64)
-            .and_then(|n| usize::try_from(n).ok()),
-        warnings: session_warnings(&v),
-        test_topology: test_topology(&v),
-        experiment,
+        format_version: m.format_version,
+        experiment_name: m.experiment.name.clone(),
+        scenario: m.experiment.scenario.kind,
+        controller: m.controller,
+        planned_steps: m.planned_steps,
+        warnings: session_warnings(&m.sessions),
+        test_topology: test_topology(&m.sessions),
+        run_id: m.run_id,
+        experiment: m.experiment,
     })
 }
 
 /// The sessions' warnings, each once, in order.
-fn session_warnings(manifest: &Value) -> Vec<String> {
+fn session_warnings<H, C>(sessions: &[Session<H, C>]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let sessions = manifest.get("sessions").and_then(Value::as_array);
-    for w in sessions
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.get("warnings"))
-    {
-        for w in w.as_array().into_iter().flatten().filter_map(Value::as_str) {
-            if !out.iter().any(|o| o == w) {
-                out.push(w.to_string());
-            }
+    for w in sessions.iter().flat_map(|s| &s.warnings) {
+        if !out.contains(w) {
+            out.push(w.clone());
         }
     }
     out
@@ -634,8 +623,8 @@ fn qualify(records: Vec<Record>, notes: &mut Vec<String>) -> (Vec<Record>, Vec<Q
         .map(|mut r| {
             let q = r.result.take().map(|q| q.0).unwrap_or_default();
             let ok = r.status == SampleStatus::Ok;
-            match JobKind::from_name(&r.job) {
-                Some(JobKind::Latency) if ok && q.probe_dead() => {
+            match r.job {
+                JobKind::Latency if ok && q.probe_dead() => {
                     dead += 1;
                     r.status = SampleStatus::Failed;
                     r.error = Some("the probe heard no answer".to_string());
@@ -643,7 +632,7 @@ fn qualify(records: Vec<Record>, notes: &mut Vec<String>) -> (Vec<Record>, Vec<Q
                     r.metrics = Default::default();
                 }
                 // A load result has its sender's totals; without them it is not one.
-                Some(JobKind::Load) if ok && q.sent.is_some() && !q.sink_complete() => {
+                JobKind::Load if ok && q.sent.is_some() && !q.sink_complete() => {
                     partial += 1;
                     r.metrics.set(Metric::RateBps, None);
                     if r.metric == Some(Metric::RateBps) {
@@ -688,8 +677,8 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
         col("step_index", u(|r| r.step_index)),
         col("part", u(|r| r.part)),
         col("parts", u(|r| r.parts)),
-        col("scenario", s(|r| &r.scenario)),
-        col("group", s(|r| &r.group)),
+        col("scenario", s(|r| r.scenario.name())),
+        col("group", s(|r| r.group.name())),
         col(
             "level",
             records.iter().map(|r| r.level).collect::<Vec<f64>>(),
@@ -701,8 +690,8 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
             records.iter().map(|r| r.warmup).collect::<Vec<bool>>(),
         ),
         col("tenant", s(|r| &r.tenant)),
-        col("role", s(|r| &r.role)),
-        col("job", s(|r| &r.job)),
+        col("role", s(|r| r.role.name())),
+        col("job", s(|r| r.job.name())),
         col("status", s(|r| r.status.name())),
         col("error", os(|r| r.error.as_deref())),
         col(
@@ -829,19 +818,10 @@ impl Run {
     /// else the test tenant's.
     pub fn instance_type(&self) -> Option<String> {
         let exp = &self.manifest.experiment;
-        if let Some(t) = exp
-            .pointer("/provider/instance_type")
-            .and_then(Value::as_str)
-        {
-            return Some(t.to_string());
-        }
-        let tenants = exp.get("tenants")?.as_array()?;
-        let test = tenants
-            .iter()
-            .find(|t| t.get("role").and_then(Value::as_str) == Some("test"))?;
-        test.get("instance_type")
-            .and_then(Value::as_str)
-            .map(str::to_string)
+        exp.provider
+            .instance_type
+            .clone()
+            .or_else(|| exp.tenant(Role::Test)?.instance_type.clone())
     }
 
     /// A short name for the run in tables: the test tenant's instance type when the

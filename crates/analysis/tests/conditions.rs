@@ -81,7 +81,7 @@ fn steal_and_a_frequency_drop_are_noted_where_they_happened() {
     );
     let d = a.degradation.unwrap();
     let flags = |group: &str, label: &str| {
-        let g = d.groups.iter().find(|g| g.group == group).unwrap();
+        let g = d.groups.iter().find(|g| g.group.name() == group).unwrap();
         let l = g.levels.iter().find(|l| l.label == label).unwrap();
         l.flags.clone()
     };

@@ -49,11 +49,16 @@ fn write_run(
     let cpus: Vec<u64> = (0..logical).collect();
     let manifest = json!({
         "format_version": 1, "run_id": run_id, "nnb_version": "0.1.0",
+        "experiment_file": "x.toml", "experiment_text": "",
         "experiment": experiment, "planned_steps": lines.len(),
         "controller": {"topology": {"logical": 2}},
-        "sessions": [{"tenants": [{"name": "test", "role": "test", "cpus": cpus,
-            "health": {"cpus": cpus, "topology": {"logical": logical, "online": logical,
-                "cores": logical / 2, "smt_ways": 2}}}]}],
+        "sessions": [{"started_at": "2026-11-22T10:44:09Z", "finished_at": null,
+            "status": "completed", "command": ["nnb", "run"], "warnings": [],
+            "agent_pids": [], "steps_run": lines.len(),
+            "tenants": [{"name": "test", "role": "test", "addr": "127.0.0.1:7000",
+                "cpus": cpus, "netns": null, "ip": null,
+                "health": {"cpus": cpus, "topology": {"logical": logical, "online": logical,
+                    "cores": logical / 2, "smt_ways": 2}}}]}],
     });
     std::fs::write(
         dir.join("manifest.json"),

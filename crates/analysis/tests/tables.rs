@@ -76,7 +76,7 @@ fn staircase_degradation_mean_stddev_ci_by_hand() {
     assert_eq!(d.metric, Metric::RuntimeS);
     assert_eq!(d.unit, "s");
     assert!(!d.higher_is_better);
-    let groups: Vec<&str> = d.groups.iter().map(|g| g.group.as_str()).collect();
+    let groups: Vec<&str> = d.groups.iter().map(|g| g.group.name()).collect();
     assert_eq!(groups, ["busy", "idle"]);
     let busy = &d.groups[0];
     let idle = &d.groups[1];
@@ -254,7 +254,7 @@ fn isolation_matrix_i_plr_and_i_ulr_by_hand() {
     let base: Vec<(u32, &str, f64)> = iso
         .baselines
         .iter()
-        .map(|b| (b.id, b.state.as_str(), b.mean))
+        .map(|b| (b.id, b.state.name(), b.mean))
         .collect();
     assert_eq!(base.len(), 4);
     for ((id, state, mean), (wid, wstate, wmean)) in base.into_iter().zip([

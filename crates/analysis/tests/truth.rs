@@ -11,7 +11,7 @@ use nnb_analysis::tables::{
     achieved_background, degradation, findings, isolation, knees, latency_vs_load, run_tables,
     throughput, tidy, Analyses, Isolation, IsolationPair, PmaxSource,
 };
-use nnb_format::Metric;
+use nnb_format::{Metric, StepGroup, TenantState};
 use serde_json::{json, Value};
 
 use crate::fixture::copied;
@@ -136,12 +136,20 @@ fn w3_a_missing_reference_level_means_no_degradation() {
         },
     );
     let d = degradation(&run).unwrap().unwrap();
-    let busy = d.groups.iter().find(|g| g.group == "busy").unwrap();
+    let busy = d
+        .groups
+        .iter()
+        .find(|g| g.group == StepGroup::Busy)
+        .unwrap();
     assert!(busy.reference_missing);
     assert_eq!(busy.reference, "neighbors=0");
     assert!(busy.levels.iter().all(|l| l.degradation_pct.is_none()));
     assert_eq!(busy.max, None);
-    let idle = d.groups.iter().find(|g| g.group == "idle").unwrap();
+    let idle = d
+        .groups
+        .iter()
+        .find(|g| g.group == StepGroup::Idle)
+        .unwrap();
     assert!(!idle.reference_missing);
     // idle neighbors=2: (10.45 - 10.0) / 10.0 = 4.5%
     assert!((idle.max.unwrap().1 - 4.5).abs() < 1e-9);
@@ -371,7 +379,7 @@ fn verdicts_of_a_quiet_and_a_noisy_run() {
     // and each qualifier sits in the row of the level it happened at
     let d = Analyses::of(&noisy).unwrap().degradation.unwrap();
     let flags = |group: &str, label: &str| {
-        let g = d.groups.iter().find(|g| g.group == group).unwrap();
+        let g = d.groups.iter().find(|g| g.group.name() == group).unwrap();
         g.levels
             .iter()
             .find(|l| l.label == label)
@@ -578,7 +586,7 @@ fn m10_without_capacity_or_unrestricted_the_largest_baseline_stands_in() {
         iso.p_max_source,
         PmaxSource::LargestBaseline {
             id: 3,
-            state: "overcommitted".to_string()
+            state: TenantState::Overcommitted
         }
     );
     assert_eq!(iso.baselines.len(), 3);
@@ -765,7 +773,7 @@ fn m8_the_busy_neighbors_achieved_ops_per_level() {
         .iter()
         .map(|l| {
             (
-                l.group.as_str(),
+                l.group.name(),
                 l.label.as_str(),
                 l.neighbors,
                 l.reported,

@@ -13,10 +13,10 @@ use aws_config::SdkConfig;
 use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, Tag};
 use nnb_aws::ec2::{
     tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
-    ENDPOINT_ROLE,
 };
 use nnb_aws::reap::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
+use nnb_format::Role;
 
 const ZONE: &str = "us-east-1a";
 const AGENT_PORT: u16 = 7070;
@@ -88,7 +88,7 @@ fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> Launch
                 } else {
                     format!("neighbor-{i}")
                 },
-                role: if i == 0 { "test" } else { "neighbor" }.into(),
+                role: if i == 0 { Role::Test } else { Role::Neighbor },
                 instance_type: "m5.large".into(),
             })
             .collect(),
@@ -197,8 +197,8 @@ async fn full_lifecycle_places_tags_describes_and_tears_down() {
     let group_id = lease.security_group_ids()[0].clone();
     let names: Vec<&str> = launched.iter().map(|l| l.tenant.as_str()).collect();
     assert_eq!(names, ["test", "neighbor-1", "neighbor-2", "neighbor-3"]);
-    assert_eq!(launched[0].role, "test");
-    assert!(launched[1..].iter().all(|l| l.role == "neighbor"));
+    assert_eq!(launched[0].role, Some(Role::Test));
+    assert!(launched[1..].iter().all(|l| l.role == Some(Role::Neighbor)));
     let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
     assert_eq!(lease.instance_ids(), ids.as_slice());
     // moto reports no host properties: the lease keeps what DescribeHosts said.
@@ -360,8 +360,8 @@ async fn the_endpoint_runs_beside_the_host_and_is_torn_down_with_it() {
     let mut plan = plan("endpoint-1", 2, &subnet_id, now() + 3600);
     // A type not in the catalog and not of the host's family: it is not on the host.
     plan.tenants.push(TenantLaunch {
-        name: ENDPOINT_ROLE.into(),
-        role: ENDPOINT_ROLE.into(),
+        name: Role::Endpoint.name().into(),
+        role: Role::Endpoint,
         instance_type: "c5n.9xlarge".into(),
     });
     let mut lease = Lease::new("endpoint-1");
@@ -369,8 +369,11 @@ async fn the_endpoint_runs_beside_the_host_and_is_torn_down_with_it() {
     let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
 
     let host_id = lease.host_ids()[0].clone();
-    let roles: Vec<&str> = launched.iter().map(|l| l.role.as_str()).collect();
-    assert_eq!(roles, ["test", "neighbor", ENDPOINT_ROLE]);
+    let roles: Vec<Option<Role>> = launched.iter().map(|l| l.role).collect();
+    assert_eq!(
+        roles,
+        [Some(Role::Test), Some(Role::Neighbor), Some(Role::Endpoint)]
+    );
     let runs = proxy.calls("RunInstances");
     assert_eq!(runs.len(), 3);
     for body in &runs[..2] {

@@ -23,19 +23,23 @@
 
 use std::time::SystemTime;
 
-use nnb_format::{timestamp, Achieved, BackgroundRecord, BackgroundResult, SampleStatus};
+use nnb_format::{
+    timestamp, Achieved, BackgroundJob, BackgroundRecord, BackgroundResult, Role, SampleStatus,
+};
 use tokio::time::Instant;
 
-use nnb_agent::jobs::{JobId, JobSpec, JobState, JobStatus};
 use crate::results::FORMAT_VERSION;
+use nnb_agent::jobs::{JobId, JobSpec, JobState, JobStatus};
 
 /// A background job running on a tenant, and the steps attempted while it ran.
 #[derive(Debug, Clone)]
 pub(super) struct Running {
     /// The tenant.
     pub(super) tenant: String,
-    /// `neighbor` or `endpoint`.
-    role: String,
+    /// Neighbor or endpoint.
+    role: Role,
+    /// Its kind.
+    job: BackgroundJob,
     /// What it runs.
     pub(super) spec: JobSpec,
     /// Its id on the tenant's agent.
@@ -46,11 +50,18 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// Job `id` of `spec`, just started on `tenant` in `role`.
-    pub(super) fn new(tenant: &str, role: &str, spec: JobSpec, id: JobId) -> Running {
+    /// Job `id` of `spec`, a `job` job, just started on `tenant` in `role`.
+    pub(super) fn new(
+        tenant: &str,
+        role: Role,
+        job: BackgroundJob,
+        spec: JobSpec,
+        id: JobId,
+    ) -> Running {
         Running {
             tenant: tenant.to_string(),
-            role: role.to_string(),
+            role,
+            job,
             spec,
             id,
             started_at: SystemTime::now(),
@@ -90,7 +101,7 @@ impl Running {
             Err(e) => (None, None, Some(format!("stopping it failed: {e}"))),
         };
         // No final result (a failed stop, an abandoned job): nothing achieved is claimed.
-        let achieved = match result.as_ref().map(|r| read_achieved(&self.spec, r)) {
+        let achieved = match result.as_ref().map(|r| read_achieved(self.job, r)) {
             None => Achieved::default(),
             Some(Ok(a)) => a,
             Some(Err(e)) => {
@@ -106,7 +117,7 @@ impl Running {
             run_id: run_id.to_string(),
             tenant: self.tenant,
             role: self.role,
-            job: self.spec.kind().to_string(),
+            job: self.job,
             steps: self.steps,
             status: if error.is_none() {
                 SampleStatus::Ok
@@ -125,16 +136,9 @@ impl Running {
     }
 }
 
-/// What a background `spec` job achieved, read from its final `result`; why the
-/// results format cannot read it.
-fn read_achieved(spec: &JobSpec, result: &serde_json::Value) -> Result<Achieved, String> {
-    let job = spec.background().ok_or_else(|| {
-        format!(
-            "a {} job does not run in the background: the results format reads no final \
-             result of it",
-            spec.kind()
-        )
-    })?;
+/// What a background `job` achieved, read from its final `result`; why the results
+/// format cannot read it.
+fn read_achieved(job: BackgroundJob, result: &serde_json::Value) -> Result<Achieved, String> {
     let read = BackgroundResult::parse(job, result).map_err(|e| e.to_string())?;
     Ok(Achieved::of(&read))
 }
@@ -161,7 +165,13 @@ mod tests {
             duration_ms: None,
             sampling: None,
         };
-        let mut r = Running::new("nb-1", "neighbor", spec, "7".to_string());
+        let mut r = Running::new(
+            "nb-1",
+            Role::Neighbor,
+            BackgroundJob::Load,
+            spec,
+            "7".to_string(),
+        );
         for step in [
             "busy/neighbors=1/rep=1",
             "busy/neighbors=1/rep=1",
@@ -175,7 +185,7 @@ mod tests {
     fn status(state: JobState, error: Option<&str>) -> JobStatus {
         JobStatus {
             id: "7".to_string(),
-            kind: "load".to_string(),
+            kind: nnb_format::AgentJob::Load,
             state,
             result: Some(json!({"sent": {"elapsed_s": 9.5, "payload_bps": 9e7},
                 "sink": {"rate_bps": 2e7, "streams_reported": 1}, "streams": [{}]})),
@@ -191,7 +201,7 @@ mod tests {
             b.steps,
             ["busy/neighbors=1/rep=1", "busy/neighbors=1/rep=2"]
         );
-        assert_eq!((b.job.as_str(), b.role.as_str()), ("load", "neighbor"));
+        assert_eq!((b.job, b.role), (BackgroundJob::Load, Role::Neighbor));
         assert_eq!(b.state.as_deref(), Some("stopped"));
         assert_eq!(b.target_bps, Some(1e8));
         assert_eq!(

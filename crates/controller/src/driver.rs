@@ -130,7 +130,7 @@ impl<'a> Driver<'a> {
             d.endpoint = Some(
                 Endpoint::start(&ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
             );
-            d.clients.insert(ep.name.clone(), (agent, Role::Neighbor));
+            d.clients.insert(ep.name.clone(), (agent, Role::Endpoint));
         }
         Ok(d)
     }
@@ -337,6 +337,12 @@ impl Driver<'_> {
         let this = &*self;
         let starts = wanted.iter().map(|(t, spec)| async move {
             let c = this.client(t)?;
+            let job = spec.background().ok_or_else(|| {
+                StepFailure(format!(
+                    "tenant {t}: a {} job does not run in the background",
+                    spec.kind()
+                ))
+            })?;
             let req = JobRequest {
                 spec: spec.clone(),
                 deadline_ms: millis(BACKGROUND_DEADLINE),
@@ -345,7 +351,7 @@ impl Driver<'_> {
                 .start(&req)
                 .await
                 .map_err(|e| StepFailure::from((t.to_string(), e)))?;
-            Ok::<_, StepFailure>(Running::new(t, &this.role(t), spec.clone(), id))
+            Ok::<_, StepFailure>(Running::new(t, this.role(t), job, spec.clone(), id))
         });
         let started = join_all(starts).await;
         let mut first_error = None;

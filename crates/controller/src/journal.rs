@@ -223,15 +223,15 @@ pub fn read_samples(path: &Path) -> Result<Vec<Sample>, ResultsError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nnb_experiment::plan::Step;
     use crate::results::{Metrics, SampleParts, SampleStatus};
+    use nnb_experiment::plan::Step;
     use std::time::SystemTime;
 
     fn record(id: &str, part: usize, parts: usize) -> Sample {
         let step = Step {
             lifted: Vec::new(),
             id: id.to_string(),
-            group: "busy".to_string(),
+            group: nnb_format::StepGroup::Busy,
             level: 1.0,
             level_label: "neighbors=1".to_string(),
             rep: 1,
@@ -243,15 +243,15 @@ mod tests {
         };
         Sample::new(
             "run",
-            "neighbor-staircase",
+            nnb_format::Scenario::NeighborStaircase,
             0,
             &step,
             part,
             parts,
             SampleParts {
                 tenant: format!("t{part}"),
-                role: "test".to_string(),
-                job: "burn".to_string(),
+                role: nnb_format::Role::Test,
+                job: nnb_format::JobKind::Burn,
                 status: SampleStatus::Ok,
                 error: None,
                 attempts: 1,

@@ -73,6 +73,10 @@ pub enum ControllerError {
     /// The fleet does not match the experiment, or the endpoint failed.
     #[error("{0}")]
     Fleet(String),
+    /// The plan asks for what the controller cannot record (a measured job of a kind
+    /// whose result the results format does not read): a bug of the plan.
+    #[error("{0}")]
+    Plan(String),
 }
 
 /// How a run ended.

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use nnb_format::{JobResult, StepConditions};
+use nnb_format::{JobKind, JobResult, Role, StepConditions};
 
 use super::driver::{Driver, Measured};
 use super::{ControllerError, Overhead};
@@ -12,12 +12,9 @@ use nnb_agent::jobs::JobSpec;
 use nnb_experiment::plan::Step;
 
 impl Driver<'_> {
-    /// The role of `tenant` in the format (`test` or `neighbor`).
-    pub(super) fn role(&self, tenant: &str) -> String {
-        self.clients
-            .get(tenant)
-            .map_or("neighbor", |(_, r)| r.name())
-            .to_string()
+    /// The role of `tenant` in the format (test, neighbor, or the endpoint).
+    pub(super) fn role(&self, tenant: &str) -> Role {
+        self.clients.get(tenant).map_or(Role::Neighbor, |(_, r)| *r)
     }
 
     pub(super) fn record_ok(
@@ -53,7 +50,7 @@ impl Driver<'_> {
                 SampleParts {
                     tenant: a.tenant.clone(),
                     role: self.role(&a.tenant),
-                    job: a.job.kind().to_string(),
+                    job: o.result.kind(),
                     status: SampleStatus::Ok,
                     error: None,
                     attempts,
@@ -79,12 +76,12 @@ impl Driver<'_> {
     ) -> Result<Vec<Sample>, ControllerError> {
         let run = self.run;
         let now = SystemTime::now();
-        let records: Vec<Sample> = step
+        let records = step
             .measure
             .iter()
             .enumerate()
             .map(|(k, a)| {
-                Sample::new(
+                Ok(Sample::new(
                     &run.dir.run_id,
                     run.experiment.scenario.kind(),
                     index,
@@ -94,7 +91,7 @@ impl Driver<'_> {
                     SampleParts {
                         tenant: a.tenant.clone(),
                         role: self.role(&a.tenant),
-                        job: a.job.kind().to_string(),
+                        job: measured_kind(&a.job)?,
                         status: SampleStatus::Failed,
                         error: Some(error.to_string()),
                         attempts,
@@ -105,12 +102,23 @@ impl Driver<'_> {
                         hdr_log: None,
                         result: None,
                     },
-                )
+                ))
             })
-            .collect();
+            .collect::<Result<Vec<Sample>, ControllerError>>()?;
         self.journal.append_step(&records)?;
         Ok(records)
     }
+}
+
+/// The kind of job a step measures with `spec`: a plan measures only jobs whose
+/// results the format reads.
+fn measured_kind(spec: &JobSpec) -> Result<JobKind, ControllerError> {
+    spec.measured().ok_or_else(|| {
+        ControllerError::Plan(format!(
+            "the plan measures a {} job, whose result the results format does not read",
+            spec.kind()
+        ))
+    })
 }
 
 /// Seconds of measured interval the result of a `spec` job reports (a latency

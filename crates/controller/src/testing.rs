@@ -23,8 +23,10 @@ use tokio::time::Instant;
 use super::Canceller;
 use crate::budget::CostCap;
 use crate::client::{AgentApi, AgentError, BoxFuture};
-use nnb_agent::jobs::{Health, JobId, JobRequest, JobSpec, JobState, JobStatus};
 use crate::provider::{Fleet, Provider, ProviderError, Tenant, TenantSpec};
+use nnb_agent::jobs::{Health, JobId, JobRequest, JobSpec, JobState, JobStatus};
+use nnb_experiment::tenant::ENDPOINT;
+use nnb_format::{AgentJob, ProviderKind, Role};
 
 /// One measured job start, as the fakes saw it.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,7 +34,7 @@ pub(super) struct Start {
     /// The tenant whose agent started it.
     pub tenant: String,
     /// The job kind.
-    pub kind: &'static str,
+    pub kind: AgentJob,
     /// Busy background jobs running on all agents when it started.
     pub busy: usize,
     /// Tenants whose agents were up when it started.
@@ -43,7 +45,7 @@ pub(super) struct Start {
 #[derive(Debug, Clone)]
 struct Job {
     tenant: String,
-    kind: &'static str,
+    kind: AgentJob,
     state: JobState,
     /// When a measured job ends (tokio time); `None` for background jobs.
     ends: Option<Instant>,
@@ -96,7 +98,7 @@ impl World {
     fn busy(&self) -> usize {
         self.jobs
             .values()
-            .filter(|j| j.kind == "busy" && j.state == JobState::Running)
+            .filter(|j| j.kind == AgentJob::Busy && j.state == JobState::Running)
             .count()
     }
 
@@ -107,7 +109,7 @@ impl World {
         }
         Some(JobStatus {
             id: id.to_string(),
-            kind: job.kind.to_string(),
+            kind: job.kind,
             state: job.state,
             result: match (&job.result, job.state) {
                 (Some(r), _) => Some(r.clone()),
@@ -359,7 +361,7 @@ impl FakeProvider {
         self.agents.insert(name.to_string(), Arc::new(agent));
         Tenant {
             name: name.to_string(),
-            role: spec.map_or(crate::provider::Role::Neighbor, |s| s.role),
+            role: spec.map_or(Role::Endpoint, |s| s.role),
             addr,
             token: String::new(),
             cpus: Vec::new(),
@@ -370,8 +372,9 @@ impl FakeProvider {
 }
 
 impl Provider for FakeProvider {
-    fn kind(&self) -> &'static str {
-        "fake"
+    /// The fakes stand in for agents on this machine.
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Local
     }
 
     fn launch<'a>(
@@ -385,7 +388,7 @@ impl Provider for FakeProvider {
                 .iter()
                 .map(|s| self.tenant(&s.name, Some(s)))
                 .collect();
-            let endpoint = with_endpoint.then(|| self.tenant("endpoint", None));
+            let endpoint = with_endpoint.then(|| self.tenant(ENDPOINT, None));
             self.world.lock().unwrap_or_else(|p| p.into_inner()).tenants =
                 tenants.iter().map(|t| t.name.clone()).collect();
             Ok(Fleet::of(tenants, endpoint))

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use super::testing::{fake_kernel, FakeProvider, World};
 use super::{execute_with, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus};
-use nnb_experiment;
 use crate::journal::read_samples;
-use nnb_experiment::plan;
 use crate::provider::{Provider, StaticProvider};
 use crate::results::{BackgroundRecord, ResultsError, Sample, SampleStatus};
+use nnb_experiment::plan;
+use nnb_format::{AgentJob, SessionStatus};
 
 const HOST_CPUS: usize = 8;
 const STEPS: [&str; 3] = [
@@ -67,7 +67,7 @@ fn create(results: &Path, on_failure: &str) -> Run {
 
 /// A new run of experiment `text` under `results`.
 fn create_from(results: &Path, text: &str) -> Run {
-    let exp = experiment::parse("fake.toml", text, Some(HOST_CPUS)).expect("valid experiment");
+    let exp = nnb_experiment::parse("fake.toml", text, Some(HOST_CPUS)).expect("valid experiment");
     let plan = plan::expand(&exp, HOST_CPUS);
     Run::create(results, "fake.toml", text, exp, plan).expect("run created")
 }
@@ -119,7 +119,7 @@ fn busy_at_starts(world: &Arc<Mutex<World>>) -> Vec<usize> {
     assert!(w
         .starts
         .iter()
-        .all(|s| s.tenant == "test" && s.kind == "burn"));
+        .all(|s| s.tenant == "test" && s.kind == AgentJob::Burn));
     w.starts.iter().map(|s| s.busy).collect()
 }
 
@@ -161,7 +161,7 @@ async fn every_step_is_measured_once_in_plan_order() {
     drop(w);
     let manifest = run.dir.read_manifest().unwrap();
     assert_eq!(manifest.sessions.len(), 1);
-    assert_eq!(manifest.sessions[0].status, "completed");
+    assert_eq!(manifest.sessions[0].status, SessionStatus::Completed);
     assert_eq!(manifest.sessions[0].steps_run, 3);
 }
 
@@ -306,7 +306,7 @@ async fn abort_stops_the_run_after_the_failed_step() {
     assert_eq!(provider.shutdowns, 1);
     assert_eq!(
         run.dir.read_manifest().unwrap().sessions[0].status,
-        "aborted"
+        SessionStatus::Aborted
     );
 }
 
@@ -342,7 +342,7 @@ async fn the_cost_cap_stops_before_a_step_that_would_pass_it() {
     assert_eq!(samples(&run), [ok(STEPS[0], 1, 1.0)]);
     assert_eq!(
         run.dir.read_manifest().unwrap().sessions[0].status,
-        "aborted"
+        SessionStatus::Aborted
     );
 }
 
@@ -381,7 +381,7 @@ async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
     }
     // As a kill -9 leaves it: the session never closed, and the lock dies with it.
     let mut m = run.dir.read_manifest().unwrap();
-    m.sessions[0].status = "running".to_string();
+    m.sessions[0].status = SessionStatus::Running;
     run.dir.write_manifest(&m).unwrap();
     drop(run);
 
@@ -403,7 +403,7 @@ async fn an_interrupted_run_resumes_measuring_each_remaining_step_once() {
     let sessions = resumed.dir.read_manifest().unwrap().sessions;
     let ends: Vec<(&str, usize)> = sessions
         .iter()
-        .map(|s| (s.status.as_str(), s.steps_run))
+        .map(|s| (s.status.name(), s.steps_run))
         .collect();
     assert_eq!(ends, [("died", 1), ("completed", 2)]);
 }
@@ -527,7 +527,7 @@ async fn background_results_are_recorded_with_the_steps_they_spanned() {
     let b = background(&run);
     let seen: Vec<(&str, &str, &str, SampleStatus)> = b
         .iter()
-        .map(|r| (r.tenant.as_str(), r.role.as_str(), r.job.as_str(), r.status))
+        .map(|r| (r.tenant.as_str(), r.role.name(), r.job.name(), r.status))
         .collect();
     assert_eq!(
         seen,
@@ -592,7 +592,7 @@ async fn a_load_neighbors_rates_and_the_endpoints_snapshot_are_recorded() {
     let b = background(&run);
     let jobs: Vec<(&str, &str, &[String])> = b
         .iter()
-        .map(|r| (r.tenant.as_str(), r.job.as_str(), r.steps.as_slice()))
+        .map(|r| (r.tenant.as_str(), r.job.name(), r.steps.as_slice()))
         .collect();
     let at = |steps: &[&str]| steps.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(
@@ -605,10 +605,7 @@ async fn a_load_neighbors_rates_and_the_endpoints_snapshot_are_recorded() {
         ]
     );
     let ep = &b[0];
-    assert_eq!(
-        (ep.role.as_str(), ep.status),
-        ("endpoint", SampleStatus::Ok)
-    );
+    assert_eq!((ep.role.name(), ep.status), ("endpoint", SampleStatus::Ok));
     assert_eq!(
         (ep.achieved.send_failures, ep.achieved.garbage),
         (Some(2), Some(5))
@@ -640,7 +637,7 @@ async fn the_manifest_records_each_tenants_environment() {
     let tenants = &manifest.sessions[0].tenants;
     let names: Vec<(&str, &str)> = tenants
         .iter()
-        .map(|t| (t.name.as_str(), t.role.as_str()))
+        .map(|t| (t.name.as_str(), t.role.name()))
         .collect();
     assert_eq!(
         names,

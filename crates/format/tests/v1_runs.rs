@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use nnb_format::{
-    parse_sample, LineError, Manifest, Metric, Sample, SampleStatus, MANIFEST, SAMPLES,
+    parse_sample, ExperimentView, JobKind, LineError, Manifest, Metric, NetworkView, Role, Sample,
+    SampleStatus, Scenario, SessionStatus, StepGroup, MANIFEST, SAMPLES,
 };
 use serde_json::Value;
 
@@ -68,6 +69,40 @@ fn v1_manifests_round_trip_unchanged() {
     }
 }
 
+/// Every fixture's manifest reads through the readers' view of its experiment, with
+/// its sessions' statuses and tenants' roles typed.
+#[test]
+fn v1_manifests_read_with_the_experiment_view() {
+    let kinds = [
+        ("staircase", Scenario::NeighborStaircase),
+        ("thread-sweep", Scenario::ThreadSweep),
+        ("isolation-matrix", Scenario::IsolationMatrix),
+        ("load-steps", Scenario::LoadSteps),
+        ("throughput-m5", Scenario::LoadSteps),
+    ];
+    for (run, kind) in kinds {
+        let text = std::fs::read_to_string(fixture(run).join(MANIFEST)).unwrap();
+        let m: Manifest<Value, Value, ExperimentView> =
+            serde_json::from_str(&text).unwrap_or_else(|e| panic!("{run}: {e}"));
+        assert_eq!(m.experiment.scenario.kind, kind, "{run}");
+        assert_eq!(m.sessions[0].status, SessionStatus::Completed, "{run}");
+        assert_eq!(
+            m.experiment.tenant(Role::Test).map(|t| t.vcpus.is_some()),
+            Some(true),
+            "{run}"
+        );
+    }
+    let text = std::fs::read_to_string(fixture("thread-sweep").join(MANIFEST)).unwrap();
+    let m: Manifest<Value, Value, ExperimentView> = serde_json::from_str(&text).unwrap();
+    assert_eq!(m.sessions[0].tenants[0].role, Role::Test);
+    let text = std::fs::read_to_string(fixture("load-steps").join(MANIFEST)).unwrap();
+    let m: Manifest<Value, Value, ExperimentView> = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        m.experiment.network,
+        NetworkView::Emulated { host_bw_bps: 200e6 }
+    );
+}
+
 /// `staircase` line 2: `busy/neighbors=0/rep=1`, runtime 10.0 s; line 24 failed.
 #[test]
 fn typed_fields_of_a_v1_run() {
@@ -76,8 +111,27 @@ fn typed_fields_of_a_v1_run() {
     assert_eq!((s.metric, s.value), (Some(Metric::RuntimeS), Some(10.0)));
     assert_eq!(s.get(Metric::RuntimeS), Some(10.0));
     assert_eq!(s.status, SampleStatus::Ok);
+    assert_eq!(
+        (s.scenario, s.group, s.role, s.job),
+        (
+            Scenario::NeighborStaircase,
+            StepGroup::Busy,
+            Role::Test,
+            JobKind::Burn
+        )
+    );
     let failed: Sample = parse_sample(&all[23]).unwrap();
     assert_eq!((failed.status, failed.metric), (SampleStatus::Failed, None));
+    // A name the format does not have is not a record.
+    for (field, name) in [("group", "busier"), ("role", "tester"), ("job", "idle")] {
+        let mut v: Value = serde_json::from_str(&all[1]).unwrap();
+        v[field] = Value::from(name);
+        let err = parse_sample::<Value>(&v.to_string()).unwrap_err();
+        assert!(
+            matches!(&err, LineError::Invalid(m) if m.contains(&format!("`{name}`"))),
+            "{field}: {err}"
+        );
+    }
 }
 
 #[test]

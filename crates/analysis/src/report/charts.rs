@@ -1,7 +1,7 @@
 //! The charts of a report, built from the typed analyses: what each plot shows, its
 //! title, axes and series. Pure data in, chart specs out; drawing is [`crate::plot`]'s.
 
-use nnb_format::Metric;
+use nnb_format::{Metric, Role, StepGroup};
 
 use crate::plot::{BoxChart, DisplayUnit, LineChart, PercentileChart, Series};
 use crate::read::Run;
@@ -61,9 +61,9 @@ fn level_series(name: String, levels: &[LevelStats], x: impl Fn(&LevelStats) -> 
 }
 
 /// Series name for a staircase group: `busy neighbors (mean, 95% CI)`.
-fn group_series_name(prefix: &str, group: &str) -> String {
+fn group_series_name(prefix: &str, group: StepGroup) -> String {
     let what = match group {
-        "busy" | "idle" => format!("{group} neighbors"),
+        StepGroup::Busy | StepGroup::Idle => format!("{group} neighbors"),
         other => other.to_string(),
     };
     format!("{prefix}{what} (mean, 95% CI)")
@@ -83,7 +83,7 @@ pub(crate) fn staircase(runs: &[(String, &Degradation)]) -> LineChart {
                 String::new()
             };
             d.groups.iter().map(move |g| {
-                level_series(group_series_name(&prefix, &g.group), &g.levels, |l| l.level)
+                level_series(group_series_name(&prefix, g.group), &g.levels, |l| l.level)
             })
         })
         .collect();
@@ -158,20 +158,10 @@ pub(crate) fn sweep(runs: &[(String, &Knees, Option<Metric>)]) -> LineChart {
 /// each busy neighbor's (its burner threads, else its vCPUs), from the experiment.
 fn busy_threads_per_level(run: &Run) -> Option<(f64, f64)> {
     let e = &run.manifest.experiment;
-    let scenario = e.get("scenario")?;
-    let test = scenario.get("test")?.get("threads")?.as_f64()?;
-    let neighbor_vcpus = || {
-        let tenants = e.get("tenants")?.as_array()?;
-        let neighbor = tenants
-            .iter()
-            .find(|t| t.get("role").and_then(|r| r.as_str()) == Some("neighbor"))?;
-        neighbor.get("vcpus")?.as_f64()
-    };
-    let busy = scenario
-        .get("busy")
-        .and_then(|b| b.get("threads"))
-        .and_then(|t| t.as_f64());
-    Some((test, busy.or_else(neighbor_vcpus)?))
+    let test = e.scenario.test.as_ref()?.threads?;
+    let busy = e.scenario.busy.as_ref().and_then(|b| b.threads);
+    let each = busy.or_else(|| e.tenant(Role::Neighbor)?.vcpus)?;
+    Some((test as f64, each as f64))
 }
 
 /// The staircase's busy series against a metal thread sweep (thesis 5.6, 5.8, 5.9): x
@@ -185,7 +175,7 @@ pub(crate) fn staircase_vs_metal(
     let (y_label, y_unit) = metric_axis(Some(d.metric));
     let threads = busy_threads_per_level(stair_run);
     let to_x = |l: &LevelStats| threads.map_or(l.level, |(test, each)| test + l.level * each);
-    let busy = d.groups.iter().find(|g| g.group == "busy");
+    let busy = d.groups.iter().find(|g| g.group == StepGroup::Busy);
     let mut series: Vec<Series> = busy
         .map(|g| {
             level_series(

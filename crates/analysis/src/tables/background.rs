@@ -4,14 +4,14 @@
 //! read against what the two neighbors achieved. A load-steps run measures its
 //! neighbors' loads as samples: the latency table's achieved column shows them.
 
-use nnb_format::{BackgroundJob, Role, SampleStatus};
+use nnb_format::{BackgroundJob, Role, SampleStatus, StepGroup};
 use nnb_units::DisplayUnit;
 use polars::prelude::{col, IntoLazy, SortMultipleOptions};
 
 use crate::read::{Background, Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{is, polars_err, AnalysisError};
+use super::{group_named, is, polars_err, AnalysisError};
 
 /// The neighbors' achieved aggregate per level.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,7 +26,7 @@ pub struct AchievedBackground {
 #[derive(Debug, Clone, PartialEq)]
 pub struct BackgroundLevel {
     /// Scenario part (`busy`).
-    pub group: String,
+    pub group: StepGroup,
     /// Level label, e.g. `neighbors=2`.
     pub label: String,
     /// Numeric level.
@@ -60,10 +60,7 @@ pub fn achieved_background(run: &Run) -> Result<Option<AchievedBackground>, Anal
     let neighbors: Vec<&Background> = run
         .background
         .iter()
-        .filter(|b| {
-            b.role == Role::Neighbor.name()
-                && BackgroundJob::from_name(&b.job) != Some(BackgroundJob::Idle)
-        })
+        .filter(|b| b.role == Role::Neighbor && b.job != BackgroundJob::Idle)
         .collect();
     if neighbors.is_empty() {
         return Ok(None);
@@ -145,7 +142,7 @@ fn add(to: &mut Option<f64>, v: Option<f64>) {
 
 /// One level of a run and the ids of its steps.
 struct LevelSteps {
-    group: String,
+    group: StepGroup,
     label: String,
     level: f64,
     steps: Vec<String>,
@@ -172,16 +169,15 @@ fn step_levels(run: &Run) -> Result<Vec<LevelSteps>, AnalysisError> {
         let label = df.column("level_label")?.str()?;
         let mut out: Vec<LevelSteps> = Vec::new();
         for i in 0..df.height() {
-            let (Some(s), Some(g), Some(v), Some(l)) =
-                (step.get(i), group.get(i), level.get(i), label.get(i))
-            else {
+            let (Some(s), Some(v), Some(l)) = (step.get(i), level.get(i), label.get(i)) else {
                 continue;
             };
+            let g = group_named(group.get(i))?;
             match out.iter_mut().find(|o| o.group == g && o.label == l) {
                 Some(o) if !o.steps.iter().any(|x| x == s) => o.steps.push(s.to_string()),
                 Some(_) => {}
                 None => out.push(LevelSteps {
-                    group: g.to_string(),
+                    group: g,
                     label: l.to_string(),
                     level: v,
                     steps: vec![s.to_string()],

@@ -2,7 +2,7 @@
 //! 95% CI of the repetitions, busy and idle side by side, and the maximum per run.
 
 use nnb_format::stats::{degradation_ci95, degradation_pct, Summary};
-use nnb_format::{Metric, Role};
+use nnb_format::{Metric, Role, StepGroup};
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -25,8 +25,8 @@ pub struct Degradation {
 /// The levels of one group.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GroupLevels {
-    /// Group name, e.g. `busy`.
-    pub group: String,
+    /// The group, e.g. `busy`.
+    pub group: StepGroup,
     /// Measured levels, lowest first.
     pub levels: Vec<LevelStats>,
     /// The reference: the group's lowest planned level (`neighbors=0`, 1 thread, no
@@ -114,7 +114,7 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         let mut levels = group_stats(run, &levels, metric, higher_is_better, reference)?;
         for l in &mut levels {
             l.flags
-                .extend(super::verdict::freq_flag(&drops, &group, &l.label));
+                .extend(super::verdict::freq_flag(&drops, group, &l.label));
         }
         let reference_missing = levels.first().map_or(true, |l| l.level != reference);
         let max = levels
@@ -338,11 +338,11 @@ impl Degradation {
 /// with the level where it happened, in the shape of thesis Tables 5.3-5.7.
 /// "Maximum nodes" is the test node plus the most neighbors (staircase runs only).
 pub fn summary_table(runs: &[(&Run, &Degradation)]) -> Table {
-    let mut groups: Vec<&str> = Vec::new();
+    let mut groups: Vec<StepGroup> = Vec::new();
     for (_, d) in runs {
         for g in &d.groups {
-            if !groups.contains(&g.group.as_str()) {
-                groups.push(&g.group);
+            if !groups.contains(&g.group) {
+                groups.push(g.group);
             }
         }
     }

@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 
 use nnb_format::stats::Summary;
-use nnb_format::{Metric, Quantity, Role};
+use nnb_format::{MatrixLevel, Metric, Quantity, Role, TenantState};
 use nnb_units::Scaled;
 
 use crate::read::{Run, Scenario};
@@ -83,7 +83,7 @@ pub enum PmaxSource {
         /// That baseline's Table 1 id.
         id: u32,
         /// Its state, e.g. `overcommitted`.
-        state: String,
+        state: TenantState,
     },
 }
 
@@ -93,7 +93,7 @@ pub struct IsolationBaseline {
     /// Table 1 id (1-4).
     pub id: u32,
     /// a's state, e.g. `saturated`.
-    pub state: String,
+    pub state: TenantState,
     /// Mean of the repetitions.
     pub mean: f64,
     /// Their standard deviation.
@@ -110,9 +110,9 @@ pub struct IsolationPair {
     /// Short name as in the paper, e.g. `a_s b_o`.
     pub shortname: String,
     /// a's state.
-    pub state_a: String,
+    pub state_a: TenantState,
     /// b's state.
-    pub state_b: String,
+    pub state_b: TenantState,
     /// a's baseline in `state_a`.
     pub p_a: f64,
     /// a's mean beside b.
@@ -138,31 +138,6 @@ pub struct ScenarioShare {
     pub a: (f64, f64),
     /// Tenant b's, when it ran (the pairs).
     pub b: Option<(f64, f64)>,
-}
-
-/// One letter per state, as in the paper's short names (`a_s b_o`).
-fn letter(state: &str) -> &'static str {
-    match state {
-        "undercommitted" => "u",
-        "saturated" => "s",
-        "overcommitted" => "o",
-        "unrestricted" => "f",
-        _ => "?",
-    }
-}
-
-/// `a=saturated,b=overcommitted` into (`saturated`, Some(`overcommitted`)).
-fn states(label: &str) -> (String, Option<String>) {
-    let mut a = String::new();
-    let mut b = None;
-    for part in label.split(',') {
-        match part.split_once('=') {
-            Some(("a", s)) => a = s.to_string(),
-            Some(("b", s)) => b = Some(s.to_string()),
-            _ => {}
-        }
-    }
-    (a, b)
 }
 
 /// CPUs a capacity burn kept busy: the distinct pinned CPUs of the first recorded
@@ -232,9 +207,16 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             let Some(s) = summary(&l.rows, metric, host_side) else {
                 continue;
             };
-            let (a, b) = states(&l.label);
-            match (group.as_str(), b) {
-                ("capacity", _) => {
+            let level: MatrixLevel = l.label.parse().map_err(|e| data_err(format!("{e}")))?;
+            if level.group() != group {
+                return Err(data_err(format!(
+                    "isolation-matrix level `{}` in group `{group}`: its group is `{}`",
+                    l.label,
+                    level.group()
+                )));
+            }
+            match level {
+                MatrixLevel::Capacity => {
                     let cpus = busy_cpus(&l.rows);
                     capacity = Some(match (metric, cpus) {
                         (Metric::HostCpuPct, Some(cpus)) if host_side => {
@@ -243,20 +225,14 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
                         _ => (s.mean, PmaxSource::Capacity { n: s.n, cpus }),
                     })
                 }
-                ("baseline", _) => baselines.push(IsolationBaseline {
+                MatrixLevel::Alone(a) => baselines.push(IsolationBaseline {
                     id: l.level as u32,
                     state: a,
                     mean: s.mean,
                     sd: s.stddev,
                     n: s.n,
                 }),
-                ("pair", Some(b)) => pairs.push((l.level as u32, a, b, s, b_of(&l.label))),
-                _ => {
-                    return Err(data_err(format!(
-                        "unexpected isolation-matrix level `{}` in group `{group}`",
-                        l.label
-                    )))
-                }
+                MatrixLevel::Pair(a, b) => pairs.push((l.level as u32, a, b, s, b_of(&l.label))),
             }
         }
     }
@@ -268,7 +244,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     let unrestricted = || {
         baselines
             .iter()
-            .find(|b| b.state == "unrestricted")
+            .find(|b| b.state == TenantState::Unrestricted)
             .map(|b| (b.mean, PmaxSource::UnrestrictedBaseline))
     };
     let largest = || {
@@ -278,7 +254,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             .map(|b| {
                 let source = PmaxSource::LargestBaseline {
                     id: b.id,
-                    state: b.state.clone(),
+                    state: b.state,
                 };
                 (b.mean, source)
             })
@@ -299,7 +275,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
             let p_b = s.mean;
             Ok(IsolationPair {
                 id,
-                shortname: format!("a_{} b_{}", letter(&a), letter(&b)),
+                shortname: format!("a_{} b_{}", a.letter(), b.letter()),
                 state_a: a,
                 state_b: b,
                 p_a,
@@ -412,12 +388,12 @@ impl Isolation {
         };
         let mut rows: Vec<Vec<Cell>> = Vec::new();
         if let PmaxSource::Capacity { .. } = self.p_max_source {
-            rows.push(row(0, "capacity".to_string(), self.p_max));
+            rows.push(row(0, MatrixLevel::Capacity.to_string(), self.p_max));
         }
         rows.extend(
             self.baselines
                 .iter()
-                .map(|b| row(b.id, format!("a_{}", letter(&b.state)), b.mean)),
+                .map(|b| row(b.id, format!("a_{}", b.state.letter()), b.mean)),
         );
         rows.extend(self.pairs.iter().map(|p| {
             vec![
@@ -453,8 +429,9 @@ impl Isolation {
                 "I_plr = |a - a'| / a; I_ulr = |a - a'| / p_max, the resource maximum (eq. 3-4)"
                     .to_string(),
                 self.p_max_note(),
-                "u = undercommitted, s = saturated, o = overcommitted, f = unrestricted"
-                    .to_string(),
+                TenantState::ALL
+                    .map(|s| format!("{} = {s}", s.letter()))
+                    .join(", "),
             ],
         }
     }

@@ -92,8 +92,10 @@ fn expected(run: &Run) -> Result<(Option<usize>, String), AnalysisError> {
     let pin = run
         .manifest
         .experiment
-        .pointer("/scenario/test/pin")
-        .and_then(serde_json::Value::as_str)
+        .scenario
+        .test
+        .as_ref()
+        .and_then(|t| t.pin.as_deref())
         .unwrap_or("cores");
     let whole = t.cpus.is_empty() || Some(t.cpus.len()) == t.online;
     let knee = match (t.cores, t.smt_ways, pin) {

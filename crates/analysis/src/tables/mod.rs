@@ -32,7 +32,8 @@ pub use verdict::{
 };
 
 use nnb_format::quality::Quality;
-use nnb_format::{JobKind, Metric, MetricValues, Role, SampleStatus};
+use nnb_format::{JobKind, Metric, MetricValues, Role, SampleStatus, StepGroup};
+use polars::error::PolarsError;
 use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
 use crate::read::{ReadError, Run, Scenario};
@@ -164,7 +165,7 @@ pub fn compare_tables(runs: &[Run]) -> Result<Vec<Table>, AnalysisError> {
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
     pub step: String,
-    pub group: String,
+    pub group: StepGroup,
     pub level: f64,
     pub label: String,
     pub tenant: String,
@@ -204,12 +205,19 @@ fn failed_steps(run: &Run) -> Result<usize, AnalysisError> {
     Ok(steps.len())
 }
 
+/// The group named `name` in a column of the samples (written from a typed record,
+/// so an unknown name is an error, never a group of its own).
+pub(crate) fn group_named(name: Option<&str>) -> Result<StepGroup, PolarsError> {
+    name.and_then(StepGroup::from_name)
+        .ok_or_else(|| PolarsError::ComputeError(format!("no step group named {name:?}").into()))
+}
+
 /// Every (group, level, label) that `role` has a measuring (not warm-up) record of,
 /// whatever its status: the levels the plan had, including the ones that failed.
 pub(crate) fn planned_levels(
     run: &Run,
     role: Role,
-) -> Result<Vec<(String, f64, String)>, AnalysisError> {
+) -> Result<Vec<(StepGroup, f64, String)>, AnalysisError> {
     let df = run
         .samples
         .clone()
@@ -219,19 +227,17 @@ pub(crate) fn planned_levels(
         .unique(None, Default::default())
         .collect()
         .map_err(polars_err(run))?;
-    let read = || -> Result<Vec<(String, f64, String)>, polars::error::PolarsError> {
+    let read = || -> Result<Vec<(StepGroup, f64, String)>, PolarsError> {
         let group = df.column("group")?.str()?;
         let level = df.column("level")?.f64()?;
         let label = df.column("level_label")?.str()?;
-        Ok((0..df.height())
-            .filter_map(|i| {
-                Some((
-                    group.get(i)?.to_string(),
-                    level.get(i)?,
-                    label.get(i)?.to_string(),
-                ))
-            })
-            .collect())
+        let mut out = Vec::with_capacity(df.height());
+        for i in 0..df.height() {
+            if let (Some(level), Some(label)) = (level.get(i), label.get(i)) {
+                out.push((group_named(group.get(i))?, level, label.to_string()));
+            }
+        }
+        Ok(out)
     };
     read().map_err(polars_err(run))
 }
@@ -271,7 +277,10 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
     };
     let read = || -> Result<Vec<Row>, polars::error::PolarsError> {
         let step = text("step")?;
-        let group = text("group")?;
+        let group = text("group")?
+            .iter()
+            .map(|g| group_named(g.as_deref()))
+            .collect::<Result<Vec<StepGroup>, PolarsError>>()?;
         let level = num("level")?;
         let label = text("level_label")?;
         let tenant = text("tenant")?;
@@ -294,7 +303,7 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
         Ok((0..df.height())
             .map(|i| Row {
                 step: step[i].clone().unwrap_or_default(),
-                group: group[i].clone().unwrap_or_default(),
+                group: group[i],
                 level: level[i].unwrap_or(f64::NAN),
                 label: label[i].clone().unwrap_or_default(),
                 tenant: tenant[i].clone().unwrap_or_default(),
@@ -327,13 +336,13 @@ pub(crate) struct Level<'a> {
 }
 
 /// Records grouped by `group`, then by level, both in order of first appearance.
-pub(crate) fn by_group(rows: &[Row]) -> Vec<(String, Vec<Level<'_>>)> {
-    let mut groups: Vec<(String, Vec<Level<'_>>)> = Vec::new();
+pub(crate) fn by_group(rows: &[Row]) -> Vec<(StepGroup, Vec<Level<'_>>)> {
+    let mut groups: Vec<(StepGroup, Vec<Level<'_>>)> = Vec::new();
     for row in rows {
         let gi = match groups.iter().position(|(g, _)| *g == row.group) {
             Some(i) => i,
             None => {
-                groups.push((row.group.clone(), Vec::new()));
+                groups.push((row.group, Vec::new()));
                 groups.len() - 1
             }
         };

@@ -7,7 +7,6 @@ use nnb_catalog::Catalog;
 use nnb_format::Role;
 use nnb_units::wire::Framing;
 use nnb_units::DisplayUnit;
-use serde_json::Value;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -147,11 +146,7 @@ fn degradation(
     link_payload: Option<f64>,
 ) -> Option<StaircaseDegradation> {
     let top = levels.last()?;
-    let configured = run
-        .manifest
-        .experiment
-        .pointer("/scenario/baseline_bps")
-        .and_then(Value::as_f64);
+    let configured = run.manifest.experiment.scenario.baseline_bps;
     let (baseline_bps, baseline_source) = match configured {
         Some(b) => (b, "the experiment's baseline".to_string()),
         None => {

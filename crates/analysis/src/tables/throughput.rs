@@ -3,10 +3,9 @@
 //! sharing a host NIC get `host_bw / n` each, against the size's baseline bandwidth.
 
 use nnb_catalog::Catalog;
-use nnb_format::{Metric, Role};
+use nnb_format::{Metric, NetworkView, Role};
 use nnb_units::wire::{Framing, DEFAULT_MSG_SIZE};
 use nnb_units::DisplayUnit;
-use serde_json::Value;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
@@ -216,21 +215,18 @@ fn prediction(run: &Run, nodes: usize) -> Option<Prediction> {
 pub(super) fn msg_size(run: &Run) -> usize {
     run.manifest
         .experiment
-        .pointer("/scenario/msg_size")
-        .and_then(Value::as_u64)
-        .and_then(|m| usize::try_from(m).ok())
+        .scenario
+        .msg_size
         .unwrap_or(DEFAULT_MSG_SIZE)
 }
 
 /// An emulated network's `host_bw`, bit/s, as its link counts it; `None` for other
 /// networks.
 pub(super) fn emulated_host_bw(run: &Run) -> Option<f64> {
-    let exp = &run.manifest.experiment;
-    exp.pointer("/network/mode")
-        .and_then(Value::as_str)
-        .filter(|m| *m == "emulated")
-        .and_then(|_| exp.pointer("/network/host_bw_bps"))
-        .and_then(Value::as_f64)
+    match run.manifest.experiment.network {
+        NetworkView::Emulated { host_bw_bps } => Some(host_bw_bps),
+        NetworkView::None => None,
+    }
 }
 
 impl Throughput {

@@ -47,7 +47,7 @@ pub fn tidy(run: &Run) -> Result<Table, AnalysisError> {
                     rows.push(vec![
                         Cell::text(&run.run_id),
                         Cell::text(role.name()),
-                        Cell::text(&group),
+                        Cell::text(group.name()),
                         Cell::num(l.level, 0),
                         Cell::text(&l.label),
                         Cell::text(metric.name()),

@@ -6,7 +6,7 @@
 //! records, failed steps), or one line saying the run was quiet.
 
 use nnb_format::Role;
-use nnb_format::{BackgroundJob, SampleStatus};
+use nnb_format::{BackgroundJob, SampleStatus, StepGroup};
 use nnb_units::DisplayUnit;
 
 use crate::read::{Run, Scenario};
@@ -32,14 +32,14 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     let mut out = Vec::new();
     if let Some(d) = &a.degradation {
         if run.manifest.scenario == Scenario::NeighborStaircase {
-            let base = |name: &str| {
+            let base = |group: StepGroup| {
                 d.groups
                     .iter()
-                    .find(|g| g.group == name && !g.reference_missing)
+                    .find(|g| g.group == group && !g.reference_missing)
                     .and_then(|g| g.levels.first())
                     .map(|l| l.mean)
             };
-            if let (Some(busy), Some(idle)) = (base("busy"), base("idle")) {
+            if let (Some(busy), Some(idle)) = (base(StepGroup::Busy), base(StepGroup::Idle)) {
                 let pct = (busy - idle).abs() / busy.min(idle) * 100.0;
                 if pct > BASELINE_DRIFT_PCT {
                     out.push(format!(
@@ -294,7 +294,7 @@ pub(crate) struct FreqDrop {
     /// The tenant.
     pub tenant: String,
     /// The level's group and label.
-    pub group: String,
+    pub group: StepGroup,
     pub label: String,
     /// The level's median effective frequency, MHz.
     pub mhz: f64,
@@ -315,7 +315,7 @@ impl FreqDrop {
 /// below the same tenant's highest level median, in order of first appearance.
 pub(crate) fn freq_drops(rows: &[Row]) -> Vec<FreqDrop> {
     // (tenant, group, label, source) -> the records' MHz
-    let mut levels: Vec<(&str, &str, &str, &str, Vec<f64>)> = Vec::new();
+    let mut levels: Vec<(&str, StepGroup, &str, &str, Vec<f64>)> = Vec::new();
     for r in rows {
         let Some(f) = r
             .quality
@@ -325,13 +325,13 @@ pub(crate) fn freq_drops(rows: &[Row]) -> Vec<FreqDrop> {
         else {
             continue;
         };
-        let key = (r.tenant.as_str(), r.group.as_str(), r.label.as_str());
+        let key = (r.tenant.as_str(), r.group, r.label.as_str());
         match levels.iter_mut().find(|l| (l.0, l.1, l.2) == key) {
             Some(l) => l.4.push(f.mhz),
             None => levels.push((key.0, key.1, key.2, &f.source, vec![f.mhz])),
         }
     }
-    let medians: Vec<(&str, &str, &str, &str, f64)> = levels
+    let medians: Vec<(&str, StepGroup, &str, &str, f64)> = levels
         .into_iter()
         .map(|(t, g, l, s, mhz)| (t, g, l, s, nnb_format::stats::median(&mhz)))
         .collect();
@@ -345,7 +345,7 @@ pub(crate) fn freq_drops(rows: &[Row]) -> Vec<FreqDrop> {
                 .fold(f64::MIN, f64::max);
             (mhz < (1.0 - FREQ_DROP) * fastest).then(|| FreqDrop {
                 tenant: tenant.to_string(),
-                group: group.to_string(),
+                group,
                 label: label.to_string(),
                 mhz,
                 fastest_mhz: fastest,
@@ -356,7 +356,7 @@ pub(crate) fn freq_drops(rows: &[Row]) -> Vec<FreqDrop> {
 }
 
 /// The flag of a level of `group` labelled `label` among `drops`, for its table row.
-pub(crate) fn freq_flag(drops: &[FreqDrop], group: &str, label: &str) -> Option<String> {
+pub(crate) fn freq_flag(drops: &[FreqDrop], group: StepGroup, label: &str) -> Option<String> {
     drops
         .iter()
         .find(|d| d.group == group && d.label == label)
@@ -447,7 +447,7 @@ fn background_findings(run: &Run, a: &Analyses) -> Vec<String> {
     let serve = run
         .background
         .iter()
-        .filter(|b| BackgroundJob::from_name(&b.job) == Some(BackgroundJob::Serve));
+        .filter(|b| b.job == BackgroundJob::Serve);
     let (send_failures, garbage) = serve.fold((0, 0), |(f, g), b| {
         (
             f + b.achieved.send_failures.unwrap_or(0),

@@ -100,6 +100,7 @@ fn tenant_size<'c>(
 mod tests {
     use super::*;
     use crate::ec2::{SecurityGroupPlan, Tags};
+    use nnb_format::Role;
 
     fn plan(host: HostKind, types: &[&str]) -> LaunchPlan {
         LaunchPlan {
@@ -110,7 +111,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, t)| TenantLaunch {
                     name: format!("t{i}"),
-                    role: if i == 0 { "test" } else { "neighbor" }.into(),
+                    role: if i == 0 { Role::Test } else { Role::Neighbor },
                     instance_type: (*t).into(),
                 })
                 .collect(),
@@ -233,7 +234,7 @@ mod tests {
         let mut p = plan(HostKind::Family("m5".into()), &["m5.large"; 48]);
         p.tenants.push(TenantLaunch {
             name: "endpoint".into(),
-            role: crate::ec2::ENDPOINT_ROLE.into(),
+            role: Role::Endpoint,
             instance_type: "c5n.9xlarge".into(),
         });
         check(&p, catalog(), None).unwrap();

@@ -8,6 +8,8 @@ use aws_sdk_ec2::types::{
     Tenancy,
 };
 
+use nnb_format::Role;
+
 use super::{tags, AwsError, Ec2, LaunchPlan, Launched, TenantLaunch};
 
 /// States of an instance that still exists (or may still run).
@@ -30,7 +32,7 @@ impl Ec2 {
         let name = format!("nnb-{}-{}", plan.tags.run_id, tenant.name);
         let extra = [
             (tags::TENANT, tenant.name.as_str()),
-            (tags::ROLE, tenant.role.as_str()),
+            (tags::ROLE, tenant.role.name()),
         ];
         let placement = Placement::builder().availability_zone(&plan.availability_zone);
         let placement = if tenant.on_host() {
@@ -72,7 +74,7 @@ impl Ec2 {
             .await
             .map_err(|e| AwsError::api("RunInstances", e))?;
         match out.instances() {
-            [instance] => Ok(launched(instance, &tenant.name, &tenant.role)),
+            [instance] => Ok(launched(instance, &tenant.name, Some(tenant.role))),
             other => Err(AwsError::Api {
                 call: "RunInstances",
                 code: None,
@@ -225,10 +227,10 @@ fn state_name(instance: &Instance) -> &str {
 }
 
 /// A [`Launched`] from an EC2 instance description.
-pub(crate) fn launched(instance: &Instance, tenant: &str, role: &str) -> Launched {
+pub(crate) fn launched(instance: &Instance, tenant: &str, role: Option<Role>) -> Launched {
     Launched {
         tenant: tenant.to_owned(),
-        role: role.to_owned(),
+        role,
         instance_id: instance.instance_id().unwrap_or_default().to_owned(),
         private_ip: instance.private_ip_address().and_then(|a| a.parse().ok()),
         public_ip: instance.public_ip_address().and_then(|a| a.parse().ok()),

@@ -16,13 +16,12 @@ pub mod tags;
 
 pub use error::AwsError;
 pub use lease::{Lease, TeardownReport};
-pub use plan::{
-    HostInfo, HostKind, LaunchPlan, Launched, SecurityGroupPlan, TenantLaunch, ENDPOINT_ROLE,
-};
+pub use plan::{HostInfo, HostKind, LaunchPlan, Launched, SecurityGroupPlan, TenantLaunch};
 pub use tags::Tags;
 
 use aws_config::SdkConfig;
 use nnb_catalog::Catalog;
+use nnb_format::Role;
 
 /// An EC2 client for one region/endpoint.
 #[derive(Debug, Clone)]
@@ -130,7 +129,7 @@ impl Ec2 {
             .iter()
             .map(|i| {
                 let tag = |key| tags::value(i.tags(), key).unwrap_or_default();
-                instances::launched(i, tag(tags::TENANT), tag(tags::ROLE))
+                instances::launched(i, tag(tags::TENANT), Role::from_name(tag(tags::ROLE)))
             })
             .collect())
     }

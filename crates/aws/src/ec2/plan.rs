@@ -2,6 +2,7 @@
 
 use std::net::IpAddr;
 
+use nnb_format::Role;
 use serde::Serialize;
 
 use super::Tags;
@@ -20,23 +21,20 @@ pub enum HostKind {
 pub struct TenantLaunch {
     /// The tenant's name in the experiment (also tag `nnb:tenant`).
     pub name: String,
-    /// "test" for the measured node, "neighbor" for the others, [`ENDPOINT_ROLE`] for the
-    /// off-host peer of network experiments (tag `nnb:role`).
-    pub role: String,
+    /// Test for the measured node, neighbor for the others, endpoint for the off-host
+    /// peer of network experiments (tag `nnb:role`).
+    pub role: Role,
     /// EC2 instance type, e.g. "m5.large".
     pub instance_type: String,
 }
 
-/// The role of the network experiments' endpoint: the sink and reflector that stand for the
-/// world outside the host (the thesis ran them on a second machine). It is launched with
-/// default tenancy in the same subnet, not on the dedicated host, and is not counted
-/// against the host's capacity.
-pub const ENDPOINT_ROLE: &str = "endpoint";
-
 impl TenantLaunch {
-    /// Whether this tenant goes on the dedicated host (every role but the endpoint).
+    /// Whether this tenant goes on the dedicated host: every role but the endpoint, the
+    /// sink and reflector that stand for the world outside the host (the thesis ran
+    /// them on a second machine), which is launched with default tenancy in the same
+    /// subnet and is not counted against the host's capacity.
     pub fn on_host(&self) -> bool {
-        self.role != ENDPOINT_ROLE
+        self.role != Role::Endpoint
     }
 }
 
@@ -107,8 +105,9 @@ pub struct HostInfo {
 pub struct Launched {
     /// Tenant name.
     pub tenant: String,
-    /// "test" or "neighbor".
-    pub role: String,
+    /// Its role, from its `nnb:role` tag; none when the tag is missing or names no
+    /// role.
+    pub role: Option<Role>,
     /// The instance id, "i-...".
     pub instance_id: String,
     /// Private address, once assigned.

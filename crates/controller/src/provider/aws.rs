@@ -24,11 +24,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures_util::future::join_all;
 use nnb_aws::ec2::{
     Ec2, HostKind, LaunchPlan, Launched, Lease, SecurityGroupPlan, Tags, TenantLaunch,
-    ENDPOINT_ROLE,
 };
 use nnb_aws::s3::S3;
 use nnb_aws::userdata::{self, Install, UserDataParams};
 use nnb_catalog::{Arch, Catalog};
+use nnb_experiment::tenant::ENDPOINT;
+use nnb_format::ProviderKind;
 
 use super::{
     upload, CloudLease, CloudRecord, CloudTeardown, Fleet, HostCpus, HostRecord,
@@ -225,15 +226,15 @@ pub fn launch_plan(
         .into_iter()
         .map(|t| TenantLaunch {
             name: t.name.clone(),
-            role: t.role.name().to_string(),
+            role: t.role,
             instance_type: spec.instance_type.clone(),
         })
         .collect();
     let mut probe_ports = Vec::new();
     if with_endpoint {
         launches.push(TenantLaunch {
-            name: ENDPOINT_ROLE.to_string(),
-            role: ENDPOINT_ROLE.to_string(),
+            name: ENDPOINT.to_string(),
+            role: Role::Endpoint,
             instance_type: spec.endpoint_instance_type.clone(),
         });
         let (reflector, sink) = spec.serve_ports();
@@ -382,8 +383,8 @@ impl AwsProvider {
         let fleet_tenants = to_tenants(tenants, &launched, &addrs, &token)?;
         let endpoint = if with_endpoint {
             let spec_ep = TenantSpec {
-                name: ENDPOINT_ROLE.to_string(),
-                role: Role::Neighbor,
+                name: ENDPOINT.to_string(),
+                role: Role::Endpoint,
                 vcpus: 1,
             };
             to_tenants(&[spec_ep], &launched, &addrs, &token)?.pop()
@@ -404,7 +405,7 @@ impl AwsProvider {
             token,
             instances: launched
                 .iter()
-                .filter(|l| l.role != ENDPOINT_ROLE)
+                .filter(|l| l.role != Some(Role::Endpoint))
                 .map(|l| (l.tenant.clone(), l.instance_id.clone()))
                 .collect(),
             unconfirmed: BTreeSet::new(),
@@ -422,8 +423,8 @@ impl AwsProvider {
 }
 
 impl Provider for AwsProvider {
-    fn kind(&self) -> &'static str {
-        "aws"
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Aws
     }
 
     /// One instance of `instance_type` per tenant.
@@ -638,7 +639,7 @@ fn record(
     security_groups: Vec<String>,
 ) -> CloudRecord {
     CloudRecord {
-        provider: "aws".to_string(),
+        provider: ProviderKind::Aws,
         region: spec.region.clone(),
         availability_zone: plan.availability_zone.clone(),
         host: host.map(|h| HostRecord {
@@ -654,9 +655,9 @@ fn record(
             .iter()
             .map(|l| InstanceRecord {
                 tenant: l.tenant.clone(),
-                role: l.role.clone(),
+                role: l.role,
                 instance_id: l.instance_id.clone(),
-                instance_type: if l.role == ENDPOINT_ROLE {
+                instance_type: if l.role == Some(Role::Endpoint) {
                     spec.endpoint_instance_type.clone()
                 } else {
                     spec.instance_type.clone()

@@ -9,6 +9,7 @@
 //! [`CloudRecord`] is plain data (no SDK types), so results written by an aws run
 //! read the same in every build.
 
+use nnb_format::{ProviderKind, Role};
 use serde::{Deserialize, Serialize};
 
 use super::ProviderError;
@@ -58,8 +59,8 @@ impl CloudLease {
 /// Where a cloud run's tenants ran (manifest: `sessions[].cloud`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CloudRecord {
-    /// `aws`.
-    pub provider: String,
+    /// The provider: `aws`.
+    pub provider: ProviderKind,
     /// The region, when the file named one (else the standard AWS chain's).
     pub region: Option<String>,
     /// Availability zone of the host.
@@ -97,8 +98,9 @@ pub struct HostRecord {
 pub struct InstanceRecord {
     /// Tenant name.
     pub tenant: String,
-    /// `test` or `neighbor`.
-    pub role: String,
+    /// `test`, `neighbor` or `endpoint`; none for an instance whose role tag was
+    /// missing.
+    pub role: Option<Role>,
     /// Instance id, e.g. `i-0123...`.
     pub instance_id: String,
     /// Instance type.

@@ -42,6 +42,7 @@ use nnb_agent::Token;
 use crate::client::BoxFuture;
 use nnb_agent::jobs::Health;
 use nnb_experiment::tenant::{Network, TenantGrant, ENDPOINT};
+use nnb_format::ProviderKind;
 
 /// Pause between two health checks of an agent that did not answer yet.
 const HEALTH_POLL: Duration = Duration::from_millis(50);
@@ -287,7 +288,7 @@ pub async fn launch_local(
     let endpoint_addr = addrs[addrs.len() - 1];
     fleet.endpoint = Some(Tenant {
         name: ENDPOINT.into(),
-        role: Role::Neighbor,
+        role: Role::Endpoint,
         addr: endpoint_addr,
         token: endpoint_token,
         cpus: allowed.clone(),
@@ -399,8 +400,8 @@ impl LocalProvider {
 }
 
 impl Provider for LocalProvider {
-    fn kind(&self) -> &'static str {
-        "local"
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Local
     }
 
     /// The CPU sets [`launch_local`] carves, on `host`'s CPUs.

@@ -40,6 +40,7 @@ use crate::budget::CostCap;
 use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture};
 use nnb_agent::jobs::Health;
 use nnb_experiment::plan::Plan;
+use nnb_format::ProviderKind;
 use nnb_experiment::{Experiment};
 
 pub use nnb_experiment::tenant::{Network, Role, TenantSpec};
@@ -56,7 +57,7 @@ pub use usage::{HostUsage, UsageMeter, UsageSource};
 /// half-way (Ctrl-C) is torn down by [`Provider::abandon`].
 pub trait Provider: Send + Sync {
     /// The kind, as written in experiment files (`local`, `static`, `aws`).
-    fn kind(&self) -> &'static str;
+    fn kind(&self) -> ProviderKind;
 
     /// Brings up the tenants of `specs`, plus an endpoint agent when `with_endpoint`
     /// (the run sends probes or load off the host), and waits until they answer.

@@ -18,9 +18,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::{Fleet, HostCpus, Placement, Provider, ProviderError, Role, Tenant, TenantSpec};
-use nnb_agent::Token;
 use crate::client::BoxFuture;
-use nnb_experiment::tenant::ENDPOINT;
+use nnb_agent::Token;
+use nnb_format::ProviderKind;
 
 /// The static provider: the hosts file's agents, which must be the experiment's
 /// tenants with the same roles. They are not nnb's to start or stop.
@@ -41,8 +41,8 @@ impl StaticProvider {
 }
 
 impl Provider for StaticProvider {
-    fn kind(&self) -> &'static str {
-        "static"
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Static
     }
 
     /// The agents are placed already, each on its host.
@@ -134,9 +134,16 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
         if taken {
             return Err(bad(line, format!("host name {name:?} appears twice")));
         }
-        let mut tenant = Tenant {
+        let role = Role::from_name(role).ok_or_else(|| {
+            let roles: Vec<&str> = Role::ALL.iter().map(|r| r.name()).collect();
+            bad(
+                line,
+                format!("unknown role {role:?}: expected {}", roles.join(", ")),
+            )
+        })?;
+        let tenant = Tenant {
             name: name.to_string(),
-            role: Role::Neighbor,
+            role,
             addr,
             token: token.clone(),
             cpus: Vec::new(),
@@ -144,18 +151,13 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
             ip: Some(addr.ip()),
         };
         match role {
-            "test" | "neighbor" => {
-                tenant.role = if role == "test" {
-                    Role::Test
-                } else {
-                    Role::Neighbor
-                };
-                if tenant.role == Role::Test && fleet.test().is_some() {
+            Role::Test | Role::Neighbor => {
+                if role == Role::Test && fleet.test().is_some() {
                     return Err(bad(line, "a second test host: there is exactly one".into()));
                 }
                 fleet.tenants.push(tenant);
             }
-            ENDPOINT => {
+            Role::Endpoint => {
                 if fleet.endpoint.is_some() {
                     return Err(bad(
                         line,
@@ -163,12 +165,6 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
                     ));
                 }
                 fleet.endpoint = Some(tenant);
-            }
-            other => {
-                return Err(bad(
-                    line,
-                    format!("unknown role {other:?}: expected test, neighbor or endpoint"),
-                ))
             }
         }
     }

@@ -184,7 +184,7 @@ pub fn preflight(
     ];
     if endpoint {
         rows.push(Resource {
-            resource: "endpoint".to_string(),
+            resource: nnb_format::Role::Endpoint.name().to_string(),
             what: format!(
                 "{}, default tenancy off the host (sink and reflector; not priced)",
                 spec.endpoint_instance_type

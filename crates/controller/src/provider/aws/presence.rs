@@ -276,7 +276,7 @@ mod tests {
     fn an_instance_started_off_the_runs_host_is_refused() {
         let on = |host: Option<&str>| Launched {
             tenant: "nb-1".into(),
-            role: "neighbor".into(),
+            role: Some(nnb_format::Role::Neighbor),
             instance_id: "i-1".into(),
             private_ip: None,
             public_ip: None,
