@@ -75,11 +75,11 @@ pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
 /// Whether an error is the user's to fix: a malformed value, an impossible
 /// placement, invalid settings, an unusable experiment file or token.
 fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
+    use nnb_agent::auth::TokenError;
     use nnb_burn::memload::MemError;
     use nnb_burn::smt_probe as probe;
     use nnb_burn::{clock, placement, sweep, workload};
     use nnb_netlat::{load::LoadError, probe::ProbeError, serve::ServeError};
-    use nnb_agent::auth::TokenError;
     use nnb_units::{CpuListError, UnitError};
     #[cfg(feature = "controller")]
     if e.is::<nnb_experiment::ExperimentError>() {
@@ -89,8 +89,8 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
     // (`--resume nope`): the user's input, not a failure of the machine.
     #[cfg(feature = "controller")]
     {
-        use nnb_controller::ControllerError;
         use nnb_controller::results::ResultsError;
+        use nnb_controller::ControllerError;
         // `ControllerError::Results` is transparent: the results error is not a
         // separate link of the chain.
         let results = e.downcast_ref::<ResultsError>().or_else(|| {

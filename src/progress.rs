@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use nnb_format::Role;
-use nnb_experiment::plan::Step;
 use nnb_controller::progress::Progress;
 use nnb_controller::results::{Sample, SampleStatus};
+use nnb_experiment::plan::Step;
+use nnb_format::Role;
 
 /// The renderer for this run: none beyond notes when `quiet`, a bar on a
 /// terminal, plain lines elsewhere.

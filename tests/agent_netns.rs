@@ -4,12 +4,12 @@
 use std::process::Command;
 use std::time::Duration;
 
-use nnb_controller::client::AgentClient;
-use nnb_experiment::NicQueue;
 use nnb_agent::jobs::{JobRequest, JobSpec, JobState};
+use nnb_controller::client::AgentClient;
 use nnb_controller::provider::launch_local;
 use nnb_controller::provider::netns::list_namespaces;
 use nnb_controller::provider::Network;
+use nnb_experiment::NicQueue;
 
 use crate::support::agents;
 use crate::support::netns;

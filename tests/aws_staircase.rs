@@ -21,16 +21,16 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use nnb_agent::jobs::{Health, JobId, JobRequest, JobStatus};
 use nnb_aws::ec2::Ec2;
 use nnb_controller::client::{AgentApi, AgentError, BoxFuture};
-use nnb_controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
-use nnb_experiment::{self, Experiment};
-use nnb_agent::jobs::{Health, JobId, JobRequest, JobStatus};
-use nnb_experiment::plan;
 use nnb_controller::provider::aws::{AwsProvider, InstanceAgents};
 use nnb_controller::provider::{
     CloudRecord, Fleet, Provider, ProviderError, Role, Tenant, TenantSpec,
 };
+use nnb_controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
+use nnb_experiment::plan;
+use nnb_experiment::Experiment;
 
 use crate::support::agents::still_alive_after;
 use crate::support::cli::NNB;
@@ -362,7 +362,7 @@ async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outc
         .await;
     let ec2 = Ec2::new(&sdk);
     let text = experiment_text(&moto.default_subnet());
-    let exp: Experiment = experiment::parse("aws-come-and-go.toml", &text, Some(2))
+    let exp: Experiment = nnb_experiment::parse("aws-come-and-go.toml", &text, Some(2))
         .unwrap_or_else(|e| panic!("the experiment: {e}"));
     let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(2));
     let planned = plan
@@ -370,7 +370,7 @@ async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outc
         .iter()
         .map(|s| s.present.iter().cloned().collect())
         .collect();
-    let experiment::Provider::Aws(spec) = &exp.provider else {
+    let nnb_experiment::Provider::Aws(spec) = &exp.provider else {
         panic!("an aws experiment")
     };
     let spec = spec.clone();

@@ -31,7 +31,7 @@ use serde_json::Value;
 use crate::support::agents::{local_options, process_gone, still_alive_after};
 use crate::support::cli::{signal, NNB};
 use crate::support::exclusive;
-use crate::support::netns::{effective_uid, skip_or_fail};
+use nnb_testkit::{require_root, skip_or_fail};
 
 /// The granted tenant of every fleet here.
 const A: &str = "a";
@@ -43,7 +43,7 @@ const JOB_SLACK: Duration = Duration::from_secs(30);
 
 /// True when running as root; otherwise fails under `CI`, else skips.
 fn root_or_skip() -> bool {
-    effective_uid() == Some(0) || skip_or_fail("needs root: tenants with grants run in cgroups")
+    require_root("tenants with grants, which run in cgroups,")
 }
 
 /// Runs `test` on a runtime of its own while holding the machine. The fleet is

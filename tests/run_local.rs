@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nnb_format::Metric;
+use nnb_testkit::Staircase;
 use serde_json::Value;
 
 use crate::support::agents;
@@ -16,33 +17,17 @@ use crate::support::cli::{json as nnb_json, nnb, signal, NNB};
 /// A staircase of a 1-vCPU test tenant and two 1-vCPU neighbors, busy then idle,
 /// small enough for a debug build on a shared 2-core VM.
 fn staircase(reps: u32, ops: u64) -> String {
-    format!(
-        r#"name = "e2e-staircase"
-repetitions = {reps}
-settle = "100ms"
-step_timeout = "60s"
-on_failure = "retry 1"
-
-[[tenants]]
-name = "test"
-role = "test"
-vcpus = 1
-
-[[tenants]]
-name = "nb"
-count = 2
-role = "neighbor"
-vcpus = 1
-
-[scenario]
-kind = "neighbor-staircase"
-neighbor_state = "both"
-
-[scenario.test]
-workload = "fpadd"
-ops = {ops}
-"#
-    )
+    Staircase {
+        name: "e2e-staircase",
+        repetitions: reps,
+        settle: "100ms",
+        step_timeout: Some("60s"),
+        on_failure: Some("retry 1"),
+        neighbor_state: "both",
+        workload: Some("fpadd"),
+        ops,
+    }
+    .toml()
 }
 
 /// A scratch directory holding `text` as `exp.toml`, with the experiment's path and

@@ -9,8 +9,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use nnb_agent::{Agent, Token};
 use nnb_agent::jobs::limits::SHUTDOWN_GRACE;
+use nnb_agent::{Agent, Token};
 
 use crate::out::Out;
 

@@ -47,7 +47,7 @@ pub(crate) struct CpuArgs {
     pub threads: Option<usize>,
     /// Placement: none, cores (one per physical core first), smt-sibling (fill a core's
     /// SMT threads first) or compact (logical CPU order).
-    #[arg(long, default_value = "cores", conflicts_with = "cpus")]
+    #[arg(long, default_value = PinStrategy::DEFAULT_NAME, conflicts_with = "cpus")]
     pub pin: String,
     /// Explicit CPUs, in thread order, e.g. 0,2,4-7.
     #[arg(long)]
@@ -59,7 +59,7 @@ pub(crate) struct CpuArgs {
     /// cpu-burn-o0 (the thesis' cpu_burn as built with gcc -O0: x and i in memory,
     /// about 4x fpadd's time per op; compare runtimes with the thesis' on this one),
     /// primes (sysbench's cpu event), fma, int, mem.
-    #[arg(short, long, default_value = "fpadd")]
+    #[arg(short, long, default_value = Workload::DEFAULT.name())]
     pub workload: String,
     /// Fixed work: ops per thread (the runtime is the result) [default: about 1 s per
     /// thread on a 3 GHz Zen 3: fpadd 1G, cpu-burn-o0 250M, primes 4000 events, fma 500M,

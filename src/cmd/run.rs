@@ -8,10 +8,13 @@
 //! analyze` tabulates it, read back from the run directory (an isolation matrix's
 //! isolation table); a build without the `analysis` feature says to run `nnb analyze`.
 //!
-//! An aws experiment (`[provider] kind = "aws"`) is checked before anything is
-//! created: the tenants must fit the dedicated host, and the estimated cost must be
-//! accepted with `--yes` or covered by `max_cost_usd` (else exit 2). Its dry run
-//! also lists the cloud resources and the cost; after the run, the results go to
+//! The experiment's provider checks the run before anything is created and says
+//! what the dry run shows of it (the provider registry,
+//! `nnb_controller::provider::for_experiment`, is the one place that knows the
+//! kinds): an aws experiment's tenants must fit the dedicated host, and its
+//! estimated cost must be accepted with `--yes` or covered by `max_cost_usd` (else
+//! exit 2); its dry run also lists the cloud resources and the cost. This module
+//! only shows what the provider says. After the run, the results go to
 //! `results_s3` when the file names one.
 
 use std::collections::BTreeMap;
@@ -20,12 +23,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use nnb_burn::topology::{format_list, Topology};
-use nnb_controller::{self, Cancel, Run, RunOptions, RunOutcome, RunStatus};
-use nnb_experiment::{self, Experiment, ExperimentError, Provider};
 use nnb_agent::jobs::{BurnScope, JobSpec};
+use nnb_burn::topology::{format_list, Topology};
+use nnb_controller::provider::{
+    self, HostCpus, Placement, Preflight, Provider, ProviderContext, ProviderError, Verdict,
+};
+use nnb_controller::{Cancel, Run, RunOptions, RunOutcome, RunStatus};
 use nnb_experiment::plan::{self, Assignment, Plan};
-use nnb_controller::provider::local::carve_cpus;
+use nnb_experiment::{Experiment, ExperimentError};
 use serde_json::json;
 
 use crate::exit::{usage, Interrupted};
@@ -83,39 +88,40 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         nnb_bin: None,
         command: std::env::args().collect(),
     };
-    let mut run = match (&args.resume, &args.experiment) {
+    let (mut run, provider) = match (&args.resume, &args.experiment) {
         (Some(id), _) => {
             let run = Run::open(&args.results, id, host_cpus).map_err(|e| match e {
-                controller::ControllerError::Experiment(e) => invalid(e),
+                nnb_controller::ControllerError::Experiment(e) => invalid(e),
                 other => anyhow::Error::new(other).context(format!("cannot resume run {id}")),
             })?;
-            cloud_preflight(&run.experiment, &run.plan, args.yes)?;
-            run
+            let provider = provider_for(&run.experiment)?;
+            admit(provider.as_ref(), &run.experiment, &run.plan, args.yes)?;
+            (run, provider)
         }
         (None, Some(file)) => {
             let text = std::fs::read_to_string(file)
                 .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
             let name = file.display().to_string();
-            let exp = experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
+            let exp = nnb_experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
             let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(host_cpus));
+            let provider = provider_for(&exp)?;
             if args.dry_run {
-                return dry_run(
-                    out,
-                    &exp,
-                    &plan,
-                    &topo,
-                    args.sysfs_root.is_some(),
-                    args.json,
-                );
+                let allowed = usable_cpus(&topo, args.sysfs_root.is_some());
+                let host = HostCpus {
+                    topology: &topo,
+                    allowed: &allowed,
+                };
+                return dry_run(out, &exp, &plan, provider.as_ref(), &host, args.json);
             }
-            cloud_preflight(&exp, &plan, args.yes)?;
-            Run::create(&args.results, &name, &text, exp, plan)?
+            admit(provider.as_ref(), &exp, &plan, args.yes)?;
+            let run = Run::create(&args.results, &name, &text, exp, plan)?;
+            (run, provider)
         }
         (None, None) => return Err(usage("give an experiment file or --resume RUN_ID")),
     };
     let outcome = rt.block_on(async {
         let cancel = Cancel::on_signals();
-        controller::execute(&mut run, &opts, &cancel).await
+        nnb_controller::execute(&mut run, &opts, &cancel).await
     })?;
     let summary = summary(&outcome.dir);
     if args.json {
@@ -125,7 +131,7 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         print_summary(out, &run.experiment, &summary, &outcome)?;
     }
     out.flush()?;
-    upload_results(out, &run.experiment, &outcome)?;
+    upload_results(&rt, out, provider.as_ref(), &run.experiment, &outcome)?;
     match outcome.status {
         RunStatus::Completed => Ok(()),
         RunStatus::Interrupted => Err(Interrupted(format!(
@@ -150,51 +156,66 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
     }
 }
 
-/// Before a run that creates cloud resources: the plan must fit and its cost be
-/// accepted (usage errors, exit 2, before anything is created).
-#[cfg_attr(not(feature = "aws"), allow(unused_variables))]
-fn cloud_preflight(exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
-    match &exp.provider {
-        #[cfg(feature = "aws")]
-        Provider::Aws(spec) => crate::cmd::aws::preflight(spec, exp, plan, yes),
-        #[cfg(not(feature = "aws"))]
-        Provider::Aws(_) => Err(no_aws()),
-        #[cfg(not(feature = "aws"))]
-        Provider::Local | Provider::Static { .. } if exp.results_s3.is_some() => Err(no_aws()),
-        Provider::Local | Provider::Static { .. } => Ok(()),
+/// The provider of `exp`'s kind, for its checks before the run and the upload after
+/// it (the run launches its own). A kind this build lacks is the user's to fix.
+fn provider_for(exp: &Experiment) -> anyhow::Result<Box<dyn Provider>> {
+    provider::for_experiment(exp, ProviderContext::default()).map_err(provider_error)
+}
+
+/// A provider's error, as a usage error (exit 2) when this build lacks what the
+/// experiment file asks for.
+fn provider_error(e: ProviderError) -> anyhow::Error {
+    match e {
+        e @ ProviderError::NoAwsFeature => usage(e.to_string()),
+        e => e.into(),
     }
 }
 
-/// An aws experiment in a build without the aws feature: the user's to fix.
-#[cfg(not(feature = "aws"))]
-fn no_aws() -> anyhow::Error {
-    usage(nnb_controller::provider::ProviderError::NoAwsFeature.to_string())
+/// Before a real run (or a resume), nothing created yet: the provider's preflight
+/// must let it start (a plan that does not fit, or a cost not accepted, is a usage
+/// error, exit 2); what it says on the way (the estimated cost) goes to stderr.
+fn admit(provider: &dyn Provider, exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
+    let preflight = provider
+        .preflight(exp, plan, yes)
+        .context("building the launch plan")?;
+    match preflight.verdict {
+        Verdict::Go { notes } => {
+            for note in notes {
+                eprintln!("{note}");
+            }
+            Ok(())
+        }
+        Verdict::Unfit { refusal, .. } | Verdict::Refused(refusal) => Err(usage(refusal)),
+    }
 }
 
 /// Uploads the run's directory to the experiment's `results_s3`, if it names one
 /// (also after an interrupted or aborted run: what was measured is kept).
-fn upload_results(out: &mut Out, exp: &Experiment, outcome: &RunOutcome) -> anyhow::Result<()> {
+fn upload_results(
+    rt: &tokio::runtime::Runtime,
+    out: &mut Out,
+    provider: &dyn Provider,
+    exp: &Experiment,
+    outcome: &RunOutcome,
+) -> anyhow::Result<()> {
     let Some(dest) = &exp.results_s3 else {
         return Ok(());
     };
-    #[cfg(feature = "aws")]
-    {
-        let region = match &exp.provider {
-            Provider::Aws(spec) => spec.region.as_deref(),
-            Provider::Local | Provider::Static { .. } => None,
-        };
-        crate::cmd::aws::upload_results(out, region, &outcome.dir, dest).with_context(|| {
-            format!(
+    let report = rt
+        .block_on(provider.upload_results(&outcome.dir, dest))
+        .map_err(|e| match e {
+            e @ ProviderError::NoAwsFeature => provider_error(e),
+            e => anyhow::Error::new(e).context(format!(
                 "the results are safe in {}; upload them later with the AWS CLI",
                 outcome.dir.display()
-            )
-        })
-    }
-    #[cfg(not(feature = "aws"))]
-    {
-        let _ = (out, dest, outcome);
-        Err(no_aws())
-    }
+            )),
+        })?;
+    writeln!(
+        out,
+        "uploaded {} files ({} bytes, checksums verified) to {}",
+        report.files, report.bytes, report.url
+    )?;
+    Ok(())
 }
 
 /// An invalid experiment is the user's to fix: the located message goes to stderr
@@ -318,35 +339,34 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
         .join(", ")
 }
 
-/// Prints the plan without running anything.
+/// The online CPUs of `topo` that tenants may use: those of this process'
+/// affinity, or every one of a `fixture` (a `--sysfs-root` topology).
+fn usable_cpus(topo: &Topology, fixture: bool) -> Vec<usize> {
+    let online = topo.online().map(|c| c.id);
+    if fixture {
+        online.collect()
+    } else {
+        let mine = nnb_burn::placement::allowed_cpus();
+        online.filter(|c| mine.contains(c)).collect()
+    }
+}
+
+/// Prints the plan without running anything: the steps, where the provider would
+/// put the tenants, and what a real run would create and cost.
 fn dry_run(
     out: &mut Out,
     exp: &Experiment,
     plan: &Plan,
-    topo: &Topology,
-    fixture: bool,
+    provider: &dyn Provider,
+    host: &HostCpus<'_>,
     as_json: bool,
 ) -> anyhow::Result<()> {
     let specs = exp.tenant_specs();
-    // Where local tenants would sit; a static fleet's agents are placed already.
-    let (sets, warnings) = match exp.provider {
-        Provider::Local => {
-            let online: Vec<usize> = topo.online().map(|c| c.id).collect();
-            let allowed = if fixture {
-                online
-            } else {
-                let mine = nnb_burn::placement::allowed_cpus();
-                online.into_iter().filter(|c| mine.contains(c)).collect()
-            };
-            let (sets, warnings) = carve_cpus(topo, &allowed, &specs)?;
-            (sets.into_iter().map(Some).collect(), warnings)
-        }
-        Provider::Static { .. } | Provider::Aws(_) => (vec![None; specs.len()], Vec::new()),
-    };
-    let placed = match &exp.provider {
-        Provider::Aws(spec) => format!("({})", spec.instance_type),
-        Provider::Local | Provider::Static { .. } => "(static host)".to_string(),
-    };
+    let Placement {
+        cpus: sets,
+        elsewhere: placed,
+        warnings,
+    } = provider.placement(&specs, host)?;
     let (estimate, unknown) = plan.estimate(exp.settle);
     if as_json {
         let tenants: Vec<_> = specs
@@ -356,7 +376,11 @@ fn dry_run(
                 |(s, cpus)| json!({"name": s.name, "role": s.role, "vcpus": s.vcpus, "cpus": cpus}),
             )
             .collect();
-        let (cloud, fits) = cloud_dry_run(out, exp, plan, true)?;
+        let preflight = dry_preflight(provider, exp, plan)?;
+        let cloud = preflight
+            .resources
+            .as_ref()
+            .map_or(serde_json::Value::Null, |r| r.json.clone());
         let json = json!({
             "experiment": exp,
             "tenants": tenants,
@@ -367,7 +391,7 @@ fn dry_run(
             "cloud": cloud,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
-        return refuse_unfit(fits);
+        return refuse_unfit(&preflight);
     }
     writeln!(
         out,
@@ -426,37 +450,45 @@ fn dry_run(
         nnb_units::format_duration(exp.settle),
         nnb_units::format_duration(estimate)
     )?;
-    let (_, fits) = cloud_dry_run(out, exp, plan, false)?;
-    refuse_unfit(fits)
+    let preflight = dry_preflight(provider, exp, plan)?;
+    if let Some(r) = &preflight.resources {
+        writeln!(out, "{}", r.heading)?;
+        let mut t = table(["resource", "what", "count"]);
+        for row in &r.rows {
+            t.add_row(vec![
+                row.resource.clone().into(),
+                row.what.clone().into(),
+                right(row.count),
+            ]);
+        }
+        writeln!(out, "{t}")?;
+        for note in &r.notes {
+            writeln!(out, "{note}")?;
+        }
+    }
+    refuse_unfit(&preflight)
 }
 
-/// The cloud part of a dry run (printed unless `as_json`): its JSON (null for
-/// local and static fleets) and whether the plan fits the host.
-#[cfg_attr(not(feature = "aws"), allow(unused_variables))]
-fn cloud_dry_run(
-    out: &mut Out,
+/// The provider's preflight for a dry run: the resources and the capacity check
+/// (a dry run needs no consent to the cost).
+fn dry_preflight(
+    provider: &dyn Provider,
     exp: &Experiment,
     plan: &Plan,
-    as_json: bool,
-) -> anyhow::Result<(serde_json::Value, bool)> {
-    match &exp.provider {
-        #[cfg(feature = "aws")]
-        Provider::Aws(spec) => crate::cmd::aws::dry_run_section(out, spec, exp, plan, as_json),
-        #[cfg(not(feature = "aws"))]
-        Provider::Aws(_) => Err(no_aws()),
-        Provider::Local | Provider::Static { .. } => Ok((serde_json::Value::Null, true)),
-    }
+) -> anyhow::Result<Preflight> {
+    provider
+        .preflight(exp, plan, false)
+        .context("building the launch plan")
 }
 
-/// A dry run of a plan that does not fit its host ends with exit 2.
-fn refuse_unfit(fits: bool) -> anyhow::Result<()> {
-    if fits {
-        Ok(())
-    } else {
-        Err(usage(
-            "the plan does not fit on the dedicated host (see capacity above): use fewer or \
-             smaller tenants, or a larger host",
-        ))
+/// A dry run of a plan that cannot run where the provider would put it ends with
+/// exit 2, after showing why.
+fn refuse_unfit(preflight: &Preflight) -> anyhow::Result<()> {
+    match &preflight.verdict {
+        Verdict::Unfit {
+            dry_run_refusal, ..
+        } => Err(usage(dry_run_refusal.clone())),
+        Verdict::Go { .. } | Verdict::Refused(_) => Ok(()),
     }
 }
 

@@ -23,21 +23,13 @@ use serde_json::Value;
 
 use super::cli::NNB;
 
-/// Applies the policy for a test that cannot run: panics with `reason` when `CI` is
-/// set, else prints `skipping: {reason}` and returns false.
-pub(crate) fn skip_or_fail(reason: &str) -> bool {
-    if std::env::var_os("CI").is_some() {
-        panic!("{reason} (CI is set, so this test must run)");
-    }
-    eprintln!("skipping: {reason}");
-    false
-}
+pub(crate) use nnb_testkit::skip_or_fail;
 
 /// True when the test may go on: running as root with `ip` and `tc` installed.
 /// Otherwise applies [`skip_or_fail`].
 pub(crate) fn require_root() -> bool {
-    if effective_uid() != Some(0) {
-        return skip_or_fail("needs root");
+    if !nnb_testkit::require_root("this test") {
+        return false;
     }
     for tool in ["ip", "tc"] {
         let ok = Command::new(tool)
@@ -84,13 +76,6 @@ pub(crate) fn require_netem() -> bool {
         }
         Err(e) => skip_or_fail(&format!("needs the netem qdisc: {e}")),
     }
-}
-
-/// The effective user id, from `/proc/self/status`.
-pub(crate) fn effective_uid() -> Option<u32> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("Uid:"))?;
-    line.split_whitespace().nth(2)?.parse().ok()
 }
 
 /// Runs a command to completion; its stdout, or an error with its stderr.

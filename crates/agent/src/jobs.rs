@@ -172,6 +172,80 @@ impl BurnScope {
 }
 
 impl JobSpec {
+    /// A short human form of the job, for a dry run's plan ("burn fpadd x2 1000 ops
+    /// pin=cores"): stated beside the spec, so a new kind says how it reads.
+    pub fn describe(&self) -> String {
+        match self {
+            JobSpec::Burn {
+                workload,
+                threads,
+                ops,
+                duration_ms,
+                pin,
+                scope,
+                duty,
+                ..
+            } => {
+                let amount = match (ops, duration_ms) {
+                    (Some(n), _) => format!("{n} ops"),
+                    (_, Some(ms)) => format!("{ms} ms"),
+                    _ => String::new(),
+                };
+                let over = match scope {
+                    BurnScope::Tenant => "",
+                    BurnScope::Host => " over the host's CPUs",
+                };
+                let load = duty.map_or_else(String::new, |d| format!(" at {:.0}% load", d * 100.0));
+                format!("burn {workload} x{threads} {amount} pin={pin}{load}{over}")
+            }
+            JobSpec::Memory {
+                bytes,
+                mode,
+                duration_ms,
+                ..
+            } => format!(
+                "memory {} ({mode}) for {duration_ms} ms",
+                nnb_units::format_bytes(*bytes as f64)
+            ),
+            JobSpec::Disk {
+                iops,
+                queue_depth,
+                read_fraction,
+                duration_ms,
+                ..
+            } => {
+                let pace = iops.map_or_else(|| "unpaced".to_string(), |n| format!("{n:.0} IOPS"));
+                format!(
+                    "disk {pace} qd={queue_depth} reads={:.0}% for {duration_ms} ms",
+                    read_fraction * 100.0
+                )
+            }
+            JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
+            JobSpec::Load {
+                target,
+                rate_bps,
+                duration_ms,
+                ..
+            } => match duration_ms {
+                Some(ms) => format!(
+                    "load {} to {target} for {ms} ms",
+                    nnb_units::format_bits_per_sec(*rate_bps)
+                ),
+                None => format!(
+                    "load {} to {target}",
+                    nnb_units::format_bits_per_sec(*rate_bps)
+                ),
+            },
+            JobSpec::Latency {
+                target,
+                duration_ms,
+                ..
+            } => format!("latency to {target} for {duration_ms} ms"),
+            JobSpec::Steal { duration_ms, .. } => format!("steal scan for {duration_ms} ms"),
+            JobSpec::Serve { .. } | JobSpec::Idle => self.kind().to_string(),
+        }
+    }
+
     /// How long the job runs when it says (a fixed-time job): what the host-side
     /// usage of its tenant is per.
     pub fn nominal(&self) -> Option<std::time::Duration> {
@@ -576,5 +650,15 @@ mod tests {
         assert!(spec(Some(5), Some(250), None).check_limits().is_err());
         assert!(spec(Some(5), None, Some(0.5)).check_limits().is_err());
         assert!(spec(None, Some(250), Some(0.5)).check_limits().is_ok());
+        // How a dry run shows it.
+        assert_eq!(
+            spec(Some(5), None, None).describe(),
+            "burn fpadd x1 5 ops pin=cores"
+        );
+        assert_eq!(
+            spec(None, Some(250), Some(0.5)).describe(),
+            "burn fpadd x1 250 ms pin=cores at 50% load"
+        );
+        assert_eq!(JobSpec::Idle.describe(), "idle");
     }
 }

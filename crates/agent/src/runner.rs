@@ -227,7 +227,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
         } => {
             let placement = placement::plan(
                 &env.topology,
-                &PinStrategy::Cores,
+                &PinStrategy::DEFAULT,
                 *threads,
                 &env.cpus,
                 true,

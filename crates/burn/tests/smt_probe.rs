@@ -20,11 +20,7 @@ fn two_separate_cores(topo: &Topology) -> Option<Vec<usize>> {
 fn probe_finds_no_siblings_between_separate_cores() {
     let topo = Topology::host().unwrap_or_else(|e| panic!("{e}"));
     let Some(cpus) = two_separate_cores(&topo) else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI needs two allowed CPUs on separate cores"
-        );
-        eprintln!("skipped: fewer than two allowed CPUs on separate cores");
+        nnb_testkit::skip_or_fail("needs two allowed CPUs on separate cores");
         return;
     };
     let mut config = ProbeConfig::new(cpus.clone());

@@ -16,17 +16,15 @@ use tokio::time::Instant;
 use super::background::Running;
 use super::endpoint::Endpoint;
 use super::record::{measured_secs, overhead};
-use super::{
-    millis, Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus, BACKGROUND_DEADLINE,
-};
+use super::{Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus, BACKGROUND_DEADLINE};
 use crate::budget::CostCap;
 use crate::client::{AgentApi, AgentError};
-use nnb_experiment::OnFailure;
-use nnb_agent::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use crate::journal::Journal;
-use nnb_experiment::plan::{Assignment, Step};
 use crate::provider::{Fleet, HostUsage, Provider, Role};
 use crate::results::{BackgroundRecord, SampleStatus};
+use nnb_agent::jobs::{JobRequest, JobSpec, JobState, JobStatus};
+use nnb_experiment::plan::{Assignment, Step};
+use nnb_experiment::OnFailure;
 
 /// What a failed attempt at a step says.
 #[derive(Debug)]
@@ -53,7 +51,8 @@ fn read_outcome(spec: &JobSpec, result: Option<Value>) -> Result<JobOutcome, Str
             spec.kind()
         )
     })?;
-    let raw = result.ok_or_else(|| format!("the {} job ended done without a result", spec.kind()))?;
+    let raw =
+        result.ok_or_else(|| format!("the {} job ended done without a result", spec.kind()))?;
     JobOutcome::read(kind, raw).map_err(|e| e.to_string())
 }
 
@@ -345,7 +344,7 @@ impl Driver<'_> {
             })?;
             let req = JobRequest {
                 spec: spec.clone(),
-                deadline_ms: millis(BACKGROUND_DEADLINE),
+                deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
             };
             let id = c
                 .start(&req)
@@ -404,7 +403,7 @@ impl Driver<'_> {
             let c = self.client(&a.tenant)?;
             let req = JobRequest {
                 spec: Endpoint::resolve(ep, &a.job),
-                deadline_ms: millis(timeout),
+                deadline_ms: nnb_units::millis(timeout),
             };
             c.start(&req)
                 .await

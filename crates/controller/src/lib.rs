@@ -17,18 +17,18 @@
 //! fleet comes from a [`Provider`]; tests drive the whole controller with an
 //! in-process fake provider and agents.
 
+mod background;
 pub mod budget;
+pub mod cancel;
 pub mod client;
+mod driver;
+mod endpoint;
 pub mod journal;
 mod lockfile;
 pub mod progress;
 pub mod provider;
-pub mod results;
-mod background;
-pub mod cancel;
-mod driver;
-mod endpoint;
 mod record;
+pub mod results;
 pub mod run;
 #[cfg(test)]
 mod testing;
@@ -43,13 +43,13 @@ use futures_util::future::join_all;
 use serde::Serialize;
 use tokio::time::Instant;
 
-use nnb_experiment::ExperimentError;
-use nnb_format::{Role, SessionStatus};
 use crate::journal::Journal;
 use crate::progress::{Progress, Silent};
 use crate::provider::{Fleet, Provider, ProviderContext, ProviderError, Tenant};
 use crate::results::{timestamp, ResultsError, Session, TenantRecord};
 use driver::Driver;
+use nnb_experiment::ExperimentError;
+use nnb_format::{Role, SessionStatus};
 
 pub use cancel::{Cancel, Canceller};
 pub use run::Run;
@@ -361,8 +361,4 @@ async fn record_fleet(
     }
     run.dir.write_manifest(&run.manifest)?;
     Ok(())
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

@@ -9,8 +9,8 @@
 use std::fmt::Debug;
 use std::time::Duration;
 
-use nnb_experiment::plan::Step;
 use crate::results::Sample;
+use nnb_experiment::plan::Step;
 
 /// Receives a run's events. Every method has an empty default, so a renderer
 /// implements only what it shows.

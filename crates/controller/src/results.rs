@@ -11,9 +11,8 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-
-use nnb_agent::jobs::Health;
 use crate::provider::CloudRecord;
+use nnb_agent::jobs::Health;
 
 pub use nnb_format::{
     timestamp, BackgroundRecord, Metrics, Sample, SampleParts, SampleStatus, BACKGROUND,

@@ -6,10 +6,10 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::ControllerError;
-use nnb_format::SessionStatus;
-use nnb_experiment::{Experiment};
-use nnb_experiment::plan::{self, Plan};
 use crate::results::{self, Manifest, RunDir, FORMAT_VERSION};
+use nnb_experiment::plan::{self, Plan};
+use nnb_experiment::Experiment;
+use nnb_format::SessionStatus;
 
 /// A run: its directory, manifest, experiment and plan.
 #[derive(Debug)]

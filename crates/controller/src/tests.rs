@@ -29,33 +29,17 @@ const STEPS: [&str; 3] = [
 /// A staircase of a test tenant and two busy neighbors, one repetition, with the
 /// given `on_failure` policy.
 fn staircase(on_failure: &str) -> String {
-    format!(
-        r#"name = "fake-staircase"
-repetitions = 1
-settle = "10ms"
-step_timeout = "60s"
-on_failure = "{on_failure}"
-
-[[tenants]]
-name = "test"
-role = "test"
-vcpus = 1
-
-[[tenants]]
-name = "nb"
-count = 2
-role = "neighbor"
-vcpus = 1
-
-[scenario]
-kind = "neighbor-staircase"
-neighbor_state = "busy"
-
-[scenario.test]
-workload = "fpadd"
-ops = 1000
-"#
-    )
+    nnb_testkit::Staircase {
+        name: "fake-staircase",
+        repetitions: 1,
+        settle: "10ms",
+        step_timeout: Some("60s"),
+        on_failure: Some(on_failure),
+        neighbor_state: "busy",
+        workload: Some("fpadd"),
+        ops: 1000,
+    }
+    .toml()
 }
 
 fn create(results: &Path, on_failure: &str) -> Run {

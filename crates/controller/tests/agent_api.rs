@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState};
 use nnb_agent::{Agent, Token};
 use nnb_controller::client::{AgentClient, AgentError};
-use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState};
 use serde_json::Value;
 
 const TOKEN: &str = "s3cret-token-for-tests";

@@ -12,35 +12,29 @@ use nnb_controller::provider::{
 };
 use nnb_experiment::plan::{self, Plan};
 use nnb_experiment::Experiment;
+use nnb_testkit::Staircase;
 
-/// A staircase with a test tenant and `neighbors` neighbors, under `provider`
-/// (the lines of a `[provider]` table, or nothing for the default, local).
-fn staircase(provider: &str, neighbors: usize) -> (Experiment, Plan) {
-    let text = format!(
-        r#"name = "checks"
-repetitions = 1
-settle = "0s"
+/// The tests' shared staircase with `neighbors` neighbors of the provider's size,
+/// under `provider` (the lines of a `[provider]` table, or nothing: local).
+fn staircase_text(provider: &str, neighbors: usize) -> String {
+    Staircase::default()
+        .toml()
+        .replacen("[[tenants]]", &format!("{provider}\n[[tenants]]"), 1)
+        .replacen("count = 2", &format!("count = {neighbors}"), 1)
+        .replace("vcpus = 1\n", "")
+}
 
-{provider}
-
-[[tenants]]
-role = "test"
-
-[[tenants]]
-role = "neighbor"
-count = {neighbors}
-
-[scenario]
-kind = "neighbor-staircase"
-
-[scenario.test]
-duration = "1s"
-"#
-    );
-    let exp = nnb_experiment::parse("checks.toml", &text, Some(64))
+/// The experiment `text` and its plan, on a pretend 64-CPU machine.
+fn experiment(text: &str) -> (Experiment, Plan) {
+    let exp = nnb_experiment::parse("checks.toml", text, Some(64))
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(64));
     (exp, plan)
+}
+
+/// [`staircase_text`], checked and planned.
+fn staircase(provider: &str, neighbors: usize) -> (Experiment, Plan) {
+    experiment(&staircase_text(provider, neighbors))
 }
 
 fn provider_of(exp: &Experiment) -> Box<dyn Provider> {
@@ -68,13 +62,20 @@ fn local_tenants_get_cpus_and_static_ones_run_on_their_hosts() {
         assert!(cpus.iter().all(|c| allowed.contains(c)), "{cpus:?}");
     }
 
-    let (exp, _) = staircase(
+    // A static fleet's neighbors stay up: the idle ones are not stopped.
+    let text = staircase_text(
         "[provider]\nkind = \"static\"\nhosts = \"hosts\"\ntoken_file = \"token\"",
-        0,
+        2,
+    )
+    .replacen(
+        "[scenario]\n",
+        "[scenario]\nunused_neighbors = \"idle\"\n",
+        1,
     );
+    let (exp, _) = experiment(&text);
     let specs = exp.tenant_specs();
     let fixed = provider_of(&exp).placement(&specs, &host).expect("placed");
-    assert_eq!(fixed.cpus, vec![None]);
+    assert_eq!(fixed.cpus, vec![None, None, None]);
     assert_eq!(fixed.elsewhere, "(static host)");
     assert!(fixed.warnings.is_empty());
 }
@@ -84,7 +85,9 @@ fn local_tenants_get_cpus_and_static_ones_run_on_their_hosts() {
 #[test]
 fn a_local_run_may_start_unless_its_results_cannot_be_uploaded() {
     let (exp, plan) = staircase("", 1);
-    let p = provider_of(&exp).preflight(&exp, &plan, false).expect("checked");
+    let p = provider_of(&exp)
+        .preflight(&exp, &plan, false)
+        .expect("checked");
     assert_eq!(
         p,
         Preflight {
@@ -96,7 +99,9 @@ fn a_local_run_may_start_unless_its_results_cannot_be_uploaded() {
         "[provider]\nkind = \"local\"\nresults_s3 = \"s3://bucket/runs\"",
         1,
     );
-    let p = provider_of(&exp).preflight(&exp, &plan, true).expect("checked");
+    let p = provider_of(&exp)
+        .preflight(&exp, &plan, true)
+        .expect("checked");
     if cfg!(feature = "aws") {
         assert_eq!(p.verdict, Verdict::Go { notes: Vec::new() });
     } else {
@@ -150,7 +155,11 @@ async fn the_health_wait_returns_at_the_first_answer_or_at_the_deadline() {
         .await
         .expect_err("nothing answers");
     assert!(started.elapsed() >= wait, "{:?}", started.elapsed());
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(!why.is_empty() && why != "no answer", "says why: {why}");
 }
 
@@ -167,6 +176,7 @@ availability_zone = "us-east-1a"
 host = "m5"
 instance_type = "m5.large"
 image_id = "ami-12c6146b"
+subnet_id = "subnet-0123456789abcdef0"
 allowed_cidrs = ["10.0.0.0/8"]
 preinstalled = "/usr/local/bin/nnb"
 "#;
@@ -191,13 +201,25 @@ preinstalled = "/usr/local/bin/nnb"
         .collect();
     assert_eq!(
         rows,
-        [("dedicated host", 1), ("instance", 3), ("security group", 1)]
+        [
+            ("dedicated host", 1),
+            ("instance", 3),
+            ("security group", 1)
+        ]
     );
     assert!(resources.heading.contains("us-east-1a"), "{resources:?}");
-    assert!(resources.notes[0].starts_with("capacity: ok: 3 x m5.large"), "{resources:?}");
-    assert!(resources.notes[1].starts_with("estimated cost: m5 host at $"), "{resources:?}");
+    assert!(
+        resources.notes[0].starts_with("capacity: ok: 3 x m5.large"),
+        "{resources:?}"
+    );
+    assert!(
+        resources.notes[1].starts_with("estimated cost: m5 host at $"),
+        "{resources:?}"
+    );
     assert_eq!(resources.json["fits"], true);
-    assert!(resources.json["cost"]["usd"].as_f64().is_some_and(|usd| usd > 0.0));
+    assert!(resources.json["cost"]["usd"]
+        .as_f64()
+        .is_some_and(|usd| usd > 0.0));
     match &p.verdict {
         Verdict::Refused(why) => assert!(why.contains("--yes") && why.contains("max_cost_usd")),
         other => panic!("no consent, yet {other:?}"),
@@ -209,28 +231,41 @@ preinstalled = "/usr/local/bin/nnb"
 
     let capped = AWS.replace("preinstalled", "max_cost_usd = 0.01\npreinstalled");
     let (exp, plan) = staircase(&capped, 2);
-    let p = provider_of(&exp).preflight(&exp, &plan, true).expect("checked");
+    let p = provider_of(&exp)
+        .preflight(&exp, &plan, true)
+        .expect("checked");
     assert!(
         matches!(&p.verdict, Verdict::Refused(why) if why.contains("above max_cost_usd = $0.01")),
         "{p:?}"
     );
     let notes = &p.resources.expect("resources").notes;
-    assert_eq!(notes.last().map(String::as_str), Some("max_cost_usd: $0.01"));
+    assert_eq!(
+        notes.last().map(String::as_str),
+        Some("max_cost_usd: $0.01")
+    );
 
     // 1 test + 48 neighbors = 49 m5.large; an m5 host holds 48.
     let (exp, plan) = staircase(AWS, 48);
-    let p = provider_of(&exp).preflight(&exp, &plan, true).expect("checked");
+    let p = provider_of(&exp)
+        .preflight(&exp, &plan, true)
+        .expect("checked");
     match &p.verdict {
         Verdict::Unfit {
             refusal,
             dry_run_refusal,
         } => {
             assert!(refusal.ends_with("; nothing was created"), "{refusal}");
-            assert!(dry_run_refusal.contains("does not fit"), "{dry_run_refusal}");
+            assert!(
+                dry_run_refusal.contains("does not fit"),
+                "{dry_run_refusal}"
+            );
         }
         other => panic!("49 instances on a host of 48, yet {other:?}"),
     }
     let resources = p.resources.expect("resources");
-    assert!(resources.notes[0].starts_with("capacity: REFUSED: "), "{resources:?}");
+    assert!(
+        resources.notes[0].starts_with("capacity: REFUSED: "),
+        "{resources:?}"
+    );
     assert_eq!(resources.json["fits"], false);
 }

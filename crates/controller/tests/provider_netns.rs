@@ -3,13 +3,16 @@
 
 use std::process::Command;
 
-use nnb_experiment::NicQueue;
 use nnb_controller::provider::netns::{is_root, list_namespaces, NetLab, MAX_TENANTS};
 use nnb_controller::provider::ProviderError;
+use nnb_experiment::NicQueue;
 
 /// Tests needing root fail under CI and are skipped (with the reason) elsewhere.
 fn root_or_skip(test: &str) -> bool {
-    nnb_testkit::require(is_root(), &format!("{test}: the emulated network needs root"))
+    nnb_testkit::require(
+        is_root(),
+        &format!("{test}: the emulated network needs root"),
+    )
 }
 
 #[test]

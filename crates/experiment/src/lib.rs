@@ -36,7 +36,6 @@ use file::{
 };
 
 /// Default test and busy workload: the thesis' `cpu_burn` loop.
-const DEFAULT_WORKLOAD: &str = "fpadd";
 /// Default UDP payload of load generators, bytes.
 const DEFAULT_LOAD_MSG: usize = 1400;
 /// A throughput staircase node's default rate without an emulated link: 10 Gbit/s,
@@ -645,9 +644,10 @@ impl Checker<'_> {
     }
 
     fn workload(&self, v: &Option<Spanned<String>>) -> Result<String, ExperimentError> {
-        v.as_ref().map_or(Ok(DEFAULT_WORKLOAD.to_string()), |v| {
-            self.at(v, values::workload(v.get_ref()))
-        })
+        v.as_ref().map_or(
+            Ok(nnb_burn::workload::Workload::DEFAULT.name().to_string()),
+            |v| self.at(v, values::workload(v.get_ref())),
+        )
     }
 
     /// Checks the parts every scenario shares, then the scenario with `scenario`.
@@ -901,7 +901,7 @@ impl Checker<'_> {
             }
         };
         let pin = match &f.pin {
-            None => "cores".to_string(),
+            None => nnb_burn::placement::PinStrategy::DEFAULT_NAME.to_string(),
             Some(p) => self.at(p, values::pin(p.get_ref()))?,
         };
         let threads = self.opt_positive(&f.threads, "threads", default_threads)?;
@@ -965,7 +965,7 @@ impl Checker<'_> {
         };
         let busy = match &s.busy {
             None => Busy::Burner {
-                workload: DEFAULT_WORKLOAD.to_string(),
+                workload: nnb_burn::workload::Workload::DEFAULT.name().to_string(),
                 threads: None,
             },
             Some(b) => self.busy(b)?,

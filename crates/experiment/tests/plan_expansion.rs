@@ -1,7 +1,7 @@
 //! Plan expansion: step counts and ids for each scenario, and what runs where.
 
-use nnb_experiment::parse;
 use nnb_agent::jobs::{BurnScope, JobSpec};
+use nnb_experiment::parse;
 use nnb_experiment::plan::{expand, Plan, REFLECTOR, SINK};
 use nnb_format::{MatrixLevel, StepGroup};
 
@@ -254,8 +254,7 @@ fn example_experiments_expand() {
         ("isolation-matrix-disk.toml", (1 + 4 + 12) * 3),
         ("isolation-matrix-network.toml", (1 + 4 + 12) * 3),
     ] {
-        let exp = nnb_experiment::load(&root.join(file), Some(2))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let exp = nnb_experiment::load(&root.join(file), Some(2)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(expand(&exp, 2).steps.len(), steps, "{file}");
     }
     // Every AWS example and every thesis file (one per figure or table) is valid and has
@@ -276,8 +275,7 @@ fn example_experiments_expand() {
             "no experiment files in experiments/{dir}"
         );
         for path in files {
-            let exp = nnb_experiment::load(&path, Some(2))
-                .unwrap_or_else(|e| panic!("{e}"));
+            let exp = nnb_experiment::load(&path, Some(2)).unwrap_or_else(|e| panic!("{e}"));
             assert!(!expand(&exp, 2).steps.is_empty(), "{}", path.display());
             let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
             let named = format!("experiments/{dir}/{}", name.unwrap_or_default());
@@ -366,8 +364,7 @@ fn throughput_staircase_examples_expand() {
         ("local-throughput-staircase.toml", 4, 1),
         ("aws/m5-throughput-staircase-4xlarge.toml", 6, 1),
     ] {
-        let exp = nnb_experiment::load(&root.join(file), Some(2))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let exp = nnb_experiment::load(&root.join(file), Some(2)).unwrap_or_else(|e| panic!("{e}"));
         let p = expand(&exp, 2);
         assert_eq!(p.steps.len(), levels * reps, "{file}");
         let top = p.steps.last().map_or(0, |s| s.present.len());
@@ -396,8 +393,7 @@ fn throughput_staircase_sampling_is_checked() {
 /// The example matrix `file`'s plan on a 2-CPU host.
 fn example(file: &str) -> Plan {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
-    let exp = nnb_experiment::load(&root.join(file), Some(2))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let exp = nnb_experiment::load(&root.join(file), Some(2)).unwrap_or_else(|e| panic!("{e}"));
     expand(&exp, 2)
 }
 

@@ -32,15 +32,14 @@ use nnb_experiment::tenant::ENDPOINT;
 use nnb_format::ProviderKind;
 
 use super::{
-    upload, CloudLease, CloudRecord, CloudTeardown, Fleet, HostCpus, HostRecord,
-    InstanceRecord, Placement, Preflight, Provider, ProviderError, Role, Tenant, TenantSpec,
-    UploadReport,
+    upload, CloudLease, CloudRecord, CloudTeardown, Fleet, HostCpus, HostRecord, InstanceRecord,
+    Placement, Preflight, Provider, ProviderError, Role, Tenant, TenantSpec, UploadReport,
 };
-use nnb_agent::Token;
 use crate::budget::CostCap;
 use crate::client::BoxFuture;
-use nnb_experiment::{AgentInstall, AwsHost, AwsSpec, Experiment};
+use nnb_agent::Token;
 use nnb_experiment::plan::Plan;
+use nnb_experiment::{AgentInstall, AwsHost, AwsSpec, Experiment};
 
 /// A status line for the person watching, on stderr. Never panics: teardown must
 /// go on when stderr is closed (a pipe whose reader left, a closed terminal).

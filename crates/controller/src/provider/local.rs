@@ -37,10 +37,10 @@ use nnb_burn::topology::{format_list, Topology};
 use super::grants::{Placement, TenantCgroups};
 use super::netns::NetLab;
 use super::usage::{UsageMeter, UsageSource};
-use super::{Fleet, HostCpus, Placement, Provider, ProviderError, Role, Tenant, TenantSpec};
-use nnb_agent::Token;
+use super::{Fleet, HostCpus, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::client::BoxFuture;
 use nnb_agent::jobs::Health;
+use nnb_agent::Token;
 use nnb_experiment::tenant::{Network, TenantGrant, ENDPOINT};
 use nnb_format::ProviderKind;
 
@@ -85,10 +85,7 @@ impl Cgroups {
     pub fn of(exp: &nnb_experiment::Experiment) -> Cgroups {
         if exp.has_grants() {
             Cgroups::Grants
-        } else if matches!(
-            exp.scenario,
-            nnb_experiment::Scenario::IsolationMatrix(_)
-        ) {
+        } else if matches!(exp.scenario, nnb_experiment::Scenario::IsolationMatrix(_)) {
             Cgroups::Accounting
         } else {
             Cgroups::Off
@@ -409,9 +406,10 @@ impl Provider for LocalProvider {
         &self,
         specs: &[TenantSpec],
         host: &HostCpus<'_>,
-    ) -> Result<Placement, ProviderError> {
+    ) -> Result<super::Placement, ProviderError> {
         let (sets, warnings) = carve_cpus(host.topology, host.allowed, specs)?;
-        Ok(Placement {
+        // Not `grants::Placement`, a tenant's grant: where the tenant would run.
+        Ok(super::Placement {
             cpus: sets.into_iter().map(Some).collect(),
             elsewhere: String::new(),
             warnings,

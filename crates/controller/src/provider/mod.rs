@@ -40,12 +40,12 @@ use crate::budget::CostCap;
 use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture};
 use nnb_agent::jobs::Health;
 use nnb_experiment::plan::Plan;
+use nnb_experiment::Experiment;
 use nnb_format::ProviderKind;
-use nnb_experiment::{Experiment};
 
-pub use nnb_experiment::tenant::{Network, Role, TenantSpec};
 pub use cloud::{CloudLease, CloudRecord, CloudTeardown, HostRecord, InstanceRecord};
 pub use local::{launch_local, LocalOptions, LocalProvider};
+pub use nnb_experiment::tenant::{Network, Role, TenantSpec};
 pub use preflight::{HostCpus, Placement, Preflight, Resource, Resources, Verdict};
 pub use static_hosts::{load_static, StaticProvider};
 pub use upload::UploadReport;
@@ -204,7 +204,9 @@ pub fn for_experiment(
             Ok(Box::new(StaticProvider::new(hosts, token_file)))
         }
         #[cfg(feature = "aws")]
-        nnb_experiment::Provider::Aws(spec) => Ok(Box::new(aws::AwsProvider::new(spec, &cx.run_id))),
+        nnb_experiment::Provider::Aws(spec) => {
+            Ok(Box::new(aws::AwsProvider::new(spec, &cx.run_id)))
+        }
         #[cfg(not(feature = "aws"))]
         nnb_experiment::Provider::Aws(_) => Err(ProviderError::NoAwsFeature),
     }

@@ -146,7 +146,7 @@ impl Demand for TenantState {
                 let demand = grant * self.factor();
                 // More threads than vCPUs: unpinned, sharing the tenant's CPUs.
                 let pin = if demand.ceil() as usize <= t.vcpus {
-                    "cores"
+                    nnb_burn::placement::PinStrategy::DEFAULT_NAME
                 } else {
                     "none"
                 };
