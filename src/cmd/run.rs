@@ -23,7 +23,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use nnb_agent::jobs::{BurnScope, JobSpec};
 use nnb_burn::topology::{format_list, Topology};
 use nnb_controller::provider::{
     self, HostCpus, Placement, Preflight, Provider, ProviderContext, ProviderError, Verdict,
@@ -230,76 +229,6 @@ fn invalid(e: ExperimentError) -> anyhow::Error {
     }
 }
 
-/// Short human form of a job.
-fn describe(job: &JobSpec) -> String {
-    match job {
-        JobSpec::Burn {
-            workload,
-            threads,
-            ops,
-            duration_ms,
-            pin,
-            scope,
-            duty,
-            ..
-        } => {
-            let amount = match (ops, duration_ms) {
-                (Some(n), _) => format!("{n} ops"),
-                (_, Some(ms)) => format!("{ms} ms"),
-                _ => String::new(),
-            };
-            let over = match scope {
-                BurnScope::Tenant => "",
-                BurnScope::Host => " over the host's CPUs",
-            };
-            let load = duty.map_or_else(String::new, |d| format!(" at {:.0}% load", d * 100.0));
-            format!("burn {workload} x{threads} {amount} pin={pin}{load}{over}")
-        }
-        JobSpec::Memory {
-            bytes,
-            mode,
-            duration_ms,
-            ..
-        } => format!(
-            "memory {} ({mode}) for {duration_ms} ms",
-            nnb_units::format_bytes(*bytes as f64)
-        ),
-        JobSpec::Disk {
-            iops,
-            queue_depth,
-            read_fraction,
-            duration_ms,
-            ..
-        } => {
-            let pace = iops.map_or_else(|| "unpaced".to_string(), |n| format!("{n:.0} IOPS"));
-            format!(
-                "disk {pace} qd={queue_depth} reads={:.0}% for {duration_ms} ms",
-                read_fraction * 100.0
-            )
-        }
-        JobSpec::Busy { workload, threads } => format!("busy {workload} x{threads}"),
-        JobSpec::Load {
-            target,
-            rate_bps,
-            duration_ms,
-            ..
-        } => match duration_ms {
-            Some(ms) => format!("load {} to {target} for {ms} ms", rate(*rate_bps)),
-            None => format!("load {} to {target}", rate(*rate_bps)),
-        },
-        JobSpec::Latency {
-            target,
-            duration_ms,
-            ..
-        } => format!("latency to {target} for {duration_ms} ms"),
-        other => other.kind().to_string(),
-    }
-}
-
-fn rate(bps: f64) -> String {
-    nnb_units::format_bits_per_sec(bps)
-}
-
 /// "2 x busy fpadd x1" for a list of assignments, grouped by what they run.
 fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
     if list.is_empty() {
@@ -310,7 +239,7 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
         // "neighbor-1..neighbor-5 (5): load 4.80 Gbit/s to @sink for 1500 ms".
         let mut runs: Vec<(&str, &str, usize, String)> = Vec::new();
         for a in list {
-            let d = describe(&a.job);
+            let d = a.job.describe();
             match runs.last_mut() {
                 Some((_, last, n, prev)) if *prev == d => {
                     *last = &a.tenant;
@@ -330,7 +259,7 @@ fn summarize_jobs(list: &[Assignment], by_tenant: bool) -> String {
     }
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     for a in list {
-        *counts.entry(describe(&a.job)).or_insert(0) += 1;
+        *counts.entry(a.job.describe()).or_insert(0) += 1;
     }
     counts
         .into_iter()
