@@ -73,53 +73,41 @@ pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
 }
 
 /// Whether an error is the user's to fix: a malformed value, an impossible
-/// placement, invalid settings, an unusable experiment file or token.
+/// placement, invalid settings, an unusable experiment file or token. Each library
+/// error type says which of its errors are (its `is_bad_input`); error types that
+/// are bad input as a whole are listed by type. The binary only lists the types.
 fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
     use nnb_agent::auth::TokenError;
-    use nnb_burn::memload::MemError;
-    use nnb_burn::smt_probe as probe;
-    use nnb_burn::{clock, placement, sweep, workload};
-    use nnb_netlat::{load::LoadError, probe::ProbeError, serve::ServeError};
+    use nnb_burn::{clock, disk, memload, placement, smt_probe, sweep, workload};
+    use nnb_netlat::{load, probe, serve};
     use nnb_units::{CpuListError, UnitError};
-    #[cfg(feature = "controller")]
-    if e.is::<nnb_experiment::ExperimentError>() {
-        return true;
+    /// `e` is a `T` that says it is bad input.
+    fn says<T: Error + 'static>(e: &(dyn Error + 'static), is_bad: fn(&T) -> bool) -> bool {
+        e.downcast_ref::<T>().is_some_and(is_bad)
     }
-    // A results file that is not what nnb writes, or a run that is not there
-    // (`--resume nope`): the user's input, not a failure of the machine.
     #[cfg(feature = "controller")]
     {
         use nnb_controller::results::ResultsError;
         use nnb_controller::ControllerError;
         // `ControllerError::Results` is transparent: the results error is not a
         // separate link of the chain.
-        let results = e.downcast_ref::<ResultsError>().or_else(|| {
-            match e.downcast_ref::<ControllerError>() {
-                Some(ControllerError::Results(r)) => Some(r),
-                _ => None,
-            }
-        });
-        if matches!(results, Some(ResultsError::Format { .. })) {
+        let in_controller = matches!(
+            e.downcast_ref::<ControllerError>(),
+            Some(ControllerError::Results(r)) if r.is_bad_input()
+        );
+        if e.is::<nnb_experiment::ExperimentError>()
+            || says(e, ResultsError::is_bad_input)
+            || in_controller
+        {
             return true;
         }
     }
     #[cfg(feature = "analysis")]
-    if matches!(
-        e.downcast_ref::<nnb_analysis::read::ReadError>(),
-        Some(
-            nnb_analysis::read::ReadError::Corrupt { .. }
-                | nnb_analysis::read::ReadError::Version { .. }
-                | nnb_analysis::read::ReadError::Refused { .. }
-                | nnb_analysis::read::ReadError::Hdr { .. }
-        )
-    ) {
+    if says(e, nnb_analysis::read::ReadError::is_bad_input) {
         return true;
     }
     #[cfg(feature = "aws")]
-    if matches!(
-        e.downcast_ref::<nnb_aws::s3::S3Error>(),
-        Some(nnb_aws::s3::S3Error::Url { .. })
-    ) {
+    if says(e, nnb_aws::s3::S3Error::is_bad_input) {
         return true;
     }
     e.is::<UsageError>()
@@ -130,23 +118,12 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         || e.is::<clock::ClockError>()
         || e.is::<UnitError>()
         || e.is::<TokenError>()
-        || matches!(e.downcast_ref::<MemError>(), Some(MemError::Spec(_)))
-        || matches!(
-            e.downcast_ref::<probe::ProbeError>(),
-            Some(
-                probe::ProbeError::TooFewCpus(_)
-                    | probe::ProbeError::UnusableCpu(_)
-                    | probe::ProbeError::DuplicateCpu(_)
-                    | probe::ProbeError::ZeroTrials
-                    | probe::ProbeError::BadThreshold(_)
-                    | probe::ProbeError::ZeroSpin
-            )
-        )
-        || matches!(e.downcast_ref::<ProbeError>(), Some(ProbeError::Invalid(_)))
-        || matches!(e.downcast_ref::<LoadError>(), Some(LoadError::Invalid(_)))
-        || e.downcast_ref::<nnb_burn::disk::DiskError>()
-            .is_some_and(nnb_burn::disk::DiskError::is_bad_input)
-        || matches!(e.downcast_ref::<ServeError>(), Some(ServeError::Pin { .. }))
+        || says(e, memload::MemError::is_bad_input)
+        || says(e, smt_probe::ProbeError::is_bad_input)
+        || says(e, probe::ProbeError::is_bad_input)
+        || says(e, load::LoadError::is_bad_input)
+        || says(e, disk::DiskError::is_bad_input)
+        || says(e, serve::ServeError::is_bad_input)
 }
 
 #[cfg(test)]

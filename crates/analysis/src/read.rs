@@ -117,6 +117,21 @@ pub enum ReadError {
     },
 }
 
+impl ReadError {
+    /// Whether the error is the user's to fix (a run directory that is not what nnb
+    /// writes, of a version it does not read, refused, or with a broken HDR log), not
+    /// a failure of the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            ReadError::Corrupt { .. }
+                | ReadError::Version { .. }
+                | ReadError::Refused { .. }
+                | ReadError::Hdr { .. }
+        )
+    }
+}
+
 /// The run's `manifest.json`: the fields analysis reads.
 #[derive(Debug, Clone)]
 pub struct RunInfo {

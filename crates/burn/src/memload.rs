@@ -185,6 +185,14 @@ pub enum MemError {
     },
 }
 
+impl MemError {
+    /// Whether the error is the user's to fix (a spec this machine cannot run), not a
+    /// failure while loading memory.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, MemError::Spec(_))
+    }
+}
+
 /// What a memory load did.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemReport {

@@ -116,6 +116,22 @@ pub enum ProbeError {
     ThreadPanicked(usize),
 }
 
+impl ProbeError {
+    /// Whether the error is the user's to fix (the CPUs, trials, threshold or spin
+    /// asked for), not a failure while probing.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            ProbeError::TooFewCpus(_)
+                | ProbeError::UnusableCpu(_)
+                | ProbeError::DuplicateCpu(_)
+                | ProbeError::ZeroTrials
+                | ProbeError::BadThreshold(_)
+                | ProbeError::ZeroSpin
+        )
+    }
+}
+
 /// One CPU's time for the spin alone (the fastest over all its pairs' trials).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AloneTime {

@@ -61,6 +61,14 @@ pub enum ResultsError {
     },
 }
 
+impl ResultsError {
+    /// Whether the error is the user's to fix (a results file that is not what nnb
+    /// writes, a run that is not there), not a failure of the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ResultsError::Format { .. })
+    }
+}
+
 /// Takes the run directory's lock and writes this process into the lock file, or
 /// says who holds it.
 fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError> {

@@ -218,6 +218,14 @@ pub enum LoadError {
     Panicked(usize),
 }
 
+impl LoadError {
+    /// Whether the error is the user's to fix (invalid settings), not a failure of
+    /// the network or the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, LoadError::Invalid(_))
+    }
+}
+
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LoadError {
     let what = what.into();
     move |source| LoadError::Io { what, source }

@@ -120,6 +120,14 @@ pub enum S3Error {
     },
 }
 
+impl S3Error {
+    /// Whether the error is the user's to fix (an S3 address nnb cannot read), not a
+    /// failure of the network or the service.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, S3Error::Url { .. })
+    }
+}
+
 /// Maps an SDK error of `call` about `key` to [`S3Error::Api`], keeping its causes.
 fn api_error<E: std::error::Error>(call: &'static str, key: &str) -> impl FnOnce(E) -> S3Error {
     let key = key.to_string();

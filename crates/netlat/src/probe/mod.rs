@@ -267,6 +267,14 @@ pub enum ProbeError {
     },
 }
 
+impl ProbeError {
+    /// Whether the error is the user's to fix (invalid settings), not a failure of
+    /// the network or the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ProbeError::Invalid(_))
+    }
+}
+
 /// The end of [`ProbeError::NoAnswer`]'s message: whether pongs came too late.
 fn late_note(late: u64) -> String {
     if late == 0 {

@@ -128,6 +128,14 @@ pub enum ServeError {
     },
 }
 
+impl ServeError {
+    /// Whether the error is the user's to fix (a CPU to pin to that this process
+    /// may not use), not a failure of the network or the machine.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, ServeError::Pin { .. })
+    }
+}
+
 /// Every counter of a running server at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServeSnapshot {
