@@ -64,7 +64,8 @@ pub enum Workload {
     CpuBurnO0,
     /// sysbench's cpu event: one op counts the primes below `max_prime` by trial
     /// division up to the square root (sysbench's `cpu_execute_event`), so events/s
-    /// compare directly with `sysbench cpu --cpu-max-prime`. Integer divider bound.
+    /// compare directly with `sysbench cpu --cpu-max-prime`: the same 64-bit divisions
+    /// (see [`count_primes`]). Integer divider bound.
     Primes {
         /// Upper bound (exclusive) of the candidates, sysbench's `--cpu-max-prime`.
         max_prime: u64,
@@ -380,61 +381,63 @@ fn cpu_burn_o0(x: f64, i: i64, end: i64) -> (f64, i64) {
 }
 
 /// One sysbench cpu event: the number of primes in 3..max_prime by trial division by
-/// every l in 2..=sqrt(c) (sysbench's loop, including its treatment of 2 and the bound).
-/// Below 2^32 the candidates are `u32`, whose division is the cheaper one; above, `u64`.
-/// Either way each candidate gets the same divisions in the same order as sysbench's.
+/// every l in 2..=sqrt(c). The same operations at the same width as sysbench's
+/// `cpu_execute_event` (src/tests/cpu/sb_cpu.c): `c` and `l` are 64-bit unsigned
+/// (`unsigned long long`), the bound is `t = sqrt((double)c)` kept as a double, each
+/// step compares `(double)l <= t` and divides `c % l` in 64 bits, and a candidate is
+/// prime when `l > t` at the end. The division is the event's cost (a 32-bit divide is
+/// about 2.4x faster on Intel), so [`rem_u64`] makes sure it is the 64-bit `div`.
 #[inline(never)]
 pub fn count_primes(max_prime: u64) -> u64 {
-    match u32::try_from(max_prime) {
-        Ok(max) => count_primes_below(max),
-        Err(_) => count_primes_below(max_prime),
-    }
-}
-
-/// An unsigned integer type [`count_primes_below`] divides in.
-trait Candidate:
-    Copy + PartialOrd + std::ops::Rem<Output = Self> + std::ops::AddAssign + From<u8>
-{
-    /// The largest integer not above sysbench's bound `t = sqrt((double)c)`: for an
-    /// integer l, `l <= t` is exactly `l <= floor(t)`, so the loop compares integers
-    /// instead of converting l to a double on every division.
-    fn sqrt_floor(self) -> Self;
-}
-
-impl Candidate for u32 {
-    fn sqrt_floor(self) -> Self {
-        // sqrt of a u32 is below 2^16: the cast cannot saturate.
-        f64::from(self).sqrt() as u32
-    }
-}
-
-impl Candidate for u64 {
-    fn sqrt_floor(self) -> Self {
-        // `as f64` rounds above 2^53 exactly as sysbench's `(double)c` does.
-        (self as f64).sqrt() as u64
-    }
-}
-
-/// [`count_primes`] in the integer type `T`.
-fn count_primes_below<T: Candidate>(max_prime: T) -> u64 {
-    let one = T::from(1);
     let mut n = 0;
-    let mut c = T::from(3);
+    let mut c: u64 = 3;
     while c < max_prime {
-        let t = c.sqrt_floor();
-        let mut l = T::from(2);
-        while l <= t {
-            if c % l == T::from(0) {
+        let t = (c as f64).sqrt();
+        let mut l: u64 = 2;
+        while l as f64 <= t {
+            if rem_u64(c, l) == 0 {
                 break;
             }
-            l += one;
+            l += 1;
         }
-        if l > t {
+        if l as f64 > t {
             n += 1;
         }
-        c += one;
+        c += 1;
     }
     n
+}
+
+/// `c % l` with the 64-bit `div` instruction, as gcc builds sysbench's `c % l` on
+/// `unsigned long long`. A plain `%` on u64 does not do it: LLVM's x86 tuning
+/// (`idivq-to-divl`) adds a run-time test that divides in 32 bits when both operands
+/// fit, and every operand of a sysbench event fits. `l` must not be 0 (the `div`
+/// would raise SIGFPE); [`count_primes`] divides by 2 and up only.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn rem_u64(c: u64, l: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let rem: u64;
+        // SAFETY: `div` reads rdx:rax and `l` and writes rax and rdx, nothing else (no
+        // memory, no stack, no flags the compiler relies on: `pure, nomem, nostack`).
+        // With rdx = 0 the quotient fits in 64 bits, so it faults only when l = 0,
+        // which the caller rules out.
+        unsafe {
+            std::arch::asm!(
+                "div {l}",
+                l = in(reg) l,
+                inout("rax") c => _,
+                inout("rdx") 0u64 => rem,
+                options(pure, nomem, nostack),
+            );
+        }
+        rem
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        c % l
+    }
 }
 
 /// `n` rounds of one FMA on every chain, with hardware FMA where the CPU has it.
@@ -510,10 +513,10 @@ mod tests {
         assert_eq!(r.run_ops(3), 3 * 24);
     }
 
-    /// Both widths count what a sieve of Eratosthenes counts (primes in 3..max), at
-    /// the edges of the range too.
+    /// It counts what a sieve of Eratosthenes counts (primes in 3..max), at the edges
+    /// of the range too.
     #[test]
-    fn primes_in_both_widths_match_a_sieve() {
+    fn primes_match_a_sieve() {
         let sieve = |max: usize| -> u64 {
             let mut composite = vec![false; max.max(2)];
             let mut n = 0;
@@ -528,10 +531,100 @@ mod tests {
         for max in [
             0usize, 1, 3, 4, 5, 9, 10, 26, 49, 50, 121, 122, 10_007, 20_000,
         ] {
-            let want = sieve(max);
-            assert_eq!(count_primes_below(max as u32), want, "u32 below {max}");
-            assert_eq!(count_primes_below(max as u64), want, "u64 below {max}");
+            assert_eq!(count_primes(max as u64), sieve(max), "below {max}");
         }
+    }
+
+    /// sysbench's event loop (`cpu_execute_event`, src/tests/cpu/sb_cpu.c), as the
+    /// reference the `primes` machine code is checked against.
+    const SYSBENCH_CPU_EVENT_C: &str = r#"
+        #include <math.h>
+        static unsigned int max_prime = 10000;
+        unsigned long long thread_count_primes;
+        int cpu_execute_event(void *r, int thread_id) {
+            unsigned long long c, l, n = 0;
+            double t;
+            (void)r; (void)thread_id;
+            for (c = 3; c < max_prime; c++) {
+                t = sqrt((double)c);
+                for (l = 2; l <= t; l++)
+                    if (c % l == 0)
+                        break;
+                if (l > t)
+                    n++;
+            }
+            thread_count_primes = n;
+            return 0;
+        }
+    "#;
+
+    /// The `div` instructions (with their width suffix, `divq` or `divl`) in the
+    /// functions of `binary` whose demangled name contains `name`, by `objdump`.
+    fn divides_in(binary: &Path, name: &str) -> Vec<String> {
+        let out = std::process::Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn", "-M", "suffix", "-C"])
+            .arg(binary)
+            .output()
+            .expect("objdump runs");
+        assert!(
+            out.status.success(),
+            "objdump failed on {}",
+            binary.display()
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut inside = false;
+        let mut divs = Vec::new();
+        for line in text.lines() {
+            if line.ends_with(">:") {
+                inside = line.contains(name);
+            } else if inside {
+                let mnemonic = line.split('\t').nth(1).unwrap_or("").trim();
+                let mnemonic = mnemonic.split_whitespace().next().unwrap_or("");
+                if mnemonic.starts_with("div") && !mnemonic.starts_with("divs") {
+                    divs.push(mnemonic.to_string());
+                }
+            }
+        }
+        divs
+    }
+
+    /// `primes` divides as sysbench does: gcc -O2 (sysbench's build) turns the C loop's
+    /// `c % l` into a 64-bit `divq` only, and every function of nnb's `primes` event
+    /// has `divq` and nothing else (no 32-bit `divl`, which is about 2.4x faster on
+    /// Intel and made nnb read 1.8-2.4x sysbench's events/s).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn primes_divides_in_64_bits_like_sysbench() {
+        let have = |tool: &str| {
+            std::process::Command::new(tool)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !nnb_testkit::require(have("gcc") && have("objdump"), "needs gcc and objdump") {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("sb_cpu.c");
+        let obj = dir.path().join("sb_cpu.o");
+        std::fs::write(&src, SYSBENCH_CPU_EVENT_C).unwrap();
+        let gcc = std::process::Command::new("gcc")
+            .args(["-O2", "-c", "-o"])
+            .args([&obj, &src])
+            .status()
+            .unwrap();
+        assert!(gcc.success());
+        let sysbench = divides_in(&obj, "cpu_execute_event");
+        assert_eq!(sysbench, ["divq"], "gcc's build of sysbench's loop");
+
+        let exe = std::env::current_exe().unwrap();
+        let ours = divides_in(&exe, "count_primes");
+        assert!(!ours.is_empty(), "no divide found in count_primes");
+        assert!(
+            ours.iter().all(|d| d == "divq"),
+            "primes divides with {ours:?}, sysbench with divq only"
+        );
+        assert_eq!(count_primes(black_box(10_000)), 1228);
     }
 
     /// The fpadd checksum is cpu_burn's x after n ops, and chunked runs equal one run.
