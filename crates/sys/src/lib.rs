@@ -1,5 +1,5 @@
 //! nnb's OS layer: every system call nnb makes (CPU affinity, clocks, the hardware
-//! counter, socket options, batched UDP I/O, process setup, cgroups), each behind a
+//! counter, socket options, batched UDP I/O, process setup, cgroups, files only their owner can change), each behind a
 //! small safe function, so the rest of the workspace needs no `unsafe` (it is denied
 //! there by the workspace lints).
 //!
@@ -14,6 +14,7 @@ pub mod cgroup;
 pub mod clock;
 pub mod file;
 pub mod mmsg;
+pub mod owned;
 pub mod process;
 pub mod socket;
 pub mod toucher;

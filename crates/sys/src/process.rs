@@ -9,8 +9,29 @@ use crate::cvt;
 
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
+    effective_uid() == 0
+}
+
+/// This process's effective user id: the owner of the files it creates, and the
+/// user whose files it may trust ([`crate::owned`]).
+pub fn effective_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and no memory effects.
-    unsafe { libc::geteuid() == 0 }
+    unsafe { libc::geteuid() }
+}
+
+/// Whether a process `pid` exists in this pid namespace (`kill(pid, 0)`; EPERM
+/// means it exists and belongs to another user). Pid 0 and pids beyond `pid_t`
+/// never name one process: false.
+pub fn process_exists(pid: u32) -> bool {
+    let Some(pid) = libc::pid_t::try_from(pid).ok().filter(|&p| p > 0) else {
+        return false;
+    };
+    // SAFETY: kill with signal 0 sends nothing: it only checks that the positive
+    // pid (one process, never a group) exists; it touches no memory of ours.
+    match crate::cvt(unsafe { libc::kill(pid, 0) }) {
+        Ok(_) => true,
+        Err(e) => e.raw_os_error() == Some(libc::EPERM),
+    }
 }
 
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of `/proc/stat`), None
@@ -117,6 +138,18 @@ mod tests {
             .and_then(|v| v.split_whitespace().nth(1))
             .expect("Uid line");
         assert_eq!(is_root(), euid == "0");
+        assert_eq!(effective_uid().to_string(), euid);
+    }
+
+    #[test]
+    fn only_live_processes_exist() {
+        assert!(process_exists(std::process::id()));
+        // pid 1 exists in every pid namespace (EPERM for a non-root caller).
+        assert!(process_exists(1));
+        // Above the kernel's largest pid_max (2^22), and beyond pid_t.
+        assert!(!process_exists(4_194_304));
+        assert!(!process_exists(u32::MAX));
+        assert!(!process_exists(0));
     }
 
     #[test]

@@ -150,14 +150,6 @@ fn signal(pid: u32, sig: libc::c_int) -> io::Result<()> {
     Ok(())
 }
 
-/// Whether a process `pid` exists (EPERM: it exists, owned by someone else).
-fn is_alive(pid: u32) -> bool {
-    match signal(pid, 0) {
-        Ok(()) => true,
-        Err(e) => e.raw_os_error() == Some(libc::EPERM),
-    }
-}
-
 /// The pid in a run directory's name, `run-<pid>` or `run-<pid>-<n>` (the `n`th
 /// run of one process), None for any other name.
 fn run_pid(name: &str) -> Option<u32> {
@@ -181,7 +173,7 @@ pub(super) fn sweep_dead(h: &Hierarchy, prefix: &Path) -> Result<Vec<PathBuf>, C
     for mount in h.distinct_mounts() {
         for dir in fs::subdirs(&mount.join(prefix))? {
             let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if run_pid(name).is_some_and(|pid| !is_alive(pid)) {
+            if run_pid(name).is_some_and(|pid| !crate::process::process_exists(pid)) {
                 dead.insert(prefix.join(name));
             }
         }
@@ -219,14 +211,6 @@ mod tests {
         ] {
             assert_eq!(run_pid(other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn liveness() {
-        assert!(is_alive(std::process::id()));
-        // 2^22, the kernel's largest pid_max: pids stay below it.
-        assert!(!is_alive(4_194_304));
-        assert!(!is_alive(u32::MAX));
     }
 
     #[test]
