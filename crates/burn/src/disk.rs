@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use nnb_sys::owned::Untrusted;
 use serde::{Deserialize, Serialize};
 
 /// Smallest block: the classic sector, the alignment `O_DIRECT` needs at least.
@@ -403,10 +404,13 @@ pub fn run(spec: &DiskSpec, stop: &AtomicBool) -> Result<DiskReport, DiskError> 
 }
 
 /// Removes the scratch files that generators killed with `-9` left in `dir`: those
-/// named `nnb-disk-<pid>-<n>.dat` whose pid is not a live process (no
-/// `/proc/<pid>`) and whose lock nobody holds (a live generator in another pid
-/// namespace holds its file's lock). Returns how many it removed; a file it cannot
-/// remove is logged and left.
+/// named `nnb-disk-<pid>-<n>.dat` whose pid is not a live process and whose lock
+/// nobody holds (a live generator in another pid namespace holds its file's lock).
+/// Only regular files of this user's (or of the directory's owner) are touched,
+/// opened without following links or blocking ([`nnb_sys::owned::open_own`]): a
+/// FIFO, a device, a link or another user's file planted under such a name is left
+/// and logged, never opened. Returns how many it removed; a file it cannot remove is
+/// logged and left.
 pub fn sweep_stale(dir: &Path) -> io::Result<usize> {
     let own = std::process::id();
     let mut removed = 0;
@@ -416,15 +420,18 @@ pub fn sweep_stale(dir: &Path) -> io::Result<usize> {
         let Some(pid) = name.to_str().and_then(owner_pid) else {
             continue;
         };
-        if pid == own || Path::new("/proc").join(pid.to_string()).exists() {
+        if pid == own || nnb_sys::process::process_exists(pid) {
             continue;
         }
         let path = entry.path();
         match remove_if_unlocked(&path) {
             Ok(true) => removed += 1,
             Ok(false) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => tracing::warn!("cannot remove stale {}: {e}", path.display()),
+            Err(e) if e.is_not_found() => {}
+            Err(e @ Untrusted::Io { .. }) => {
+                tracing::warn!("cannot remove stale {}: {e}", path.display())
+            }
+            Err(e) => tracing::warn!("left {}: not a scratch file of nnb's: {e}", path.display()),
         }
     }
     Ok(removed)
@@ -442,13 +449,21 @@ fn owner_pid(name: &str) -> Option<u32> {
     pid.parse().ok().filter(|_| digits(pid))
 }
 
-/// Removes `path` unless another open file holds its lock; true when removed.
-fn remove_if_unlocked(path: &Path) -> io::Result<bool> {
-    let file = File::open(path)?;
-    if !nnb_sys::file::try_lock_exclusive(&file)? {
+/// Removes `path`, a file of this user's, unless another open file holds its lock;
+/// true when removed.
+fn remove_if_unlocked(path: &Path) -> Result<bool, Untrusted> {
+    let io = |what| {
+        move |source| Untrusted::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    };
+    let file = nnb_sys::owned::open_own(path, false)?;
+    if !nnb_sys::file::try_lock_exclusive(&file).map_err(io("cannot lock"))? {
         return Ok(false);
     }
-    std::fs::remove_file(path)?;
+    std::fs::remove_file(path).map_err(io("cannot remove"))?;
     Ok(true)
 }
 
@@ -487,6 +502,10 @@ fn fs_name(fs: &nnb_sys::file::FsStats) -> String {
     )
 }
 
+/// Most scratch file names one generator tries before it gives up (each taken by
+/// a file that was there before).
+const MAX_NAME_TRIES: u32 = 1000;
+
 /// Scratch files this process made so far: the `<n>` of their names.
 static SCRATCH_FILES: AtomicU64 = AtomicU64::new(0);
 
@@ -497,12 +516,34 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// Creates and locks `nnb-disk-<pid>-<n>.dat` in the spec's directory.
+    /// Creates and locks `nnb-disk-<pid>-<n>.dat` in the spec's directory, with the
+    /// next `n` whose name is free: another user of a shared directory can take the
+    /// names this process would use (reliability review NM10). Gives up after
+    /// [`MAX_NAME_TRIES`] taken names.
     fn create(spec: &DiskSpec, fs: &nnb_sys::file::FsStats) -> Result<Scratch, DiskError> {
-        let n = SCRATCH_FILES.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{FILE_PREFIX}{}-{n}{FILE_SUFFIX}", std::process::id());
-        let path = spec.dir.join(name);
-        let file = match nnb_sys::file::create_new_rw(&path, spec.direct) {
+        let mut tries = 0;
+        let (path, created) = loop {
+            let n = SCRATCH_FILES.fetch_add(1, Ordering::Relaxed);
+            let name = format!("{FILE_PREFIX}{}-{n}{FILE_SUFFIX}", std::process::id());
+            let path = spec.dir.join(name);
+            // O_EXCL: whatever holds the name (a file, a FIFO, a link) is never opened.
+            match nnb_sys::file::create_new_rw(&path, spec.direct) {
+                Err(e)
+                    if e.kind() == io::ErrorKind::AlreadyExists && tries + 1 < MAX_NAME_TRIES =>
+                {
+                    tries += 1;
+                }
+                created => break (path, created),
+            }
+        };
+        if tries > 0 {
+            tracing::warn!(
+                "{tries} scratch file name(s) of this process were taken in {}: someone \
+                 created them beforehand",
+                spec.dir.display()
+            );
+        }
+        let file = match created {
             Ok(f) => f,
             Err(e) if spec.direct && nnb_sys::file::is_invalid_argument(&e) => {
                 // Some kernels create the file before they refuse O_DIRECT on it.

@@ -1,7 +1,8 @@
 //! The disk load generator on this machine's disk: a paced direct-I/O run reaches its
 //! target and leaves nothing behind, a stop ends a long run at once, memory-backed
-//! directories are refused for direct I/O, and the sweep removes only what a dead
-//! generator left.
+//! directories are refused for direct I/O, the sweep removes only what a dead
+//! generator left (never opening a FIFO, a link or another user's file), and names
+//! taken beforehand are skipped.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -179,4 +180,119 @@ fn sweep_removes_only_dead_generators_files() {
     drop(holder);
     assert_eq!(sweep_stale(dir.path()).expect("sweep"), 1);
     assert!(!dir.path().join(&locked).exists());
+}
+
+/// A name no live process can have: the kernel's pid_max.
+fn dead_pid() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .expect("pid_max")
+        .trim()
+        .parse()
+        .expect("a number")
+}
+
+/// `mkfifo path`, through the tool (the tests have no `unsafe`).
+fn mkfifo(path: &Path) {
+    let ok = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo")
+        .success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+/// Runs the sweep of `dir` on a thread and waits at most 20 s for it: a sweep that
+/// opens a FIFO blocks for ever. On a timeout every FIFO in `fifos` is opened for
+/// writing (which frees a reader blocked on it) and the test fails.
+fn bounded_sweep(dir: &Path, fifos: &[&Path]) -> usize {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let swept = dir.to_path_buf();
+    std::thread::spawn(move || tx.send(sweep_stale(&swept).expect("sweep")));
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(n) => n,
+        Err(_) => {
+            for fifo in fifos {
+                let _ = std::fs::OpenOptions::new().write(true).open(fifo);
+            }
+            panic!("the sweep of {} blocked for 20 s", dir.display());
+        }
+    }
+}
+
+/// Reliability review NM1 and NL2: a FIFO named like a dead generator's file, and
+/// links so named to a FIFO and to a root-only file elsewhere, are left alone: the
+/// sweep neither blocks on them nor opens (and locks) what the links point at; the
+/// link's target keeps its content, and a real stale file beside them still goes.
+#[test]
+fn the_sweep_never_opens_a_fifo_or_follows_a_link() {
+    let dir = disk_dir();
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let dead = dead_pid();
+    let fifo = dir.path().join(format!("nnb-disk-{dead}-0.dat"));
+    mkfifo(&fifo);
+    let far_fifo = elsewhere.path().join("pipe");
+    mkfifo(&far_fifo);
+    let secret = elsewhere.path().join("secret.conf");
+    std::fs::write(&secret, b"ORIGINAL ROOT-ONLY CONTENT").expect("write");
+    let to_fifo = dir.path().join(format!("nnb-disk-{dead}-1.dat"));
+    std::os::unix::fs::symlink(&far_fifo, &to_fifo).expect("symlink");
+    let to_secret = dir.path().join(format!("nnb-disk-{dead}-2.dat"));
+    std::os::unix::fs::symlink(&secret, &to_secret).expect("symlink");
+    let stale = format!("nnb-disk-{dead}-3.dat");
+    std::fs::write(dir.path().join(&stale), b"x").expect("write");
+    assert_eq!(bounded_sweep(dir.path(), &[&fifo, &far_fifo]), 1);
+    let mut kept: Vec<String> = [&fifo, &to_fifo, &to_secret]
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    kept.sort();
+    assert_eq!(entries(dir.path()), kept);
+    assert_eq!(
+        std::fs::read(&secret).expect("read"),
+        b"ORIGINAL ROOT-ONLY CONTENT"
+    );
+}
+
+/// Reliability review NM1 ("skip entries not owned by the caller"): another user's
+/// file named like a dead generator's in a directory that is not theirs (a shared
+/// scratch directory) is left, and never locked.
+#[test]
+fn the_sweep_leaves_other_users_files() {
+    if !nnb_testkit::require_root("giving a file to another uid") {
+        return;
+    }
+    let dir = disk_dir();
+    let theirs = dir.path().join(format!("nnb-disk-{}-0.dat", dead_pid()));
+    std::fs::write(&theirs, b"x").expect("write");
+    // A uid no account has, standing for another local user.
+    std::os::unix::fs::lchown(&theirs, Some(3_999_999), None).expect("chown");
+    assert_eq!(bounded_sweep(dir.path(), &[]), 0);
+    assert!(theirs.exists());
+}
+
+/// Reliability review NM10: names this process would use next, created beforehand
+/// (as another user can in a shared directory), do not fail the load: it takes the
+/// next free name, and leaves the others' files alone.
+#[test]
+fn taken_scratch_names_are_skipped() {
+    let dir = disk_dir();
+    // Other tests of this binary use some numbers first: these cover the next.
+    let taken: Vec<String> = (0..64)
+        .map(|n| format!("nnb-disk-{}-{n}.dat", std::process::id()))
+        .collect();
+    for name in &taken {
+        std::fs::write(dir.path().join(name), b"").expect("write");
+    }
+    let quick = DiskSpec {
+        file_size: 1 << 20,
+        iops: None,
+        direct: false,
+        duration: Duration::from_millis(100),
+        ..spec(dir.path())
+    };
+    let r = run(&quick, &AtomicBool::new(false)).expect("a free name is taken");
+    assert!(!taken.contains(&r.file.file_name().unwrap().to_string_lossy().into_owned()));
+    let mut kept = taken.clone();
+    kept.sort();
+    assert_eq!(entries(dir.path()), kept);
 }
