@@ -20,14 +20,15 @@
 //! there, and a `rate` grant shapes the tenant's interface.
 //!
 //! Two local runs on the same CPUs double each other's runtimes. Each local fleet
-//! holds a lock per CPU it carved (`/run/nnb/cpuN.lock`, [`hold_cpus`]) for its
-//! lifetime; a second run that finds a CPU held warns loudly, naming the other run,
-//! and records the warning in its manifest, so its numbers are never taken as clean.
+//! holds a lock per CPU it carved (`cpuN.lock` in a directory private to its user,
+//! `/run/nnb` for root: [`crate::lockfile`]) for its lifetime; a second run of the
+//! same user that finds a CPU held warns loudly, naming the other run, and records
+//! the warning in its manifest, so its numbers are never taken as clean.
 
 use std::cmp::Reverse;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -39,6 +40,7 @@ use super::netns::NetLab;
 use super::usage::{UsageMeter, UsageSource};
 use super::{Fleet, HostCpus, Provider, ProviderError, Role, Tenant, TenantSpec};
 use crate::client::BoxFuture;
+use crate::lockfile::{cpu_lock_dir, hold_cpus};
 use nnb_agent::jobs::Health;
 use nnb_agent::Token;
 use nnb_experiment::tenant::{Network, TenantGrant, ENDPOINT};
@@ -204,6 +206,7 @@ pub async fn launch_local(
     for w in &warnings {
         tracing::debug!("{w}");
     }
+    sweep_dead_fleet_dirs(&std::env::temp_dir());
     let scratch = private_dir()?;
     let mut fleet = Fleet {
         tenants: Vec::with_capacity(specs.len()),
@@ -319,67 +322,6 @@ pub async fn launch_local(
     drop(scratch);
     tracing::info!(agents = fleet.children.len(), "local fleet up");
     Ok(fleet)
-}
-
-/// Where the per-CPU locks of local runs live: `/run/nnb`, shared by every user
-/// (sticky, like `/tmp`), or a directory under the temporary directory where `/run`
-/// cannot be written.
-fn cpu_lock_dir() -> PathBuf {
-    let run = Path::new("/run/nnb");
-    let made = std::fs::create_dir_all(run).and_then(|()| {
-        let mode = std::fs::metadata(run)?.permissions().mode();
-        if mode & 0o1777 != 0o1777 {
-            // Only the creator (or root) may widen it; others just use it.
-            let _ = std::fs::set_permissions(run, std::fs::Permissions::from_mode(0o1777));
-        }
-        Ok(())
-    });
-    match made {
-        Ok(()) => run.to_path_buf(),
-        Err(_) => std::env::temp_dir().join("nnb-locks"),
-    }
-}
-
-/// Takes the lock of each of `cpus` under `dir`: the locks held (keep them for the
-/// fleet's lifetime), and one warning per other run found on some of the CPUs.
-/// Locking is best effort: a lock file that cannot be made is logged and skipped.
-fn hold_cpus(
-    dir: &Path,
-    cpus: impl IntoIterator<Item = usize>,
-) -> (Vec<std::fs::File>, Vec<String>) {
-    let wanted: std::collections::BTreeSet<usize> = cpus.into_iter().collect();
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        tracing::debug!("no CPU locks in {}: {e}", dir.display());
-        return (Vec::new(), Vec::new());
-    }
-    let mut held = Vec::new();
-    let mut others: Vec<(String, Vec<usize>)> = Vec::new();
-    for cpu in wanted {
-        let path = dir.join(format!("cpu{cpu}.lock"));
-        match crate::lockfile::try_hold(&path) {
-            Ok(Ok(file)) => held.push(file),
-            Ok(Err(holder)) => match others.iter_mut().find(|(h, _)| *h == holder) {
-                Some((_, cpus)) => cpus.push(cpu),
-                None => others.push((holder, vec![cpu])),
-            },
-            Err(e) => tracing::debug!("cannot lock {}: {e}", path.display()),
-        }
-    }
-    let warnings = others
-        .into_iter()
-        .map(|(holder, cpus)| {
-            let which = match cpus.as_slice() {
-                [one] => format!("CPU {one} is"),
-                _ => format!("CPUs {} are", format_list(&cpus)),
-            };
-            format!(
-                "{which} in use by another local nnb run ({holder}): two runs on the same \
-                 CPUs slow each other down, so this run's numbers are contaminated; run them \
-                 one after the other, or give each its own CPUs (taskset)"
-            )
-        })
-        .collect();
-    (held, warnings)
 }
 
 /// The local provider: [`launch_local`] with the experiment's options, and tenants
@@ -569,16 +511,70 @@ impl LocalProvider {
     }
 }
 
-/// A private temporary directory for agent token files (deleted when dropped).
+/// Token directories are named `nnb-fleet-<pid>-<random>`, `pid` the controller's.
+const FLEET_DIR_PREFIX: &str = "nnb-fleet-";
+
+/// A private temporary directory for agent token files (deleted when dropped),
+/// named for this process so that a later launch knows it for a dead controller's
+/// once this one is killed with `-9` ([`sweep_dead_fleet_dirs`]).
 fn private_dir() -> Result<tempfile::TempDir, ProviderError> {
     let dir = tempfile::Builder::new()
-        .prefix("nnb-fleet-")
+        .prefix(&format!("{FLEET_DIR_PREFIX}{}-", std::process::id()))
         .tempdir()
         .map_err(ProviderError::io("creating a directory for agent tokens"))?;
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).map_err(
         ProviderError::io("making the agent token directory private"),
     )?;
     Ok(dir)
+}
+
+/// Removes from `tmp` the token directories that controllers killed with `-9` left
+/// (reliability review NL8): directories (not links) named `nnb-fleet-<pid>-...`,
+/// owned by this user, whose pid is not a live process, as the launch removes dead
+/// runs' cgroups. A directory of a controller in another pid namespace looks dead:
+/// its agents have read their tokens by the time it is up, so removing it costs a
+/// run that is still starting its agents at most a failed start. Returns how many
+/// it removed.
+fn sweep_dead_fleet_dirs(tmp: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    let me = nnb_sys::process::effective_uid();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(fleet_dir_pid) else {
+            continue;
+        };
+        if pid == std::process::id() || nnb_sys::process::process_exists(pid) {
+            continue;
+        }
+        let path = entry.path();
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() && m.uid() == me => {}
+            _ => continue,
+        }
+        match std::fs::remove_dir_all(&path) {
+            Ok(()) => removed += 1,
+            Err(e) => tracing::debug!("cannot remove {}: {e}", path.display()),
+        }
+    }
+    if removed > 0 {
+        tracing::info!(
+            "removed {removed} agent token directories of dead runs in {}",
+            tmp.display()
+        );
+    }
+    removed
+}
+
+/// The controller pid in a token directory's name, `nnb-fleet-<pid>-<random>`;
+/// None for any other name (those of older nnb versions carry no pid).
+fn fleet_dir_pid(name: &str) -> Option<u32> {
+    let (pid, random) = name.strip_prefix(FLEET_DIR_PREFIX)?.split_once('-')?;
+    if random.is_empty() || pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    pid.parse().ok()
 }
 
 fn check_names(specs: &[TenantSpec]) -> Result<(), ProviderError> {
@@ -824,5 +820,52 @@ mod tests {
         let (_d, topo) = fixture(2, 1);
         let err = carve_cpus(&topo, &[0, 1], &[spec("t", Role::Test, 0)]).unwrap_err();
         assert!(err.to_string().contains("0 vCPUs"));
+    }
+
+    /// Reliability review NL8: the token directory a controller killed with `-9`
+    /// left (its name carries the dead pid) goes at the next launch, with its token
+    /// file; a live controller's, another user's, a link so named (and what it
+    /// points at), and an older nnb's directory without a pid stay.
+    #[test]
+    fn dead_controllers_token_directories_are_swept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let own = private_dir().unwrap();
+        let own_name = own.path().file_name().unwrap().to_str().unwrap();
+        assert_eq!(fleet_dir_pid(own_name), Some(std::process::id()));
+        // Above the kernel's largest pid_max (2^22): no live process has it.
+        let dead = tmp.path().join("nnb-fleet-4194304-a1B2c3");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("test.token"), "secret").unwrap();
+        let live = tmp
+            .path()
+            .join(format!("nnb-fleet-{}-x", std::process::id()));
+        std::fs::create_dir(&live).unwrap();
+        let old_style = tmp.path().join("nnb-fleet-a1B2c3");
+        std::fs::create_dir(&old_style).unwrap();
+        let target = tmp.path().join("target");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), "x").unwrap();
+        let link = tmp.path().join("nnb-fleet-4194305-link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let mut kept = vec![&live, &old_style, &target, &link];
+        let theirs = tmp.path().join("nnb-fleet-4194306-theirs");
+        if nnb_testkit::effective_uid() == Some(0) {
+            std::fs::create_dir(&theirs).unwrap();
+            std::os::unix::fs::lchown(&theirs, Some(3_999_999), None).unwrap();
+            kept.push(&theirs);
+        }
+        assert_eq!(sweep_dead_fleet_dirs(tmp.path()), 1);
+        assert!(!dead.exists());
+        for path in kept {
+            assert!(
+                path.symlink_metadata().is_ok(),
+                "{} was removed",
+                path.display()
+            );
+        }
+        assert!(target.join("keep").exists());
+        assert_eq!(fleet_dir_pid("nnb-fleet-12-"), None);
+        assert_eq!(fleet_dir_pid("nnb-fleet--x"), None);
+        assert_eq!(fleet_dir_pid("nnb-fleet-1x-y"), None);
     }
 }
