@@ -5,11 +5,17 @@
 //!
 //! Every counter is read every [`SAMPLE_INTERVAL`]. The CPU is its time over the
 //! jobs' nominal length (an agent is idle outside its jobs); I/O operations and sent
-//! bits are their increase per second over the last nominal length they moved (a
-//! disk generator's file set-up is no part of its IOPS);
-//! the memory is the level it held (the mean once it reached 90% of its highest),
-//! so a worker's ramp up and its exit are left out while an OOM-killed worker that
-//! starts again still shows.
+//! bits are their increase per second over the jobs' nominal length, ending where
+//! the jobs' own activity ended: a disk generator's file set-up before is no part
+//! of its IOPS, and the small exchanges after (the agent's answer to the
+//! controller, a load's sink report, through the same interface) do not move the
+//! window; the memory is the level it held (the mean once it reached 90% of its
+//! highest), so a worker's ramp up and its exit are left out while an OOM-killed
+//! worker that starts again still shows.
+//!
+//! The bits a tenant's namespace sent are what it offered, counted before the
+//! host's shared NIC: on the emulated network what got through that NIC is what
+//! the endpoint's sink received (a load job's `rate_bps`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,13 +48,13 @@ pub struct UsageSource {
 /// What the host saw of one tenant over a step's measured jobs.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct HostUsage {
-    /// CPU time per wall time, percent of one CPU.
+    /// CPU time per second of the jobs' nominal length, percent of one CPU.
     pub cpu_pct: Option<f64>,
     /// Mean resident memory, bytes.
     pub mem_bytes: Option<f64>,
     /// Block I/O operations per second.
     pub iops: Option<f64>,
-    /// Bits per second its interfaces sent.
+    /// Bits per second its interfaces sent (its offered load, before the shared NIC).
     pub net_bps: Option<f64>,
 }
 
@@ -212,19 +218,54 @@ fn window_rate(points: &[(f64, u64)]) -> Option<f64> {
     (t1 > t0).then(|| v1.saturating_sub(v0) as f64 / (t1 - t0))
 }
 
-/// A counter's increase per second over the last `nominal` seconds it moved (the
-/// jobs' length; all of its moving when shorter or unknown), ending at the first
-/// reading after its last increase. A job's set-up before (a disk generator
-/// filling its file) and the controller's collection after do not count. A
+/// A trailing burst of increases this small a share of the counter's whole
+/// increase is no part of the jobs' activity when an idle gap longer than any
+/// between the earlier increases stands before it (the agent's answer, a sink
+/// report).
+const BLIP_SHARE: f64 = 0.01;
+/// Most trailing bursts left out as such.
+const MAX_BLIPS: usize = 4;
+
+/// A counter's increase per second over the `nominal` seconds (the jobs' length;
+/// all of its moving when shorter or unknown) that end at the first reading after
+/// the jobs' last increase. Trailing blips (see [`BLIP_SHARE`]) are not the jobs':
+/// a window ending on one would drop the start of the load and add idle time. A
+/// job's set-up before (a disk generator filling its file) does not count. A
 /// counter that never moved is 0.
 fn active_rate(points: &[(f64, u64)], nominal: Option<f64>) -> Option<f64> {
     let moved = |w: &[(f64, u64)]| w[1].1 > w[0].1;
-    let first = points.windows(2).position(moved);
-    let last = points.windows(2).rposition(moved);
-    let (Some(i), Some(j)) = (first, last) else {
+    // Indices of the readings' windows (w = points[k..=k + 1]) in which it moved.
+    let moves: Vec<usize> = points
+        .windows(2)
+        .enumerate()
+        .filter(|(_, w)| moved(w))
+        .map(|(k, _)| k)
+        .collect();
+    let Some(&i) = moves.first() else {
         return window_rate(points).map(|_| 0.0);
     };
-    let (start, end) = (points[i].0, points[j + 1].0);
+    let mut last = moves.len() - 1;
+    for _ in 0..MAX_BLIPS {
+        // The trailing burst: the moving windows from `burst` to `last`, no idle
+        // window between them.
+        let mut burst = last;
+        while burst > 0 && moves[burst - 1] + 1 == moves[burst] {
+            burst -= 1;
+        }
+        if burst == 0 {
+            break;
+        }
+        let gap = |a: usize, b: usize| points[moves[b]].0 - points[moves[a] + 1].0;
+        let widest = (1..burst).map(|k| gap(k - 1, k)).fold(0.0, f64::max);
+        let size = points[moves[last] + 1].1 - points[moves[burst]].1;
+        let total = points[moves[last] + 1].1 - points[i].1;
+        if gap(burst - 1, burst) > widest && (size as f64) < BLIP_SHARE * total as f64 {
+            last = burst - 1;
+        } else {
+            break;
+        }
+    }
+    let (start, end) = (points[i].0, points[moves[last] + 1].0);
     let from = nominal.map_or(start, |n| start.max(end - n));
     (end > from).then(|| (value_at(points, end) - value_at(points, from)) / (end - from))
 }
@@ -313,6 +354,41 @@ Inter-|   Receive                                                |  Transmit
         // A counter that never moved is 0; a single reading says nothing.
         assert_eq!(active_rate(&[(0.0, 7), (1.0, 7)], None), Some(0.0));
         assert_eq!(active_rate(&[(0.0, 7)], None), None);
+    }
+
+    /// T2: the sink-report and HTTP answer after a load are not its end. Readings
+    /// every 20 ms; a load sends 50 Mbit/s (6.25 MB/s) from 6.77 s to 8.80 s, then
+    /// 3.5 kB go at 9.0 s. Over the 2 s job the rate is 50 Mbit/s; a window ending
+    /// after the 3.5 kB ([7.0, 9.0]) holds 1.8 s of data: 45 Mbit/s.
+    #[test]
+    fn a_blip_after_the_load_does_not_move_the_window() {
+        let sent = |t: f64| (6.25e6 * (t - 6.77).clamp(0.0, 2.03)).round() as u64;
+        let points: Vec<(f64, u64)> = (0..=465)
+            .map(|k| {
+                let t = f64::from(k) * 0.02;
+                (t, sent(t) + if t >= 8.99 { 3500 } else { 0 })
+            })
+            .collect();
+        let bps = active_rate(&points, Some(2.0)).unwrap() * 8.0;
+        assert!((bps / 50e6 - 1.0).abs() < 0.01, "{bps}");
+        // A last burst too large to be a blip is kept: 200 kB more at 9.0 s, so the
+        // window is [7.0, 9.0] with 1.8 s of the load in it.
+        let mut late = points.clone();
+        for p in late.iter_mut().filter(|p| p.0 >= 8.99) {
+            p.1 += 200_000;
+        }
+        let bps = active_rate(&late, Some(2.0)).unwrap() * 8.0;
+        let want = (6.25e6 * 1.8 + 203_500.0) * 8.0 / 2.0;
+        assert!((bps / want - 1.0).abs() < 0.01, "{bps} vs {want}");
+        // A slow, steady counter (a paced disk job: 1 op every 100 ms for 10 s)
+        // keeps its last increase: its gaps are all alike.
+        let ops: Vec<(f64, u64)> = (0..=600)
+            .map(|k| {
+                let t = f64::from(k) * 0.02;
+                (t, ((t + 1e-9) * 10.0).floor().min(100.0) as u64)
+            })
+            .collect();
+        assert!((active_rate(&ops, Some(10.0)).unwrap() - 10.0).abs() < 0.2);
     }
 
     #[test]
