@@ -11,7 +11,11 @@
 //! | cpu | quota in CPUs (default: vCPUs) | `g/2` CPUs | `g` | `2g` | a thread per host CPU |
 //! | memory | limit | `g/2` bytes | `g` less 32 MiB | `2g` | 4`g` (or `unrestricted`) |
 //! | disk | IOPS the grant sustains at the read share | `g/2` IOPS | `g` | `2g`, twice the queue | unpaced |
-//! | network | `rate` (or `share`) | `g/2`, 1 stream | `g`, 1 stream | 1.5`g`, 4 streams | 10`g`, 8 streams |
+//! | network | `rate` as payload (or `share`) | `g/2`, 1 stream | `g`, 1 stream | 1.5`g`, 4 streams | 10`g`, 8 streams |
+//!
+//! A network grant is a token bucket counting whole frames; the loads ask for its
+//! payload (at 1400-byte datagrams 1400/1442 of it), so a saturated tenant fills
+//! its grant and no more.
 //!
 //! A CPU demand of `d` CPUs is `ceil(d)` burner threads each busy `d / ceil(d)` of
 //! the time (a duty cycle, like `stress-ng --cpu-load`).
@@ -20,6 +24,7 @@ use super::{load, Assignment, Builder, Level};
 use crate::{IsolationMatrix, Network, Resource, TenantDef};
 use nnb_agent::jobs::{BurnScope, JobSpec};
 use nnb_format::{MatrixLevel, TenantState};
+use nnb_units::wire::Framing;
 
 /// Demand of an undercommitted tenant, as a share of its grant.
 const UNDERCOMMIT: f64 = 0.5;
@@ -188,7 +193,7 @@ impl Demand for TenantState {
                 disk(m, iops, depth)
             }
             Resource::Network => {
-                let share = t.grant.rate_bps.or(m.share_bps).unwrap_or(0.0);
+                let share = network_share(t, m);
                 let (factor, streams) = match self {
                     TenantState::Undercommitted | TenantState::Saturated => (self.factor(), 1),
                     TenantState::Overcommitted => (OVERCOMMIT_NET, OVERCOMMIT_STREAMS),
@@ -201,6 +206,18 @@ impl Demand for TenantState {
             tenant: t.name.clone(),
             job,
         }
+    }
+}
+
+/// The payload rate a network tenant saturates at: its `rate` grant is a token
+/// bucket on its interface, which counts each datagram's UDP, IPv4 and Ethernet
+/// headers as well, so the load (which asks for payload) asks for the grant's
+/// payload share at the message size; without a grant, the scenario's `share` as
+/// written.
+fn network_share(t: &TenantDef, m: &IsolationMatrix) -> f64 {
+    match t.grant.rate_bps {
+        Some(grant) => grant * Framing::Shaped.payload_share(m.msg_size, false),
+        None => m.share_bps.unwrap_or(0.0),
     }
 }
 
@@ -300,6 +317,37 @@ mod tests {
             JobSpec::Burn { threads, duty, .. } => (*threads, *duty),
             other => panic!("not a burn: {other:?}"),
         }
+    }
+
+    /// T13: a tenant granted 50 Mbit/s (a token bucket counting 1442 bytes per
+    /// 1400-byte datagram: 1400 + 8 UDP + 20 IPv4 + 14 Ethernet) saturates its
+    /// grant at 50e6 x 1400 / 1442 = 48 543 689 bit/s of payload, and asks half of
+    /// that undercommitted; without a grant the scenario's `share` is the rate.
+    #[test]
+    fn a_network_grant_is_asked_for_as_payload() {
+        let m = IsolationMatrix {
+            resource: Resource::Network,
+            share_bps: Some(80e6),
+            ..cpu_matrix()
+        };
+        let mut t = TenantDef {
+            name: "a".to_string(),
+            role: crate::Role::Test,
+            vcpus: 1,
+            grant: crate::TenantGrant {
+                rate_bps: Some(50e6),
+                ..Default::default()
+            },
+        };
+        let rate = |state: TenantState, t: &TenantDef| match state.job(&m, t, 2).job {
+            JobSpec::Load { rate_bps, .. } => rate_bps,
+            other => panic!("not a load: {other:?}"),
+        };
+        let payload = 50e6 * 1400.0 / 1442.0;
+        assert!((rate(TenantState::Saturated, &t) - payload).abs() < 1e-6);
+        assert!((rate(TenantState::Undercommitted, &t) - payload / 2.0).abs() < 1e-6);
+        t.grant.rate_bps = None;
+        assert_eq!(rate(TenantState::Saturated, &t), 80e6);
     }
 
     #[test]
