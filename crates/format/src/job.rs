@@ -173,15 +173,17 @@ impl JobKind {
     }
 
     /// The host-side utilisation metric of the resource this kind of job loads: a
-    /// burn's CPU, a load's network, a disk job's I/O, a memory job's resident
-    /// memory; none for a latency probe.
+    /// burn's CPU, a disk job's I/O, a memory job's resident memory. None for a
+    /// latency probe, nor for a load: what a tenant's interface sent
+    /// (`host_net_bps`) is what it offered, before the host's shared NIC where
+    /// tenants contend; what it got through is what the endpoint's sink received,
+    /// the load's own `rate_bps`.
     pub const fn host_metric(self) -> Option<Metric> {
         match self {
             JobKind::Burn => Some(Metric::HostCpuPct),
-            JobKind::Load => Some(Metric::HostNetBps),
             JobKind::Disk => Some(Metric::HostIops),
             JobKind::Memory => Some(Metric::HostMemBytes),
-            JobKind::Latency => None,
+            JobKind::Load | JobKind::Latency => None,
         }
     }
 }
@@ -882,6 +884,8 @@ mod tests {
         }
         assert_eq!(JobKind::Disk.host_metric(), Some(Metric::HostIops));
         assert_eq!(JobKind::Latency.host_metric(), None);
+        // T1: a load's interface counts what it offered, not what got through.
+        assert_eq!(JobKind::Load.host_metric(), None);
     }
 
     /// A result without a field the format reads is an error naming the job's kind
