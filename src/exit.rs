@@ -103,7 +103,10 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         }
     }
     #[cfg(feature = "analysis")]
-    if says(e, nnb_analysis::read::ReadError::is_bad_input) {
+    if says(e, nnb_analysis::read::ReadError::is_bad_input)
+        || says(e, nnb_analysis::tables::AnalysisError::is_bad_input)
+        || says(e, nnb_analysis::report::ReportError::is_bad_input)
+    {
         return true;
     }
     #[cfg(feature = "aws")]

@@ -230,3 +230,277 @@ fn out_writes_the_report_and_compare_adds_the_summary() {
     let index = std::fs::read_to_string(out.join("index.md")).unwrap();
     assert!(index.contains("20261122T100000Z-aaaaaa"), "{index}");
 }
+
+/// A copy of fixture `name` in a new temporary directory (under `run/`), with `manifest`
+/// applied to its manifest and `record` to each record of its `samples.jsonl`.
+fn copied(
+    name: &str,
+    manifest: impl Fn(&mut Value),
+    record: impl Fn(&mut Value),
+) -> (tempfile::TempDir, PathBuf) {
+    let from = Path::new(&fixture(name)).to_path_buf();
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    let edit = |file: &str, f: &dyn Fn(&mut Value)| {
+        let text = std::fs::read_to_string(from.join(file)).unwrap();
+        let lines: String = text
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                f(&mut v);
+                v.to_string() + "\n"
+            })
+            .collect();
+        std::fs::write(dir.join(file), lines).unwrap();
+    };
+    let whole: String = std::fs::read_to_string(from.join("manifest.json")).unwrap();
+    let mut m: Value = serde_json::from_str(&whole).unwrap();
+    manifest(&mut m);
+    std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+    edit("samples.jsonl", &record);
+    if from.join("hdr").is_dir() {
+        std::fs::create_dir(dir.join("hdr")).unwrap();
+        for e in std::fs::read_dir(from.join("hdr")).unwrap().flatten() {
+            std::fs::copy(e.path(), dir.join("hdr").join(e.file_name())).unwrap();
+        }
+    }
+    (root, dir)
+}
+
+/// A copy of fixture `name` whose manifest says run id `run_id`.
+fn with_run_id(name: &str, run_id: &str) -> (tempfile::TempDir, PathBuf) {
+    copied(name, |m| m["run_id"] = Value::from(run_id), |_| {})
+}
+
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Reliability review NL6 (attack N4): a FIFO `manifest.json` was reported as "it has
+/// no manifest.json"; it is refused as not a regular file (exit 2), without hanging.
+#[test]
+fn nl6_a_fifo_manifest_is_refused_as_not_a_regular_file() {
+    let (_root, run) = with_run_id("staircase", "fifo");
+    std::fs::remove_file(run.join("manifest.json")).unwrap();
+    mkfifo(&run.join("manifest.json"));
+    let o = nnb(&["analyze", path_str(&run)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("manifest.json: refused: a FIFO, not a regular file"),
+        "{err}"
+    );
+    assert!(!err.contains("has no manifest.json"), "{err}");
+}
+
+/// Reliability review NL18: a hostile run directory is bad input (exit 2) whichever
+/// file carries it: an `hdr_log` leading out of the run exited 1, the same kind of
+/// refusal in `samples.jsonl` (here a FIFO) exits 2. With `--out` too.
+#[test]
+fn nl18_hdr_log_refusals_exit_2_like_samples_refusals() {
+    let (root, run) = copied(
+        "load-steps",
+        |_| {},
+        |r| r["hdr_log"] = Value::from("/etc/passwd"),
+    );
+    let out = root.path().join("report");
+    for args in [
+        vec!["analyze", path_str(&run)],
+        vec!["analyze", path_str(&run), "--out", path_str(&out)],
+    ] {
+        let o = nnb(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("is not a relative path inside the run directory"),
+            "{err}"
+        );
+    }
+    let (_root, run) = with_run_id("load-steps", "fifo-samples");
+    std::fs::remove_file(run.join("samples.jsonl")).unwrap();
+    mkfifo(&run.join("samples.jsonl"));
+    let o = nnb(&["analyze", path_str(&run)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("samples.jsonl: refused: a FIFO"), "{err}");
+}
+
+/// Reliability review NL5 (attacks N2, N3): a run whose id is `compare` wrote its
+/// tables into the comparison's `compare/`, and a 5,000-character run id failed with
+/// "File name too long" after part of the report was written. `compare` is reserved
+/// (the run gets `compare-run/`), and a long id is cut to a bounded name with a hash
+/// of the whole id, so two long ids alike in their first characters stay apart.
+#[test]
+fn nl5_run_ids_compare_and_very_long_get_their_own_directories() {
+    let long_a = format!("{}a", "x".repeat(4999));
+    let long_b = format!("{}b", "x".repeat(4999));
+    let runs = [
+        with_run_id("staircase", "compare"),
+        with_run_id("staircase", &long_a),
+        with_run_id("staircase", &long_b),
+    ];
+    let scratch = tempfile::tempdir().unwrap();
+    let out = scratch.path().join("report");
+    let mut args = vec!["analyze", "--compare", "--format", "csv"];
+    args.extend(runs.iter().map(|(_, r)| path_str(r)));
+    args.extend(["--out", path_str(&out)]);
+    let o = nnb(&args);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.len() < 2000, "the long id is not repeated: {err}");
+    let names = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // The comparison alone in compare/; the run's own tables in compare-run/.
+    let compare = names(&out.join("compare"));
+    assert!(compare.contains(&"degradation_summary.md".to_string()));
+    assert!(
+        !compare.contains(&"degradation.md".to_string()),
+        "{compare:?}"
+    );
+    assert!(out.join("compare-run").join("degradation.md").is_file());
+    let top = names(&out);
+    let long: Vec<&String> = top.iter().filter(|n| n.starts_with("xxxx")).collect();
+    assert_eq!(long.len(), 2, "{top:?}");
+    for name in long {
+        assert!(name.len() <= 100, "{name}");
+        assert!(out.join(name).join("degradation.md").is_file(), "{name}");
+    }
+}
+
+/// A throwaway system user without a home (`useradd -M -r`), removed when dropped:
+/// the other local user of the attacks on `--out`.
+struct ThrowawayUser(String);
+
+impl ThrowawayUser {
+    /// Creates `nnbtest-<tag>-<pid>`; None (the test is skipped or fails by the
+    /// testkit's policy) when `useradd` is missing or fails.
+    fn new(tag: &str) -> Option<ThrowawayUser> {
+        let name = format!("nnbtest-{tag}-{}", std::process::id());
+        let made = std::process::Command::new("useradd")
+            .args(["-M", "-r", "-s", "/usr/sbin/nologin", &name])
+            .status()
+            .is_ok_and(|s| s.success());
+        nnb_testkit::require(made, &format!("useradd {name}")).then_some(ThrowawayUser(name))
+    }
+
+    /// Runs `sh -c script` as this user, which must succeed.
+    fn sh(&self, script: &str) {
+        let o = std::process::Command::new("runuser")
+            .args(["-u", &self.0, "--", "sh", "-c", script])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{script}: {}", stderr(&o));
+    }
+}
+
+impl Drop for ThrowawayUser {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("userdel").arg(&self.0).status();
+    }
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Reliability review NM6 (attack N10): another local user creates the directory
+/// root's `--out` names, in a sticky scratch directory, with `index.html` a symlink to
+/// a root-only file; root's report overwrote that file. Now the foreign directory is
+/// refused (exit 2, naming its owner) and the file is untouched; so is a directory
+/// made beside the attacker's, inside their directory, or through their symlink to a
+/// directory of root's.
+#[test]
+fn nm6_an_out_directory_another_user_controls_is_refused() {
+    if !nnb_testkit::require_root("making files as another user") {
+        return;
+    }
+    let Some(user) = ThrowawayUser::new("an") else {
+        return;
+    };
+    let base = tempfile::tempdir().unwrap();
+    chmod(base.path(), 0o755);
+    let scratch = base.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    chmod(&scratch, 0o1777);
+    let victim = base.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    chmod(&victim, 0o700);
+    let secret = victim.join("secret.conf");
+    std::fs::write(&secret, "root only\n").unwrap();
+    chmod(&secret, 0o600);
+    let roots = base.path().join("roots");
+    std::fs::create_dir(&roots).unwrap();
+    let s = path_str(&scratch);
+    user.sh(&format!(
+        "mkdir {s}/report && ln -s {} {s}/report/index.html && mkdir {s}/wtmp \
+         && ln -s {} {s}/link",
+        path_str(&secret),
+        path_str(&roots)
+    ));
+    for (out, why) in [
+        ("report", "belongs to uid"),
+        ("wtmp/report", "wtmp above it belongs to uid"),
+        ("link", "link is a symbolic link of uid"),
+    ] {
+        let o = nnb(&[
+            "analyze",
+            &fixture("staircase"),
+            "--out",
+            &format!("{s}/{out}"),
+        ]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "--out {out}: {err}");
+        assert!(err.contains("refusing to write the report into"), "{err}");
+        assert!(err.contains(why), "--out {out}: {err}");
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "root only\n");
+    assert_eq!(std::fs::read_dir(&roots).unwrap().count(), 0);
+}
+
+/// NM6, the caller's own directory: a symbolic link (or a second hard link) already in
+/// it is replaced by the report's file, never followed; a directory others may write
+/// is refused.
+#[test]
+fn nm6_links_in_the_out_directory_are_replaced_not_followed() {
+    let base = tempfile::tempdir().unwrap();
+    let target = base.path().join("target.conf");
+    std::fs::write(&target, "keep\n").unwrap();
+    let out = base.path().join("report");
+    std::fs::create_dir(&out).unwrap();
+    chmod(&out, 0o755);
+    std::os::unix::fs::symlink(&target, out.join("index.html")).unwrap();
+    std::fs::hard_link(&target, out.join("index.md")).unwrap();
+    let o = nnb(&["analyze", &fixture("staircase"), "--out", path_str(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep\n");
+    for name in ["index.html", "index.md"] {
+        let meta = std::fs::symlink_metadata(out.join(name)).unwrap();
+        assert!(meta.is_file(), "{name} is a regular file of its own");
+    }
+    assert!(std::fs::read_to_string(out.join("index.md"))
+        .unwrap()
+        .contains("20261122T100000Z-aaaaaa"));
+
+    chmod(&out, 0o775);
+    let o = nnb(&["analyze", &fixture("staircase"), "--out", path_str(&out)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("other users can write it (mode 775)"), "{err}");
+}

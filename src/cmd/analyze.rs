@@ -53,7 +53,8 @@ pub(crate) struct AnalyzeArgs {
     pub format: Format,
 }
 
-/// Resolves a RUN argument: a run directory, else a run id under `results/`.
+/// Resolves a RUN argument: a run directory, else a run id under `results/`; it must
+/// have a `manifest.json`.
 fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
     let candidates = [arg.to_path_buf(), Path::new("results").join(arg)];
     let Some(dir) = candidates.iter().find(|d| d.is_dir()) else {
@@ -62,7 +63,9 @@ fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
             arg.display()
         )));
     };
-    if !dir.join(MANIFEST).is_file() {
+    // Only whether it is there: what else is wrong with it (a FIFO, a directory, too
+    // large) `read_run` says (reliability review NL6).
+    if !dir.join(MANIFEST).exists() {
         return Err(usage(format!(
             "{} is not an nnb run: it has no {MANIFEST}",
             dir.display()
@@ -166,9 +169,13 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
 /// columns right-aligned), notes indented below (also `nnb run`'s summary).
 pub(crate) fn terminal(table: &Table) -> String {
     let mut t = crate::table::table(&table.columns);
+    // Once per column, not per cell: per cell it is quadratic in the rows (NL4).
+    let numeric: Vec<bool> = (0..table.columns.len())
+        .map(|c| table.numeric_column(c))
+        .collect();
     for row in &table.rows {
         t.add_row(row.iter().enumerate().map(|(c, cell)| {
-            if table.numeric_column(c) {
+            if numeric.get(c).copied().unwrap_or(false) {
                 crate::table::right(cell.display())
             } else {
                 comfy_table::Cell::new(cell.display())

@@ -3,13 +3,15 @@
 //! that show them together, with the runs, their notes and warnings at the top.
 //!
 //! One run is written flat into the output directory; several runs each get a
-//! sub-directory named by run id. Cross-run results (a staircase beside a metal thread
-//! sweep, `--compare`) go to the top level and `compare/`.
+//! sub-directory named by run id (made safe and short: `run_name`). Cross-run results
+//! (a staircase beside a metal thread sweep, `--compare`) go to the top level and
+//! `compare/`. The output directory must be the caller's alone (module `out`).
 
 mod charts;
 mod index;
+mod out;
 
-use std::fs;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use nnb_format::Metric;
@@ -18,11 +20,13 @@ use crate::plot::{self, PlotError};
 use crate::read::{Run, Scenario};
 use crate::table::Table;
 use crate::tables::{self, Analyses, AnalysisError, Degradation, Knees, LatencyVsLoad, Throughput};
+use out::OutDir;
 
 /// What to write.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportOptions {
-    /// Output directory (created if missing; files in it are overwritten).
+    /// Output directory: created if missing, else it must be the caller's and only
+    /// theirs to change (see [`ReportError::UnsafeOut`]); files in it are replaced.
     pub out: PathBuf,
     /// Also put the runs side by side: plots with series from every run, and the
     /// comparison tables.
@@ -44,9 +48,32 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// The output directory is not one only the caller can change (another user's,
+    /// writable by others, reached through another user's link or directory), so
+    /// writing into it could overwrite whatever files its owner's links point at.
+    #[error("refusing to write the report into {path}: {why}")]
+    UnsafeOut {
+        /// The directory (or sub-directory) refused.
+        path: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// Nothing to report on.
     #[error("no runs to report on")]
     NoRuns,
+}
+
+impl ReportError {
+    /// Whether the error is the user's to fix: a run that cannot be analysed as it
+    /// is (see [`AnalysisError`]), an output directory that is not safe to write, or
+    /// no runs; not a failure of the machine.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ReportError::Analysis(a) => a.is_bad_input(),
+            ReportError::UnsafeOut { .. } | ReportError::NoRuns => true,
+            ReportError::Io { .. } => false,
+        }
+    }
 }
 
 /// A run as the report names it.
@@ -100,14 +127,17 @@ pub struct ReportSummary {
 /// The typed analyses of one run that its plots are drawn from.
 struct Analysed<'r> {
     run: &'r Run,
+    /// Its name in the report's files ([`run_name`]).
+    name: String,
     info: RunInfo,
     analyses: Analyses,
 }
 
 impl<'r> Analysed<'r> {
-    fn of(run: &'r Run) -> Result<Self, AnalysisError> {
+    fn of(run: &'r Run, name: String) -> Result<Self, AnalysisError> {
         Ok(Analysed {
             run,
+            name,
             info: RunInfo {
                 run_id: run.run_id.clone(),
                 label: run.label(),
@@ -131,7 +161,7 @@ impl<'r> Analysed<'r> {
 
 /// Collects one section's files while it is written.
 struct Writer<'o> {
-    out: &'o Path,
+    out: &'o OutDir,
     /// Sub-directory of `out` for this section ("" for the top level).
     dir: PathBuf,
     section: Section,
@@ -141,7 +171,7 @@ struct Writer<'o> {
 }
 
 impl<'o> Writer<'o> {
-    fn new(out: &'o Path, dir: impl Into<PathBuf>, title: String, runs: Vec<RunInfo>) -> Self {
+    fn new(out: &'o OutDir, dir: impl Into<PathBuf>, title: String, runs: Vec<RunInfo>) -> Self {
         Writer {
             out,
             dir: dir.into(),
@@ -159,7 +189,7 @@ impl<'o> Writer<'o> {
 
     fn write(&mut self, name: &str, contents: &str) -> Result<PathBuf, ReportError> {
         let rel = self.dir.join(name);
-        write_file(&self.out.join(&rel), contents)?;
+        self.out.write(&rel, contents)?;
         self.files.push(rel.clone());
         Ok(rel)
     }
@@ -207,27 +237,35 @@ impl<'o> Writer<'o> {
     }
 }
 
-/// Writes `contents` to `path`, creating its directory.
-fn write_file(path: &Path, contents: &str) -> Result<(), ReportError> {
-    let io = |source| ReportError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io)?;
-    }
-    fs::write(path, contents).map_err(io)
+/// The sub-directory of the comparison (`--compare`).
+const COMPARE_DIR: &str = "compare";
+/// The most characters of a run id a run's directory name keeps: a longer id is cut
+/// and a hash of the whole id appended, so the name stays far below the file system's
+/// limit (255 bytes) and two long ids alike in their first characters stay apart.
+const MAX_RUN_NAME: usize = 64;
+
+/// Whether the report's top level uses `name` itself: the comparison's directory,
+/// the index files, the cross-run plots.
+fn reserved(name: &str) -> bool {
+    name == COMPARE_DIR || name.starts_with("index.") || name.ends_with(".svg")
 }
 
-/// The subdirectory of `--out` for the `index`-th run: its run id with every
-/// character other than `[A-Za-z0-9._-]` replaced by `_`, so a manifest's run id can
-/// never name a path outside `--out` (`/abs`, `../x`); `run-N` when nothing usable
-/// is left (`..`), and a `-N` suffix when two runs come out alike.
-fn run_dir_name(
-    run_id: &str,
-    index: usize,
-    taken: &mut std::collections::HashSet<String>,
-) -> String {
+/// The 64-bit FNV-1a hash of `text`: stable across builds and platforms, unlike std's
+/// hasher, so a long run id always gets the same directory.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The name of the `index`-th run in the report (its sub-directory of `--out` when
+/// there are several runs, and part of the cross-run plots' file names): its run id
+/// with every character other than `[A-Za-z0-9._-]` replaced by `_`, so a manifest's
+/// run id can never name a path outside `--out` (`/abs`, `../x`); `run-N` when nothing
+/// usable is left (`..`); cut to [`MAX_RUN_NAME`] characters and a hash when longer;
+/// `-run` appended to a name the report uses itself (`compare`); and a `-N` suffix
+/// when two runs come out alike.
+fn run_name(run_id: &str, index: usize, taken: &mut HashSet<String>) -> String {
     let clean: String = run_id
         .chars()
         .map(|c| {
@@ -240,9 +278,15 @@ fn run_dir_name(
         .collect();
     let mut name = if clean.trim_matches('.').is_empty() {
         format!("run-{}", index + 1)
+    } else if clean.len() > MAX_RUN_NAME {
+        // ASCII only, so any byte is a character boundary.
+        format!("{}-{:016x}", &clean[..MAX_RUN_NAME], fnv1a(run_id))
     } else {
         clean
     };
+    if reserved(&name) {
+        name.push_str("-run");
+    }
     let base = name.clone();
     let mut n = 2;
     while !taken.insert(name.clone()) {
@@ -258,25 +302,23 @@ pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary,
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
+    let mut taken = HashSet::new();
     let analysed = runs
         .iter()
-        .map(Analysed::of)
+        .enumerate()
+        .map(|(i, run)| Analysed::of(run, run_name(&run.run_id, i, &mut taken)))
         .collect::<Result<Vec<_>, _>>()?;
+    let out = OutDir::prepare(&opts.out)?;
     let mut writers = Vec::new();
-    let mut taken = std::collections::HashSet::new();
-    for (i, a) in analysed.iter().enumerate() {
-        let dir = if runs.len() == 1 {
-            PathBuf::new()
-        } else {
-            PathBuf::from(run_dir_name(&a.info.run_id, i, &mut taken))
-        };
-        writers.push(run_section(&opts.out, dir, a)?);
+    for a in &analysed {
+        let dir = if runs.len() == 1 { "" } else { a.name.as_str() };
+        writers.push(run_section(&out, PathBuf::from(dir), a)?);
     }
-    if let Some(w) = metal_section(&opts.out, &analysed)? {
+    if let Some(w) = metal_section(&out, &analysed)? {
         writers.push(w);
     }
     if opts.compare && runs.len() > 1 {
-        writers.push(compare_section(&opts.out, runs, &analysed)?);
+        writers.push(compare_section(&out, runs, &analysed)?);
     }
     let mut files = Vec::new();
     let mut svgs = Vec::new();
@@ -290,14 +332,14 @@ pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary,
         ("index.md", index::markdown(&sections)),
         ("index.html", index::html(&sections, &svgs)),
     ] {
-        write_file(&opts.out.join(name), &text)?;
+        out.write(Path::new(name), &text)?;
         files.push(PathBuf::from(name));
     }
     Ok(ReportSummary { sections, files })
 }
 
 /// One run: its notes, every table and plot it supports.
-fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'o>, ReportError> {
+fn run_section<'o>(out: &'o OutDir, dir: PathBuf, a: &Analysed) -> Result<Writer<'o>, ReportError> {
     let title = format!(
         "{} — run {} ({})",
         a.label(),
@@ -370,7 +412,7 @@ fn run_section<'o>(out: &'o Path, dir: PathBuf, a: &Analysed) -> Result<Writer<'
 /// Each staircase run beside every thread-sweep run (test node vs metal), when the
 /// runs include both.
 fn metal_section<'o>(
-    out: &'o Path,
+    out: &'o OutDir,
     analysed: &[Analysed],
 ) -> Result<Option<Writer<'o>>, ReportError> {
     let stairs: Vec<(&Analysed, &Degradation)> = analysed
@@ -396,10 +438,7 @@ fn metal_section<'o>(
             let (chart, note) =
                 charts::staircase_vs_metal((stair.label(), stair.run, d), (sweep.label(), k));
             let stem = if many {
-                format!(
-                    "staircase_vs_metal_{}_{}",
-                    stair.info.run_id, sweep.info.run_id
-                )
+                format!("staircase_vs_metal_{}_{}", stair.name, sweep.name)
             } else {
                 "staircase_vs_metal".to_string()
             };
@@ -413,7 +452,7 @@ fn metal_section<'o>(
 /// The runs side by side: the comparison tables, and one plot per kind with series
 /// from every run that supports it.
 fn compare_section<'o>(
-    out: &'o Path,
+    out: &'o OutDir,
     runs: &[Run],
     analysed: &[Analysed],
 ) -> Result<Writer<'o>, ReportError> {
@@ -421,7 +460,7 @@ fn compare_section<'o>(
     let infos = analysed.iter().map(|a| a.info.clone()).collect();
     let mut w = Writer::new(
         out,
-        "compare",
+        COMPARE_DIR,
         format!("Comparison: {}", labels.join(" vs ")),
         infos,
     );

@@ -64,6 +64,19 @@ pub enum AnalysisError {
     },
 }
 
+impl AnalysisError {
+    /// Whether the error is the user's to fix: a file of the run that cannot be read
+    /// as it is (see [`ReadError::is_bad_input`]: an `hdr_log` refused, like a refused
+    /// `samples.jsonl`) or samples that contradict the format; not a failed query.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            AnalysisError::Load(e) => e.is_bad_input(),
+            AnalysisError::Data { .. } => true,
+            AnalysisError::Polars { .. } => false,
+        }
+    }
+}
+
 /// Every table the run's scenario supports, in a fixed order (degradation, achieved
 /// background, knees, isolation, latency, throughput), then the run's verdict. The
 /// first table's notes also carry what loading tolerated and how many failed steps
@@ -338,7 +351,15 @@ pub(crate) struct Level<'a> {
 /// Records grouped by `group`, then by level, both in order of first appearance.
 pub(crate) fn by_group(rows: &[Row]) -> Vec<(StepGroup, Vec<Level<'_>>)> {
     let mut groups: Vec<(StepGroup, Vec<Level<'_>>)> = Vec::new();
+    // Each row's group and level by one look-up, not a scan of the levels (a scan
+    // is quadratic in them: reliability review NL4).
+    let mut index: std::collections::HashMap<(StepGroup, &str), (usize, usize)> =
+        std::collections::HashMap::new();
     for row in rows {
+        if let Some(&(gi, li)) = index.get(&(row.group, row.label.as_str())) {
+            groups[gi].1[li].rows.push(row);
+            continue;
+        }
         let gi = match groups.iter().position(|(g, _)| *g == row.group) {
             Some(i) => i,
             None => {
@@ -347,14 +368,12 @@ pub(crate) fn by_group(rows: &[Row]) -> Vec<(StepGroup, Vec<Level<'_>>)> {
             }
         };
         let levels = &mut groups[gi].1;
-        match levels.iter_mut().find(|l| l.label == row.label) {
-            Some(l) => l.rows.push(row),
-            None => levels.push(Level {
-                level: row.level,
-                label: row.label.clone(),
-                rows: vec![row],
-            }),
-        }
+        levels.push(Level {
+            level: row.level,
+            label: row.label.clone(),
+            rows: vec![row],
+        });
+        index.insert((row.group, &row.label), (gi, levels.len() - 1));
     }
     groups
 }
