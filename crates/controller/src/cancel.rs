@@ -1,5 +1,6 @@
 //! Stopping a run cleanly: [`Cancel`] is set by Ctrl-C or SIGTERM (or a
-//! [`Canceller`]); the controller drops the step in flight and shuts the fleet down.
+//! [`Canceller`]); the controller stops the step's measured jobs, drops the step
+//! and shuts the fleet down.
 
 use tokio::sync::watch;
 

@@ -41,6 +41,11 @@ impl From<(String, AgentError)> for StepFailure {
     }
 }
 
+/// The failure of an attempt that a cancel ended.
+fn interrupted() -> StepFailure {
+    StepFailure("interrupted".to_string())
+}
+
 /// Reads the result of a measured `spec` job that ended done, once: a job without a
 /// result, or with one the results format cannot read, fails the attempt with a
 /// message naming the job's kind and the field.
@@ -180,13 +185,9 @@ impl Driver<'_> {
             let mut last_error = String::new();
             for attempt in 1..=attempts {
                 let begun = Instant::now();
-                let tried = tokio::select! {
-                    r = self.attempt(step, exp.settle, exp.step_timeout) => r,
-                    () = cancel.wait() => {
-                        status = RunStatus::Interrupted;
-                        break 'steps;
-                    }
-                };
+                let tried = self
+                    .attempt(step, exp.settle, exp.step_timeout, cancel)
+                    .await;
                 if let Some(cap) = &mut self.cost_cap {
                     cap.step_took(begun.elapsed());
                 }
@@ -210,8 +211,9 @@ impl Driver<'_> {
                         continue 'steps;
                     }
                     Err(StepFailure(_)) if cancel.is_set() => {
-                        // Agents share the terminal's process group and may have
-                        // died of the same Ctrl-C: not a failure of the step.
+                        // Interrupted, or failed because the agents share the
+                        // terminal's process group and died of the same Ctrl-C:
+                        // not a failure of the step.
                         status = RunStatus::Interrupted;
                         break 'steps;
                     }
@@ -244,13 +246,29 @@ impl Driver<'_> {
     }
 
     /// One attempt at a step: background, settle, measured jobs. Returns the jobs'
-    /// ends, when they started, and how long was spent settling.
+    /// ends, when they started, and how long was spent settling. A `cancel` fails
+    /// it: the preparation is dropped where it is, the measured jobs are stopped
+    /// first ([`Driver::measure`]).
     async fn attempt(
         &mut self,
         step: &Step,
         settle: Duration,
         timeout: Duration,
+        cancel: &Cancel,
     ) -> Result<(Vec<Measured>, SystemTime, Duration), StepFailure> {
+        let settled = tokio::select! {
+            r = self.prepare(step, settle) => r?,
+            () = cancel.wait() => return Err(interrupted()),
+        };
+        let started_at = SystemTime::now();
+        let measured = self.measure(&step.measure, timeout, cancel).await?;
+        Ok((measured, started_at, settled))
+    }
+
+    /// Brings the tenants, their grants and the background to what `step` wants,
+    /// settles when anything changed and checks the background still runs. Returns
+    /// how long it settled.
+    async fn prepare(&mut self, step: &Step, settle: Duration) -> Result<Duration, StepFailure> {
         let came_or_went = self.make_present(&step.present).await?;
         let lifted = self.make_lifted(&step.lifted).await?;
         let changed = self.reconfigure(&step.background).await? || came_or_went || lifted;
@@ -267,9 +285,7 @@ impl Driver<'_> {
             Duration::ZERO
         };
         self.check_background().await?;
-        let started_at = SystemTime::now();
-        let measured = self.measure(&step.measure, timeout).await?;
-        Ok((measured, started_at, settled))
+        Ok(settled)
     }
 
     /// Makes the tenants the step wants present, and only those (the provider
@@ -390,11 +406,14 @@ impl Driver<'_> {
     }
 
     /// Starts the measured jobs together and waits for all; any failure fails the
-    /// attempt (and stops the others).
+    /// attempt (and stops the others). A `cancel` meanwhile stops them all and
+    /// fails it, so no job outlives the run (reliability review NM2: a disk job
+    /// removes its scratch file when stopped, not when its agent is killed).
     async fn measure(
         &self,
         jobs: &[Assignment],
         timeout: Duration,
+        cancel: &Cancel,
     ) -> Result<Vec<Measured>, StepFailure> {
         let ep = self.endpoint.as_ref();
         let tenants: Vec<String> = jobs.iter().map(|a| a.tenant.clone()).collect();
@@ -451,7 +470,13 @@ impl Driver<'_> {
                 host: None,
             })
         });
-        let ends = join_all(waits).await;
+        let ends = tokio::select! {
+            ends = join_all(waits) => ends,
+            () = cancel.wait() => {
+                self.stop_started(jobs, &ids).await;
+                return Err(interrupted());
+            }
+        };
         let nominal = jobs.iter().filter_map(|a| a.job.nominal()).max();
         let host = meter.map(|m| m.finish(nominal));
         if ends.iter().any(Result::is_err) {
@@ -466,8 +491,11 @@ impl Driver<'_> {
         Ok(measured)
     }
 
-    /// Stops the measured jobs that started, so a retry starts clean; errors here
-    /// are moot (the job may have ended or its agent died).
+    /// Stops the measured jobs that started, so a retry starts clean and an
+    /// interrupted run leaves none running; errors here are moot (the job may have
+    /// ended or its agent died). Each stop is bounded: the agent answers once the
+    /// job ended or after its stop grace, and the client's request timeout bounds
+    /// an agent that does not answer.
     async fn stop_started(&self, jobs: &[Assignment], ids: &[Result<String, StepFailure>]) {
         let stops = jobs.iter().zip(ids).filter_map(|(a, id)| {
             let id = id.as_ref().ok()?;

@@ -6,8 +6,9 @@
 //! before the next step. A failing step (an agent that died, a job that failed or
 //! overran the step timeout) is retried, skipped or ends the run, as the experiment's
 //! `on_failure` says; failed steps are recorded as such. Ctrl-C or SIGTERM stops
-//! cleanly: the step in flight is dropped, the fleet is shut down, and what was
-//! measured stays; `--resume` continues from there.
+//! cleanly: the step in flight is dropped (its measured jobs stopped first), the
+//! fleet is shut down (local agents get `SIGTERM` and a grace to end their jobs
+//! before `SIGKILL`), and what was measured stays; `--resume` continues from there.
 
 //!
 //! The parts: [`run`] (a run's directory, manifest and plan), [`cancel`], the

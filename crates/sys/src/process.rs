@@ -34,6 +34,20 @@ pub fn process_exists(pid: u32) -> bool {
     }
 }
 
+/// Asks process `pid` to end (`SIGTERM`), so it can clean up first, which
+/// [`std::process::Child::kill`]'s `SIGKILL` does not let it do. Pid 0 and pids
+/// beyond `pid_t` never name one process: ESRCH.
+pub fn terminate(pid: u32) -> io::Result<()> {
+    let pid = libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    // SAFETY: kill takes a positive pid (one process, never a group) and a signal
+    // number; it touches no memory of ours.
+    cvt(unsafe { libc::kill(pid, libc::SIGTERM) })?;
+    Ok(())
+}
+
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of `/proc/stat`), None
 /// when the system does not say.
 pub fn clock_ticks_per_second() -> Option<u64> {

@@ -38,6 +38,7 @@ use tokio::time::Instant;
 
 use crate::budget::CostCap;
 use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture};
+use nnb_agent::jobs::limits::SHUTDOWN_GRACE;
 use nnb_agent::jobs::Health;
 use nnb_experiment::plan::Plan;
 use nnb_experiment::Experiment;
@@ -394,6 +395,46 @@ pub struct Fleet {
 /// Time given to the agents' jobs to stop during [`Fleet::shutdown`].
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long a child agent gets to exit after `SIGTERM` before it is killed. An
+/// agent told to shut down lets the requests in flight finish, waits for its jobs'
+/// threads to end (a disk job removes its scratch file as it ends) and then for its
+/// runtime, each for at most [`SHUTDOWN_GRACE`]; one more is the slack of its exit.
+const AGENT_EXIT_GRACE: Duration = Duration::from_secs(4 * SHUTDOWN_GRACE.as_secs());
+
+/// Pause between two checks of whether the child agents told to exit have.
+const AGENT_EXIT_POLL: Duration = Duration::from_millis(10);
+
+/// Ends child agents `(tenant, child)` the way a user's `kill` would, so that each
+/// stops its jobs and removes what they made (reliability review NM2: `SIGKILL`
+/// left a disk job's scratch file, gigabytes of it): `SIGTERM` to all at once,
+/// then up to [`AGENT_EXIT_GRACE`] for them to exit, then `SIGKILL` for any still
+/// there. Every one is reaped.
+fn end_agents(mut children: Vec<(String, Child)>) {
+    let running = |c: &mut Child| matches!(c.try_wait(), Ok(None));
+    for (name, child) in &mut children {
+        if running(child) {
+            if let Err(e) = nnb_sys::process::terminate(child.id()) {
+                tracing::debug!("SIGTERM to the agent of {name}: {e}");
+            }
+        }
+    }
+    let deadline = std::time::Instant::now() + AGENT_EXIT_GRACE;
+    while children.iter_mut().any(|(_, c)| running(c)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(AGENT_EXIT_POLL);
+    }
+    for (name, child) in &mut children {
+        if running(child) {
+            tracing::warn!(
+                "the agent of {name} (pid {}) did not exit within {AGENT_EXIT_GRACE:?} of \
+                 SIGTERM: killing it",
+                child.id()
+            );
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+}
+
 impl Fleet {
     /// A fleet of `tenants` (and `endpoint`) that holds nothing to tear down: agents
     /// someone else runs.
@@ -440,10 +481,11 @@ impl Fleet {
         self.children.iter().map(|(_, c)| c.id()).collect()
     }
 
-    /// Stops every running job on every agent, then kills and reaps the child
-    /// agents, removes the emulated network and tears the cloud resources down
-    /// (whatever failed before). Agents that do not answer are skipped (they are
-    /// killed anyway when local, terminated when in the cloud).
+    /// Stops every running job on every agent, then ends and reaps the child
+    /// agents (`SIGTERM`, then `SIGKILL` after a grace), removes the emulated
+    /// network and tears the cloud resources down (whatever failed before). Agents
+    /// that do not answer are skipped (they are ended anyway when local, terminated
+    /// when in the cloud).
     pub async fn shutdown(self) -> Result<(), ProviderError> {
         let agents: Vec<Arc<dyn AgentApi>> = self
             .all()
@@ -479,14 +521,13 @@ impl Fleet {
         }
     }
 
-    /// Kills and reaps the child agents `keep` says no to.
+    /// Ends and reaps the child agents `keep` says no to ([`end_agents`]).
     fn kill_children(&mut self, keep: impl Fn(&str) -> bool) {
-        for (_, child) in self.children.iter_mut().filter(|(n, _)| !keep(n)) {
-            // Already gone is fine: kill fails with InvalidInput for a reaped child.
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        self.children.retain(|(n, _)| keep(n));
+        let (going, staying) = std::mem::take(&mut self.children)
+            .into_iter()
+            .partition(|(n, _)| !keep(n));
+        self.children = staying;
+        end_agents(going);
     }
 
     fn teardown(&mut self) -> Result<(), ProviderError> {
