@@ -207,7 +207,9 @@ impl RunDir {
         Ok(())
     }
 
-    /// Writes the manifest atomically (temporary file, fsync, rename, fsync dir).
+    /// Writes the manifest atomically (temporary file, fsync, rename, fsync dir). A
+    /// temporary file that could not be written whole (a full disk) is removed, so
+    /// a failed write leaves the directory as it was (reliability review NL10).
     pub fn write_manifest(&self, m: &Manifest) -> Result<(), ResultsError> {
         let tmp = self.path.join(format!("{MANIFEST}.tmp"));
         let dest = self.path.join(MANIFEST);
@@ -215,10 +217,21 @@ impl RunDir {
             path: dest.clone(),
             message: e.to_string(),
         })?;
-        let mut f = File::create(&tmp).map_err(io_err("cannot create", &tmp))?;
-        f.write_all(&text).map_err(io_err("cannot write", &tmp))?;
-        f.sync_all().map_err(io_err("cannot sync", &tmp))?;
-        fs::rename(&tmp, &dest).map_err(io_err("cannot replace", &dest))?;
+        let written = File::create(&tmp)
+            .map_err(io_err("cannot create", &tmp))
+            .and_then(|mut f| {
+                f.write_all(&text).map_err(io_err("cannot write", &tmp))?;
+                f.sync_all().map_err(io_err("cannot sync", &tmp))
+            })
+            .and_then(|()| fs::rename(&tmp, &dest).map_err(io_err("cannot replace", &dest)));
+        if written.is_err() {
+            if let Err(e) = fs::remove_file(&tmp) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!("cannot remove {}: {e}", tmp.display());
+                }
+            }
+        }
+        written?;
         sync_dir(&self.path)
     }
 

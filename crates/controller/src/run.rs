@@ -6,6 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::ControllerError;
+use crate::journal::read_samples;
 use crate::results::{self, Manifest, RunDir, FORMAT_VERSION};
 use nnb_experiment::plan::{self, Plan};
 use nnb_experiment::Experiment;
@@ -68,19 +69,7 @@ impl Run {
     pub fn open(results: &Path, run_id: &str, host_cpus: usize) -> Result<Run, ControllerError> {
         let dir = RunDir::open(results, run_id)?;
         let mut manifest = dir.read_manifest()?;
-        for s in manifest
-            .sessions
-            .iter_mut()
-            .filter(|s| s.status == SessionStatus::Running)
-        {
-            tracing::warn!(
-                "run {run_id}: the session started at {} ended without closing (killed?); \
-                 marking it `{}`",
-                s.started_at,
-                SessionStatus::Died
-            );
-            s.status = SessionStatus::Died;
-        }
+        mark_died(&mut manifest, &dir.samples_path());
         let experiment = nnb_experiment::parse(
             &manifest.experiment_file,
             &manifest.experiment_text,
@@ -104,5 +93,63 @@ impl Run {
             experiment,
             plan,
         })
+    }
+}
+
+/// Marks every session of `manifest` still `running` as `died` (its process ended
+/// without closing it) with the steps it recorded in the journal at `samples`: those
+/// whose measured jobs started from its start on, before the next session's
+/// (reliability review NL10: a session that died never wrote its count, so it read
+/// 0). A journal that cannot be read leaves the count at what the session wrote;
+/// reopening the journal then reports why.
+fn mark_died(manifest: &mut Manifest, samples: &Path) {
+    if !manifest
+        .sessions
+        .iter()
+        .any(|s| s.status == SessionStatus::Running)
+    {
+        return;
+    }
+    // When each recorded step's measured jobs started; `None` when unreadable.
+    let recorded: Option<Vec<String>> = match samples.exists().then(|| read_samples(samples)) {
+        None => Some(Vec::new()),
+        Some(Ok(records)) => Some(
+            records
+                .into_iter()
+                .filter(|r| r.part == 1)
+                .map(|r| r.started_at)
+                .collect(),
+        ),
+        Some(Err(e)) => {
+            tracing::debug!("counting the steps of a session that died: {e}");
+            None
+        }
+    };
+    // Timestamps are fixed-width RFC 3339 UTC: their order is the strings' order.
+    let starts: Vec<String> = manifest
+        .sessions
+        .iter()
+        .map(|s| s.started_at.clone())
+        .collect();
+    let run_id = &manifest.run_id;
+    for (i, s) in manifest.sessions.iter_mut().enumerate() {
+        if s.status != SessionStatus::Running {
+            continue;
+        }
+        let next = starts.get(i + 1);
+        if let Some(recorded) = &recorded {
+            s.steps_run = recorded
+                .iter()
+                .filter(|at| **at >= s.started_at && next.map_or(true, |n| *at < n))
+                .count();
+        }
+        tracing::warn!(
+            "run {run_id}: the session started at {} ended without closing (killed?) after \
+             recording {} step(s); marking it `{}`",
+            s.started_at,
+            s.steps_run,
+            SessionStatus::Died
+        );
+        s.status = SessionStatus::Died;
     }
 }

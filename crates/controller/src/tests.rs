@@ -640,3 +640,184 @@ async fn the_manifest_records_each_tenants_environment() {
         assert!(t.health.as_ref().is_some_and(|h| h.environment.is_none()));
     }
 }
+
+/// A [`FakeProvider`] that notes, when told to shut the fleet down, which jobs its
+/// agents still run, before its shutdown stops them: what a fleet whose agents a
+/// `SIGKILL` ends would leave running without cleaning up.
+struct NotingShutdown {
+    inner: FakeProvider,
+    /// `(tenant, kind)` of every job still running at the shutdown.
+    running: Vec<(String, AgentJob)>,
+}
+
+impl Provider for NotingShutdown {
+    fn kind(&self) -> nnb_format::ProviderKind {
+        self.inner.kind()
+    }
+
+    fn launch<'a>(
+        &'a mut self,
+        specs: &'a [crate::provider::TenantSpec],
+        with_endpoint: bool,
+    ) -> crate::client::BoxFuture<'a, Result<crate::provider::Fleet, crate::provider::ProviderError>>
+    {
+        self.inner.launch(specs, with_endpoint)
+    }
+
+    fn agent(&self, tenant: &crate::provider::Tenant) -> Arc<dyn crate::client::AgentApi> {
+        self.inner.agent(tenant)
+    }
+
+    fn set_present<'a>(
+        &'a mut self,
+        fleet: &'a mut crate::provider::Fleet,
+        present: &'a [String],
+    ) -> crate::client::BoxFuture<'a, Result<Vec<String>, crate::provider::ProviderError>> {
+        self.inner.set_present(fleet, present)
+    }
+
+    fn shutdown(
+        &mut self,
+        fleet: crate::provider::Fleet,
+    ) -> crate::client::BoxFuture<'_, Result<(), crate::provider::ProviderError>> {
+        Box::pin(async move {
+            for t in fleet.all() {
+                let jobs = self.inner.agent(t).list().await.unwrap_or_default();
+                self.running.extend(
+                    jobs.iter()
+                        .filter(|j| !j.state.is_final())
+                        .map(|j| (t.name.clone(), j.kind)),
+                );
+            }
+            self.inner.shutdown(fleet).await
+        })
+    }
+}
+
+/// Reliability review NM2: a run interrupted while a step's measured job runs
+/// stops that job (and the background) before it shuts the fleet down; the old
+/// controller dropped the step and left the job to the shutdown, which a fleet
+/// whose agents died of the same Ctrl-C never reached, so a disk job's scratch
+/// file outlived the run.
+#[tokio::test(start_paused = true)]
+async fn an_interrupted_step_stops_its_measured_job_before_the_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let world = World::shared();
+    let (canceller, cancel) = Cancel::manual();
+    {
+        let mut w = world.lock().unwrap();
+        w.job_time = Duration::from_secs(60);
+        // Ctrl-C while the first step's job runs.
+        w.cancel_at = Some((1, Arc::new(canceller)));
+    }
+    let mut provider = NotingShutdown {
+        inner: FakeProvider::new(&world),
+        running: Vec::new(),
+    };
+    let out = execute_with(&mut run, &mut provider, &RunOptions::default(), &cancel)
+        .await
+        .expect("the run ends without a controller error");
+    assert_eq!(counts(&out), (RunStatus::Interrupted, 3, 0, 0, 0));
+    assert_eq!(provider.running, [], "jobs left for the shutdown to stop");
+    assert_eq!(
+        world.lock().unwrap().stopped.get("test"),
+        Some(&1),
+        "the measured job was stopped"
+    );
+}
+
+/// Reliability review NL10 (and L8): a session that a `kill -9` ended never wrote
+/// its count, so the resume that marked it `died` said `steps_run: 0` though the
+/// journal held its steps. Here the first session records step 1 and is
+/// interrupted, the second records step 2 and is left as a `kill -9` leaves it
+/// (`running`, the count it wrote at its start): reopening marks it `died` with
+/// its 1 step, not the first session's.
+#[tokio::test(start_paused = true)]
+async fn a_session_that_died_is_marked_with_the_steps_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create(dir.path(), "retry 1");
+    let run_id = run.dir.run_id.clone();
+    // Each session is interrupted at its second measured start.
+    let interrupted_at_second_step = || {
+        let world = World::shared();
+        let (canceller, cancel) = Cancel::manual();
+        let mut w = world.lock().unwrap();
+        w.job_time = Duration::from_secs(1);
+        w.cancel_at = Some((2, Arc::new(canceller)));
+        drop(w);
+        (world, cancel)
+    };
+    let (world, cancel) = interrupted_at_second_step();
+    let out = go(&mut run, &mut FakeProvider::new(&world), &cancel).await;
+    assert_eq!(counts(&out), (RunStatus::Interrupted, 3, 0, 1, 0));
+    drop(run);
+    let mut resumed = Run::open(dir.path(), &run_id, HOST_CPUS).expect("run reopens");
+    let (world, cancel) = interrupted_at_second_step();
+    let out = go(&mut resumed, &mut FakeProvider::new(&world), &cancel).await;
+    assert_eq!(counts(&out), (RunStatus::Interrupted, 3, 1, 1, 0));
+    let mut m = resumed.dir.read_manifest().unwrap();
+    m.sessions[1].status = SessionStatus::Running;
+    m.sessions[1].steps_run = 0;
+    resumed.dir.write_manifest(&m).unwrap();
+    drop(resumed);
+
+    let reopened = Run::open(dir.path(), &run_id, HOST_CPUS).expect("run reopens");
+    let ends: Vec<(&str, usize)> = reopened
+        .manifest
+        .sessions
+        .iter()
+        .map(|s| (s.status.name(), s.steps_run))
+        .collect();
+    assert_eq!(ends, [("interrupted", 1), ("died", 1)]);
+}
+
+/// A tmpfs of `size` mounted on a new temporary directory, unmounted when dropped.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "nnb-test"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        mounted.then_some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.0.path())
+            .status();
+    }
+}
+
+/// Reliability review NL10 (rest of L7): a manifest write that the disk has no room
+/// for fails and leaves the directory as it was: the old manifest, no 0-byte
+/// `manifest.json.tmp` beside it.
+#[test]
+fn a_manifest_write_that_fails_leaves_no_temporary_file() {
+    if !nnb_testkit::require_root("mounting a small tmpfs") {
+        return;
+    }
+    let Some(disk) = SmallDisk::mount("256k") else {
+        nnb_testkit::skip_or_fail("cannot mount a tmpfs here");
+        return;
+    };
+    let run = create(disk.0.path(), "retry 1");
+    // Fill the disk: the next write of the manifest finds no room.
+    let mut filler = std::fs::File::create(disk.0.path().join("filler")).unwrap();
+    let page = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &page).is_ok() {}
+    let failed = run.dir.write_manifest(&run.manifest);
+    assert!(
+        matches!(failed, Err(ResultsError::Io { .. })),
+        "the write failed: {failed:?}"
+    );
+    let tmp = run.dir.path.join("manifest.json.tmp");
+    assert!(!tmp.exists(), "{} left behind", tmp.display());
+    assert_eq!(run.dir.read_manifest().unwrap(), run.manifest);
+}
