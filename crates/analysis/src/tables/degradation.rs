@@ -252,21 +252,35 @@ impl Degradation {
                 format!("{} flags", g.group),
             ]);
         }
+        // Each label once, and each group's level of a label, by look-up: scans are
+        // quadratic in the levels (reliability review NL4).
         let mut labels: Vec<&str> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         for g in &self.groups {
             for l in &g.levels {
-                if !labels.contains(&l.label.as_str()) {
+                if seen.insert(l.label.as_str()) {
                     labels.push(&l.label);
                 }
             }
         }
+        let by_label: Vec<std::collections::HashMap<&str, _>> = self
+            .groups
+            .iter()
+            .map(|g| {
+                g.levels
+                    .iter()
+                    .rev()
+                    .map(|l| (l.label.as_str(), l))
+                    .collect()
+            })
+            .collect();
         let d = self.metric.decimals();
         let rows = labels
             .iter()
             .map(|label| {
                 let mut row = vec![Cell::text(*label)];
-                for g in &self.groups {
-                    match g.levels.iter().find(|l| l.label == *label) {
+                for levels in &by_label {
+                    match levels.get(label).copied() {
                         Some(l) => row.extend([
                             Cell::Int(l.n as i64),
                             Cell::num(l.mean, d),
