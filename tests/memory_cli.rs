@@ -27,9 +27,25 @@ fn json_reports_the_load() {
     assert!(v["time_to_target_s"].as_f64().unwrap() > 0.0);
     assert_eq!(v["oom_kills"], 0);
     assert_eq!(v["restarts"], 0);
+    assert!(v["touched_bytes"].as_u64().unwrap() >= 32 * MIB);
     assert!(v["touched_bytes_per_s"].as_f64().unwrap() > 0.0);
     assert!(v["elapsed_s"].as_f64().unwrap() >= 0.5);
     assert_eq!(v["environment"]["nnb_version"], env!("CARGO_PKG_VERSION"));
+}
+
+/// T19: a 16 MiB worker's peak RSS is its 16 MiB, not 16 MiB plus the ~3.4 MiB of
+/// nnb's pages it inherited at fork (VmRSS counted them: 20.2 MB for 16.8 MB). Up to
+/// 1 MiB of the worker's own pages besides its region (its stack, the pages it wrote
+/// after the fork) are allowed.
+#[test]
+fn the_peak_rss_is_the_workers_own_memory() {
+    let v = json(&["memory", "--json", "--size", "16M", "--duration", "500ms"]);
+    let peak = v["peak_rss_bytes"].as_u64().unwrap();
+    assert!(
+        (16 * MIB..17 * MIB).contains(&peak),
+        "peak {:.2} MiB for a 16 MiB load",
+        peak as f64 / MIB as f64
+    );
 }
 
 /// The summary says the RSS reached, how soon, and the OOM kills; bandwidth mode with

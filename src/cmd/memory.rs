@@ -93,10 +93,23 @@ fn print_summary(out: &mut Out, spec: &MemSpec, r: &MemReport) -> std::io::Resul
         "OOM kills      {} (workers killed by SIGKILL; {} restarted)",
         r.oom_kills, r.restarts
     )?;
-    let rate = format_bytes(r.touched_bytes_per_s);
-    match r.mode {
-        MemMode::Bandwidth => writeln!(out, "write rate     {rate}/s")?,
-        MemMode::Keep => writeln!(out, "re-touched     {rate}/s of pages")?,
+    match (r.touched_bytes_per_s, r.mode) {
+        (Some(rate), MemMode::Bandwidth) => writeln!(
+            out,
+            "write rate     {}/s (after every worker's first pass)",
+            format_bytes(rate)
+        )?,
+        (Some(rate), MemMode::Keep) => writeln!(
+            out,
+            "re-touched     {}/s of pages (after every worker's first pass)",
+            format_bytes(rate)
+        )?,
+        (None, _) => writeln!(
+            out,
+            "write rate     n/a: the load ended before every worker had covered its memory \
+             once ({} touched in all); give it a longer --duration",
+            format_bytes(r.touched_bytes as f64)
+        )?,
     }
     writeln!(out, "elapsed        {}", format_secs(r.elapsed_s))?;
     Ok(())

@@ -76,10 +76,9 @@ fn a_keep_load_becomes_resident() {
     assert_eq!(r.target_bytes, 64 * MIB);
     assert!(r.elapsed_s >= 1.0, "{r:?}");
     // At least the first pass: every page of the region once.
-    assert!(
-        r.touched_bytes_per_s * r.elapsed_s >= (64 * MIB) as f64,
-        "{r:?}"
-    );
+    assert!(r.touched_bytes >= 64 * MIB, "{r:?}");
+    // 1 s is many samples after the first pass of 64 MiB.
+    assert!(r.touched_bytes_per_s.is_some_and(|b| b > 0.0), "{r:?}");
 }
 
 /// A worker killed with `kill -9` while time remains is counted and restarted.
@@ -134,8 +133,5 @@ fn a_stopped_load_ends_at_once() {
     assert!(started.elapsed() < Duration::from_secs(2), "{r:?}");
     assert!(r.elapsed_s < 2.0, "{r:?}");
     assert_eq!((r.mode, r.workers), (MemMode::Bandwidth, 2));
-    assert!(
-        r.touched_bytes_per_s * r.elapsed_s >= (16 * MIB) as f64,
-        "{r:?}"
-    );
+    assert!(r.touched_bytes >= 16 * MIB, "{r:?}");
 }
