@@ -17,6 +17,7 @@ use comfy_table::Cell;
 
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
+use nnb_agent::jobs::limits::MAX_THREADS;
 use nnb_burn::burner::{BurnResult, Duty, Work};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
@@ -38,6 +39,9 @@ use crate::out::Out;
 
 /// A coefficient of variation above this gets a warning, as hyperfine warns on outliers.
 const HIGH_CV: f64 = 0.05;
+/// A `--load` burn whose threads got less than this share of the busy time asked for
+/// gets a warning: the CPU was taken (another task on it, a CPU quota, steal).
+const LOW_ACHIEVED_DUTY: f64 = 0.9;
 
 /// Arguments of `nnb cpu`.
 #[derive(Debug, clap::Args)]
@@ -253,6 +257,13 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
             (vec![args.threads.unwrap_or(default)], false)
         }
     };
+    // Placements allocate a slot per thread: bounded as the agent bounds a burn job.
+    if let Some(&most) = counts.iter().max().filter(|&&n| n > MAX_THREADS) {
+        let flag = if sweep { "--sweep" } else { "--threads" };
+        return Err(usage(format!(
+            "{flag}: {most} threads is more than {MAX_THREADS}, the most one burn may have"
+        )));
+    }
     let clock = args.clock.parse::<ClockChoice>().context("--clock")?;
     // clap keeps --load in 1..=100, so the share is in (0, 1].
     let duty = args.load.and_then(|p| Duty::new(f64::from(p) / 100.0));
@@ -358,9 +369,27 @@ fn sweep_report(cfg: &Config, steps: &[Step]) -> SweepReport {
     }
 }
 
-/// Warnings on stderr: high variation between repetitions, steal during the run.
+/// Warnings on stderr: high variation between repetitions, a `--load` not achieved,
+/// steal during the run.
 fn warn_about_noise(report: &Report) {
     for step in &report.steps {
+        let lowest = step
+            .runs
+            .iter()
+            .filter_map(|r| r.achieved_duty)
+            .reduce(f64::min);
+        if let (Some(duty), Some(got)) = (report.duty, lowest) {
+            if got < duty.share() * LOW_ACHIEVED_DUTY {
+                eprintln!(
+                    "warning: {} threads: asked for {:.0}% load, got {:.1}% (CPU time over \
+                     wall time, mean over threads, lowest repetition): something else took \
+                     the CPU (another task on it, a CPU quota or steal)",
+                    step.threads,
+                    duty.share() * 100.0,
+                    got * 100.0
+                );
+            }
+        }
         let s = match report.work {
             Work::Ops(_) => &step.runtime_s,
             Work::Duration(_) => &step.ops_per_sec,
@@ -490,15 +519,27 @@ fn print_verified_placement(out: &mut Out, step: &Step) -> io::Result<()> {
 }
 
 fn print_reps(out: &mut Out, work: Work, step: &Step) -> io::Result<()> {
-    let mut t = table(["rep", "wall", "ops/s", "start skew", "overhead"]);
+    let duty_cycled = step.runs.iter().any(|r| r.achieved_duty.is_some());
+    let mut header = vec!["rep", "wall", "ops/s", "start skew", "overhead"];
+    if duty_cycled {
+        header.push("busy (achieved load)");
+    }
+    let mut t = table(header);
     for (i, r) in step.runs.iter().enumerate() {
-        t.add_row(vec![
+        let mut row = vec![
             right(i + 1),
             right(format_secs(r.wall_ns / 1e9)),
             right(fmt_ops(r.ops_per_sec)),
             right(format_secs(r.start_skew_ns / 1e9)),
             right(format!("{:.5}%", r.timing_overhead_share * 100.0)),
-        ]);
+        ];
+        if duty_cycled {
+            row.push(right(
+                r.achieved_duty
+                    .map_or("-".to_string(), |a| format!("{:.1}%", a * 100.0)),
+            ));
+        }
+        t.add_row(row);
     }
     writeln!(out, "{} threads\n{t}\n", step.threads)?;
     let (label, s, fmt): (&str, &Summary, fn(f64) -> String) = match work {

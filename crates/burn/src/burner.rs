@@ -133,6 +133,10 @@ pub struct ThreadRecord {
     pub checksum: u64,
     /// Clock reads inside the measured span (2 for fixed work).
     pub clock_reads: u64,
+    /// A duty-cycled thread's achieved busy share: the CPU time it used in the
+    /// measured span (its own CPU clock) over the span; absent without a duty cycle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_duty: Option<f64>,
 }
 
 /// The result of one burn.
@@ -157,9 +161,14 @@ pub struct BurnResult {
     pub timing_overhead_ns: f64,
     /// `timing_overhead_ns / wall_ns`.
     pub timing_overhead_share: f64,
-    /// The busy share of a duty-cycled burn ([`burn_duty`]); absent otherwise.
+    /// The busy share a duty-cycled burn ([`burn_duty`]) asked for; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duty: Option<Duty>,
+    /// The busy share it got: the mean over threads of each one's CPU time over its
+    /// span ([`ThreadRecord::achieved_duty`]). Below `duty` when the CPU was taken
+    /// (another task on it, a quota, steal); absent without a duty cycle.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub achieved_duty: Option<f64>,
 }
 
 /// When a burner thread stops.
@@ -332,6 +341,10 @@ fn summarize(
     let start_skew_ns = clock.ticks_to_ns(last_start - first_start);
     let reads = threads.iter().map(|t| t.clock_reads).max().unwrap_or(0);
     let timing_overhead_ns = start_skew_ns + reads as f64 * clock.info().read_cost_ns;
+    let achieved: Option<Vec<f64>> = threads.iter().map(|t| t.achieved_duty).collect();
+    let achieved_duty = achieved
+        .filter(|a| !a.is_empty())
+        .map(|a| a.iter().sum::<f64>() / a.len() as f64);
     BurnResult {
         workload: *workload,
         work,
@@ -347,6 +360,7 @@ fn summarize(
         },
         threads,
         duty,
+        achieved_duty,
     }
 }
 
@@ -388,10 +402,11 @@ fn run_thread(
 
     let cpu_start = current_cpu();
     let start = clock.start_now();
-    let (end, ops, checksum, clock_reads) = match limit {
+    // A duty-cycled thread's CPU time over the span: the busy share it got.
+    let (end, ops, checksum, clock_reads, cpu_used_ns) = match limit {
         Limit::Ops { n, stop: None } => {
             let checksum = runner.run_ops(n);
-            (clock.now(), n, checksum, 2)
+            (clock.now(), n, checksum, 2, None)
         }
         Limit::Ops {
             n,
@@ -399,7 +414,7 @@ fn run_thread(
         } => {
             let (ops, checksum) =
                 runner.run_ops_until(n, workload.check_every(), || stop.load(Ordering::Relaxed));
-            (clock.now(), ops, checksum, 2)
+            (clock.now(), ops, checksum, 2, None)
         }
         Limit::Until {
             duration,
@@ -412,6 +427,7 @@ fn run_thread(
             let chunk = workload.check_every();
             // A thread busy all the time needs no pacing (and no CPU clock reads).
             let mut pacer = duty.filter(|d| d.share() < 1.0).map(Pacer::new);
+            let cpu_at_start = duty.map(|_| thread_cpu_ns());
             let (mut ops, mut checksum, mut reads) = (0u64, 0u64, 1u64);
             loop {
                 checksum = checksum.wrapping_add(runner.run_ops(chunk));
@@ -419,7 +435,8 @@ fn run_thread(
                 let now = clock.now();
                 reads += 1;
                 if now >= deadline || stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    break (now, ops, checksum, reads);
+                    let used = cpu_at_start.map(|c| thread_cpu_ns().saturating_sub(c));
+                    break (now, ops, checksum, reads, used);
                 }
                 if let Some(p) = &mut pacer {
                     p.pace();
@@ -457,6 +474,9 @@ fn run_thread(
         ops_per_sec: per_sec(ops, elapsed_ns),
         checksum,
         clock_reads,
+        achieved_duty: cpu_used_ns
+            .filter(|_| elapsed_ns > 0.0)
+            .map(|ns| ns as f64 / elapsed_ns),
     })
 }
 
@@ -553,6 +573,7 @@ fn empty_record(slot: &Slot, affinity: Vec<usize>) -> ThreadRecord {
         ops_per_sec: 0.0,
         checksum: 0,
         clock_reads: 0,
+        achieved_duty: None,
     }
 }
 
