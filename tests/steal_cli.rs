@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::support::cli::nnb;
+use crate::support::cli::{json_of, nnb, NNB};
 
 /// A 300 ms scan of CPU 0: the thread ran for at least the duration, some share of it
 /// was run (not all lost), the loop iterated, and /proc/stat steal is reported beside.
@@ -52,4 +52,57 @@ fn bad_input_exits_2() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err:?} lacks {needle:?}");
     }
+}
+
+/// A v1 cpu cgroup made for one test, removed when dropped (its process has exited).
+struct QuotaCgroup(std::path::PathBuf);
+
+impl Drop for QuotaCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+/// T16: under a CPU quota of 30% (cgroup v1 `cpu.cfs_quota_us` 30000 of 100000) the
+/// pinned loop runs about 30% of the time, and the time it lost is the quota's: the
+/// report's `throttled_ns` holds most of the lost time, not "another thread ran".
+#[test]
+fn quota_throttling_is_reported_apart() {
+    use std::path::Path;
+
+    if !nnb_testkit::require_root("a CPU quota cgroup") {
+        return;
+    }
+    let Some(mount) = ["/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpu"]
+        .into_iter()
+        .map(Path::new)
+        .find(|m| m.join("cpu.cfs_quota_us").exists())
+    else {
+        nnb_testkit::skip_or_fail("needs a cgroup v1 cpu controller");
+        return;
+    };
+    let cg = QuotaCgroup(mount.join(format!("nnbtest-steal-{}", std::process::id())));
+    std::fs::create_dir(&cg.0).expect("create the cgroup");
+    std::fs::write(cg.0.join("cpu.cfs_period_us"), "100000").unwrap();
+    std::fs::write(cg.0.join("cpu.cfs_quota_us"), "30000").unwrap();
+    let cpu = nnb_burn::placement::allowed_cpus()[0].to_string();
+    let script = format!(
+        "echo $$ > {}/cgroup.procs && exec {NNB} steal --cpus {cpu} --duration 2s --json",
+        cg.0.display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .expect("run sh");
+    let v = json_of(&out);
+    let s = &v["steal"];
+    let c = &s["cpus"][0];
+    let ran = c["ran_share"].as_f64().unwrap();
+    let lost = c["gap_total_ns"].as_f64().unwrap();
+    let throttled = s["throttled_ns"].as_u64().expect("throttled_ns") as f64;
+    assert!(ran < 0.5, "ran {ran} under a 30% quota");
+    assert!(
+        throttled > 0.6 * lost && throttled < 1.2 * lost,
+        "throttled {throttled} ns of {lost} ns lost"
+    );
 }

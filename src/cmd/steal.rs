@@ -137,10 +137,27 @@ fn print_human(out: &mut Out, r: &StealReport) -> io::Result<()> {
     writeln!(
         out,
         "ran: share of the time the pinned loop ran (gaps >= {} subtracted); in-guest: the \
-         part of the time lost when this machine's own scheduler ran another thread there \
-         (not steal); the rest is interrupts and the hypervisor; steal: /proc/stat steal of \
-         that CPU during the run (all CPUs: {})",
+         part of the time lost while this machine's own kernel had switched the thread out \
+         (not steal): it ran another thread there, or held the thread back for its cgroup's \
+         CPU quota (throttled, below); the rest is interrupts and the hypervisor; steal: \
+         /proc/stat steal of that CPU during the run (all CPUs: {})",
         format_ns(r.threshold_ns as f64),
         ticks(r.proc_steal_ticks_all)
-    )
+    )?;
+    match r.throttled_ns {
+        Some(0) => writeln!(
+            out,
+            "throttled: 0 (this process's cgroup was not held back by a CPU quota)"
+        ),
+        Some(ns) => writeln!(
+            out,
+            "throttled: {} by this process's cgroup CPU quota (cpu.stat, summed over CPUs): \
+             part of the in-guest time, during which the CPU sat idle and no other thread ran",
+            format_ns(ns as f64)
+        ),
+        None => writeln!(
+            out,
+            "throttled: unknown (no CPU quota counter in this process's cgroup)"
+        ),
+    }
 }

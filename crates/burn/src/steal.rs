@@ -12,6 +12,12 @@
 //! which it rose is in-guest preemption, which no hypervisor stole; the rest is
 //! interrupts and steal. Only the second part says anything about neighbors.
 //!
+//! A CPU quota (CFS bandwidth control: v1 `cpu.cfs_quota_us`, v2 `cpu.max`) also
+//! switches the thread out when its cgroup has used its quota, and the CPU then sits
+//! idle: nothing else ran. Those gaps are in-guest too, so the scan also reads the
+//! throttled time of this process's CPU cgroup (`cpu.stat`: v1 `throttled_time` in
+//! ns, v2 `throttled_usec`) before and after, and reports it apart.
+//!
 //! Default threshold: 5 us. sysjitter takes the threshold as an argument (typically
 //! hundreds of ns on a quiet host); CPUTest counted only gaps above 1 ms as the
 //! instance being "scheduled off". 5 us is far above a loop iteration on any clock
@@ -19,6 +25,7 @@
 //! is a real interruption, and low enough to catch host interrupts and short VM exits.
 //! The number of gaps of 1 ms or more is reported separately, CPUTest's measure.
 
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -191,6 +198,92 @@ pub struct StealReport {
     pub proc_steal_ticks_all: Option<u64>,
     /// Ticks per second of the /proc/stat counters.
     pub user_hz: u64,
+    /// Time this process's CPU cgroup was throttled by its CPU quota during the
+    /// measurement, ns (`cpu.stat` `throttled_time`/`throttled_usec`, summed over its
+    /// CPUs by the kernel); `None` where the cgroup has no such counter (the root
+    /// cgroup, no cpu controller). Part of the in-guest time of the CPUs it held
+    /// back: they sat idle, no other thread ran.
+    pub throttled_ns: Option<u64>,
+}
+
+/// `cpu.stat` of this process's CPU cgroup: from `/proc/self/cgroup` (the v1 line
+/// naming the `cpu` controller, else v2's `0::` line) and the matching cgroup mount
+/// in `/proc/self/mountinfo`.
+fn own_cpu_stat() -> Option<PathBuf> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    cpu_stat_path(&cgroup, &mountinfo)
+}
+
+/// See [`own_cpu_stat`]: the path from the two files' texts.
+fn cpu_stat_path(cgroup: &str, mountinfo: &str) -> Option<PathBuf> {
+    let entries: Vec<(&str, &str)> = cgroup
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, controllers, path) = (f.next()?, f.next()?, f.next()?);
+            Some((controllers, path))
+        })
+        .collect();
+    let v1 = entries
+        .iter()
+        .find(|(c, _)| c.split(',').any(|c| c == "cpu"));
+    let (v2, path) = match v1 {
+        Some((_, path)) => (false, *path),
+        None => (true, entries.iter().find(|(c, _)| c.is_empty())?.1),
+    };
+    for line in mountinfo.lines() {
+        // ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let left: Vec<&str> = left.split_whitespace().collect();
+        let right: Vec<&str> = right.split_whitespace().collect();
+        let (Some(root), Some(point), Some(&fstype)) = (left.get(3), left.get(4), right.first())
+        else {
+            continue;
+        };
+        let ours = if v2 {
+            fstype == "cgroup2"
+        } else {
+            fstype == "cgroup"
+                && right
+                    .get(2)
+                    .is_some_and(|o| o.split(',').any(|o| o == "cpu"))
+        };
+        if !ours {
+            continue;
+        }
+        // The path is relative to the hierarchy's root; the mount shows `root` of it.
+        let rel = path
+            .strip_prefix(root.trim_end_matches('/'))
+            .unwrap_or(path);
+        return Some(
+            Path::new(point)
+                .join(rel.trim_start_matches('/'))
+                .join("cpu.stat"),
+        );
+    }
+    None
+}
+
+/// Throttled time in a `cpu.stat` text, ns: v1 `throttled_time` (ns) or v2
+/// `throttled_usec`.
+fn parse_throttled_ns(cpu_stat: &str) -> Option<u64> {
+    cpu_stat.lines().find_map(|l| {
+        let (key, value) = l.split_once(' ')?;
+        let value: u64 = value.trim().parse().ok()?;
+        match key {
+            "throttled_time" => Some(value),
+            "throttled_usec" => value.checked_mul(1000),
+            _ => None,
+        }
+    })
+}
+
+/// The throttled time now of the cgroup whose `cpu.stat` is at `path`, ns.
+fn read_throttled_ns(path: Option<&Path>) -> Option<u64> {
+    parse_throttled_ns(&std::fs::read_to_string(path?).ok()?)
 }
 
 /// Runs a pinned gap scan on each of `cpus` for `duration`, all starting together;
@@ -207,6 +300,8 @@ pub fn measure(
     }
     let threshold_ticks = clock.duration_to_ticks(threshold).max(1);
     let gate = Gate::new(cpus.len());
+    let cpu_stat = own_cpu_stat();
+    let throttled_before = read_throttled_ns(cpu_stat.as_deref());
     let before = read_proc_stat_steal();
     let scans: Vec<Result<Scan, StealError>> = std::thread::scope(|s| {
         let handles: Vec<_> = cpus
@@ -236,6 +331,7 @@ pub fn measure(
             .collect()
     });
     let after = read_proc_stat_steal();
+    let throttled_after = read_throttled_ns(cpu_stat.as_deref());
     let delta = |f: &dyn Fn(&StealTicks) -> Option<u64>| -> Option<u64> {
         Some(f(after.as_ref()?)?.saturating_sub(f(before.as_ref()?)?))
     };
@@ -251,6 +347,9 @@ pub fn measure(
         cpus: out,
         proc_steal_ticks_all: delta(&|s| Some(s.all)),
         user_hz: user_hz(),
+        throttled_ns: throttled_before
+            .zip(throttled_after)
+            .map(|(b, a)| a.saturating_sub(b)),
     })
 }
 
@@ -295,6 +394,40 @@ pub fn summarize(clock: &Clock, scan: &Scan, cpu: usize) -> CpuSteal {
 mod tests {
     use super::*;
     use crate::placement::allowed_cpus;
+
+    /// The CPU cgroup's `cpu.stat` is found from /proc/self/cgroup and mountinfo: v1
+    /// through the mount whose super options name `cpu` (here `cpu,cpuacct`), v2
+    /// through the cgroup2 mount, with a mount root (a container's) taken off the
+    /// path; and both counters read in ns.
+    #[test]
+    fn the_cpu_cgroup_and_its_throttled_time_are_read() {
+        let cgroup_v1 = "4:memory:/a\n2:cpu,cpuacct:/quota/job\n0::/\n";
+        let mountinfo_v1 = "\
+            30 25 0:26 / /sys/fs/cgroup/memory rw,nosuid - cgroup cgroup rw,memory\n\
+            31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:9 - cgroup cgroup rw,cpu,cpuacct\n\
+            32 25 0:28 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cpu_stat_path(cgroup_v1, mountinfo_v1),
+            Some(PathBuf::from(
+                "/sys/fs/cgroup/cpu,cpuacct/quota/job/cpu.stat"
+            ))
+        );
+        let cgroup_v2 = "0::/kubepods/pod1/c1\n";
+        let mountinfo_v2 = "40 30 0:30 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
+        assert_eq!(
+            cpu_stat_path(cgroup_v2, mountinfo_v2),
+            Some(PathBuf::from("/sys/fs/cgroup/c1/cpu.stat"))
+        );
+        assert_eq!(
+            cpu_stat_path(cgroup_v2, mountinfo_v1.lines().next().unwrap()),
+            None
+        );
+        let v1 = "nr_periods 20\nnr_throttled 19\nthrottled_time 1401234567\n";
+        assert_eq!(parse_throttled_ns(v1), Some(1_401_234_567));
+        let v2 = "usage_usec 600000\nnr_throttled 19\nthrottled_usec 1400000\n";
+        assert_eq!(parse_throttled_ns(v2), Some(1_400_000_000));
+        assert_eq!(parse_throttled_ns("usage_usec 5\n"), None);
+    }
 
     /// A hand-made scan: 10 ms span on a monotonic clock (1 tick = 1 ns) with gaps of
     /// 10 us, 20 us and 2 ms: ran share 1 - 2.03/10 = 0.797, one "scheduled off" gap.
