@@ -9,3 +9,4 @@ mod plots;
 mod report;
 mod tables;
 mod truth;
+mod truth_audit;

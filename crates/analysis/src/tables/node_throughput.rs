@@ -45,7 +45,8 @@ pub struct NodeLevel {
 /// thesis 6.3 prediction of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaircaseDegradation {
-    /// The baseline, bit/s.
+    /// The baseline, bit/s of UDP payload (a configured line-rate baseline scaled by
+    /// the line's payload share), so that it compares with the sinks' rates.
     pub baseline_bps: f64,
     /// Where it comes from: the experiment's `baseline`, or level 0's rate.
     pub baseline_source: String,
@@ -55,7 +56,8 @@ pub struct StaircaseDegradation {
     pub mean_bps: f64,
     /// `(baseline - mean) / baseline x 100`.
     pub measured_pct: f64,
-    /// The host's bandwidth the prediction shares, bit/s, in the baseline's terms.
+    /// The host's bandwidth the prediction shares, bit/s of UDP payload, as the
+    /// baseline and the measured rates.
     pub host_bw_bps: Option<f64>,
     /// [`predicted_degradation_pct`] for the top level's nodes.
     pub predicted_pct: Option<f64>,
@@ -135,25 +137,41 @@ fn emulated_payload_bps(run: &Run) -> Option<f64> {
     emulated_host_bw(run).map(|bw| bw * Framing::Shaped.payload_share(msg_size(run), false))
 }
 
-/// The top level's degradation against the configured baseline (compared as
-/// written, like the thesis' UDP rates against AWS's baseline bandwidth) or level
-/// 0's rate; the prediction shares the host bandwidth in the baseline's terms (a
-/// catalog host's line rate for a configured baseline, an emulated link's payload
-/// for a measured one).
+/// The top level's degradation against the configured baseline or level 0's rate,
+/// and the thesis 6.3 prediction of it, both in one framing: UDP payload, what the
+/// sinks measured. A configured baseline (AWS's baseline bandwidth) and a catalog
+/// host's bandwidth are Ethernet line rates, so each is scaled by the line's payload
+/// share at the run's datagram size; level 0's rate and an emulated link's payload
+/// already are payload. A host that shares its bandwidth exactly fairly then reads
+/// measured = predicted.
 fn degradation(
     run: &Run,
     levels: &[NodeLevel],
     link_payload: Option<f64>,
 ) -> Option<StaircaseDegradation> {
     let top = levels.last()?;
+    let mbit = DisplayUnit::BITS_PER_SECOND.table();
+    let line_share = Framing::Line.payload_share(msg_size(run), false);
+    let as_payload = |line_bps: f64, what: &str| {
+        (
+            line_bps * line_share,
+            format!(
+                "{what}, {:.2} {} line rate x {:.2}% UDP payload at {} B datagrams",
+                mbit.value(line_bps),
+                mbit.symbol(),
+                line_share * 100.0,
+                msg_size(run)
+            ),
+        )
+    };
     let configured = run.manifest.experiment.scenario.baseline_bps;
     let (baseline_bps, baseline_source) = match configured {
-        Some(b) => (b, "the experiment's baseline".to_string()),
+        Some(b) => as_payload(b, "the experiment's baseline"),
         None => {
             let alone = levels.iter().find(|l| l.level == 0.0)?;
             (
                 alone.rates.mean,
-                "the test node alone (level 0)".to_string(),
+                "the test node alone (level 0), as UDP payload".to_string(),
             )
         }
     };
@@ -161,9 +179,9 @@ fn degradation(
     let catalog = || {
         let instance = run.instance_type()?;
         let (family, _) = Catalog::builtin().size(&instance)?;
-        Some((
+        Some(as_payload(
             family.host_bandwidth_bps,
-            format!("nnb-catalog: the {} host's bandwidth", family.name),
+            &format!("nnb-catalog: the {} host's bandwidth", family.name),
         ))
     };
     let emulated = link_payload.map(|l| (l, "the emulated link, as UDP payload".to_string()));
@@ -252,6 +270,10 @@ impl StaircaseDegradation {
                 Cell::opt(self.predicted_pct, 1),
             ]],
             notes: vec![
+                "every rate here is UDP payload, as the sinks count it: a line rate (AWS's \
+                 baseline, a catalog host) is scaled by its payload share, so that the \
+                 measured and the predicted degradation compare in one framing"
+                    .to_string(),
                 format!("baseline: {}", self.baseline_source),
                 format!(
                     "prediction (thesis 6.3): 100 - (host bandwidth / nodes) / baseline x 100; \
