@@ -225,14 +225,15 @@ fn w4_received_rates_come_only_from_complete_sink_reports() {
         .any(|n| n.contains("2 load record(s) lack a sink report")));
 }
 
-/// W6: on an emulated 100 Mbit/s host two neighbors that share it perfectly each
-/// receive 100e6 * 1400 / 1442 / 2 bit/s of payload: the table reads 100%.
+/// W6: on an emulated 40 Mbit/s host, which both levels (25 and 50 Mbit/s asked per
+/// node) saturate, two neighbors that share it perfectly each receive 40e6 * 1400 /
+/// 1442 / 2 bit/s of payload: the table reads 100%.
 #[test]
 fn w6_a_fairly_shared_saturated_link_reads_100_percent() {
-    let each = 100e6 * 1400.0 / 1442.0 / 2.0;
+    let each = 40e6 * 1400.0 / 1442.0 / 2.0;
     let (_d, run) = edited(
         "load-steps",
-        |m| m["experiment"]["network"]["host_bw_bps"] = json!(100e6),
+        |m| m["experiment"]["network"]["host_bw_bps"] = json!(40e6),
         |r| {
             if r["job"] == "load" {
                 r["value"] = json!(each);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use nnb_analysis::read::{read_run, Run};
 use nnb_analysis::table::Cell;
-use nnb_analysis::tables::node_throughput;
+use nnb_analysis::tables::{node_throughput, throughput};
 use serde_json::{json, Value};
 
 /// A run directory holding fixture `name`'s manifest with `manifest` applied, and
@@ -123,4 +123,35 @@ fn t3_t6_a_fairly_shared_m5_host_reads_as_predicted() {
         close(*m, want, 1e-9);
         close(*p, want, 1e-9);
     }
+}
+
+/// The "mean vs predicted %" of each row of a load-steps throughput table.
+fn vs_predicted(run: &Run) -> Vec<f64> {
+    throughput(run)
+        .unwrap()
+        .unwrap()
+        .table()
+        .rows
+        .iter()
+        .map(|row| match row[7] {
+            Cell::Num { value, .. } => value,
+            ref other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// T8: a node is predicted what it asked for unless the host cannot carry that. On
+/// the load-steps fixture (emulated 200 Mbit/s, 2 neighbors, 97.09 Mbit/s each when
+/// saturated), load=50M asks 25 Mbit/s of each, which received (24 + 24.5) / 2 and
+/// (25 + 24.9) / 2, mean 24.6: 98.4%; load=100M asks 50 each, mean 48.75: 97.5%. On
+/// the m5.large fixture (3 neighbors, a 25 Gbit/s host shared by 48), load=100M asks
+/// 33.33 of each, which received 31, 33 and 35: 99.0%.
+#[test]
+fn t8_nodes_are_predicted_what_they_asked_for_below_saturation() {
+    let (_d, run) = written("load-steps", |_| {}, &records_of("load-steps"));
+    let pct = vs_predicted(&run);
+    close(pct[0], 24.6 / 25.0 * 100.0, 1e-9);
+    close(pct[1], 48.75 / 50.0 * 100.0, 1e-9);
+    let (_d, run) = written("throughput-m5", |_| {}, &records_of("throughput-m5"));
+    close(vs_predicted(&run)[1], 33.0 / (100.0 / 3.0) * 100.0, 1e-9);
 }

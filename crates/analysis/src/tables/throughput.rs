@@ -32,6 +32,21 @@ pub struct ThroughputLevel {
     /// The nodes' received rates (`per_node_bps`, `mean`, `min`, `max`, `sum`),
     /// reached through `Deref` as if they were this level's fields.
     pub rates: NodeRates,
+    /// The payload rate each load-generating node asked for: the level over the
+    /// neighbors the plan split it between, bit/s.
+    pub asked_per_node_bps: f64,
+}
+
+impl ThroughputLevel {
+    /// What each node should receive at this level, bit/s of payload: what it asked
+    /// for, or its share of the host when the nodes ask for more than the host
+    /// carries (`min(asked, prediction's share)`); the asked rate alone without a
+    /// prediction.
+    pub fn predicted_per_node_bps(&self, prediction: Option<&Prediction>) -> f64 {
+        prediction.map_or(self.asked_per_node_bps, |p| {
+            self.asked_per_node_bps.min(p.expected_per_node_bps)
+        })
+    }
 }
 
 /// The nodes' received rates at one level and their mean, min, max and sum.
@@ -138,15 +153,29 @@ pub fn throughput(run: &Run) -> Result<Option<Throughput>, AnalysisError> {
         return Ok(None);
     }
     let rows = measured(run, Role::Neighbor)?;
+    // The plan splits each level evenly between every neighbor of the experiment.
+    let neighbors = run
+        .manifest
+        .experiment
+        .tenants
+        .iter()
+        .filter(|t| t.role == Role::Neighbor)
+        .count();
     let mut levels = Vec::new();
     for (_, group) in by_group(&rows) {
         for l in group {
             let Some(rates) = NodeRates::of(&l.rows) else {
                 continue;
             };
+            let split = if neighbors > 0 {
+                neighbors
+            } else {
+                rates.per_node_bps.len()
+            };
             levels.push(ThroughputLevel {
                 level: l.level,
                 label: l.label.clone(),
+                asked_per_node_bps: l.level / split as f64,
                 rates,
             });
         }
@@ -231,24 +260,30 @@ pub(super) fn emulated_host_bw(run: &Run) -> Option<f64> {
 
 impl Throughput {
     /// One row per level: nodes, mean, min, max, sum (Mbit/s), the predicted rate per
-    /// node and the measured mean against it.
+    /// node (what it asked for, or its share of a saturated host) and the measured
+    /// mean against it.
     pub fn table(&self) -> Table {
-        let expected = self.prediction.as_ref().map(|p| p.expected_per_node_bps);
         let rows = self
             .levels
             .iter()
-            .map(|l| l.rates.row(&l.label, expected))
+            .map(|l| {
+                let predicted = l.predicted_per_node_bps(self.prediction.as_ref());
+                l.rates.row(&l.label, Some(predicted))
+            })
             .collect();
         let mbit = DisplayUnit::BITS_PER_SECOND.table();
         let mbps = mbit.symbol();
-        let mut notes = vec![format!(
-            "received payload rate per load-generating node, {mbps}"
-        )];
+        let mut notes = vec![
+            format!("received payload rate per load-generating node, {mbps}"),
+            "predicted/node: the payload rate each node asked for (the level split between \
+             the neighbors), or its share of the host when they ask for more than it carries"
+                .to_string(),
+        ];
         match &self.prediction {
             Some(p) => {
                 notes.push(format!(
-                    "prediction (thesis 6.3): host_bw {:.2} {mbps} x {:.2}% payload / {} nodes \
-                     = {:.2} {mbps} of payload per node ({})",
+                    "share of a saturated host (thesis 6.3): host_bw {:.2} {mbps} x {:.2}% \
+                     payload / {} nodes = {:.2} {mbps} of payload per node ({})",
                     mbit.value(p.host_bw_bps),
                     p.payload_share * 100.0,
                     p.max_nodes,
@@ -262,7 +297,8 @@ impl Throughput {
                     ));
                 }
             }
-            None => notes.push("host bandwidth unknown: no prediction".to_string()),
+            None => notes
+                .push("host bandwidth unknown: predicted/node is the asked rate alone".to_string()),
         }
         Table {
             name: "throughput".to_string(),
