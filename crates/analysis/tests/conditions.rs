@@ -65,7 +65,8 @@ fn steal_and_a_frequency_drop_are_noted_where_they_happened() {
         steal,
         [
             "steal in 2 record(s), 0.37 s in all, during busy/neighbors=1 (0.37 s): the \
-          hypervisor ran something else on the measured jobs' CPUs"
+          hypervisor ran something else on the measured jobs' CPUs (counted where it is \
+          above 2 ticks per CPU and 1% of the job's CPU time, the counter's quantisation)"
         ],
         "{f:?}"
     );

@@ -9,7 +9,7 @@ use nnb_analysis::read::{read_run, Run};
 use nnb_analysis::table::Cell;
 use nnb_analysis::tables::{
     achieved_background, degradation, findings, isolation, knees, latency_vs_load, run_tables,
-    throughput, tidy, Analyses, Isolation, IsolationPair, PmaxSource,
+    throughput, tidy, Analyses, Isolation, IsolationPair, PmaxSource, ThreadBasis,
 };
 use nnb_format::{Metric, StepGroup, TenantState};
 use serde_json::{json, Value};
@@ -107,6 +107,8 @@ fn w2_fixed_time_sweeps_are_compared_per_thread() {
     });
     let d = degradation(&run).unwrap().unwrap();
     assert_eq!(d.metric, Metric::NsPerOpPerThread);
+    // no per-thread records: the mean over the threads
+    assert_eq!(d.thread_basis, Some(ThreadBasis::Mean));
     assert!(!d.higher_is_better);
     let levels = &d.groups[0].levels;
     close(levels[0].mean, 1.0);
@@ -946,4 +948,120 @@ fn m8_a_load_steps_level_short_of_its_target_is_flagged() {
         a.verdict
     );
     assert!(a.background.is_none());
+}
+
+/// A fixed-time thread sweep of 1 to 96 threads on an m5.metal-shaped tenant (48
+/// cores, 2-way SMT, threads on every core first): each thread does 1e8 ops/s alone
+/// on its core; from 49 threads on, thread `k - 1` shares the core of thread `k - 49`
+/// and both do 0.62e8. Each repetition scales every thread by `noise[rep]`. The
+/// records carry the total as their value and each thread's rate in
+/// `result.burn.threads[]`, as a burn writes them.
+fn smt_sweep(noise: &[f64]) -> (tempfile::TempDir, Run) {
+    let template = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/thread-sweep/samples.jsonl"),
+    )
+    .unwrap();
+    let template: Value = serde_json::from_str(template.lines().next().unwrap()).unwrap();
+    let dir = copied("thread-sweep", tenant_topology(96, 48, 2), |_| {});
+    let mut lines = String::new();
+    for k in 1..=96usize {
+        for (rep, scale) in noise.iter().enumerate() {
+            let threads: Vec<f64> = (0..k)
+                .map(|i| {
+                    let shared = i >= 48 || i + 48 < k;
+                    scale * if shared { 0.62e8 } else { 1e8 }
+                })
+                .collect();
+            let total: f64 = threads.iter().sum();
+            let mut r = template.clone();
+            r["step"] = json!(format!("sweep/threads={k}/rep={}", rep + 1));
+            r["step_index"] = json!((k - 1) * noise.len() + rep);
+            r["level"] = json!(k as f64);
+            r["level_label"] = json!(format!("threads={k}"));
+            r["rep"] = json!(rep + 1);
+            r["metric"] = json!("ops_per_sec");
+            r["value"] = json!(total);
+            r["higher_is_better"] = json!(true);
+            r["ops_per_sec"] = json!(total);
+            r["runtime_s"] = json!(10.0);
+            let per: Vec<Value> = threads
+                .iter()
+                .enumerate()
+                .map(|(i, ops)| json!({"thread": i, "ops_per_sec": ops}))
+                .collect();
+            r["result"] = json!({"burn": {"threads": per}});
+            lines.push_str(&(r.to_string() + "\n"));
+        }
+    }
+    std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
+    let run = read_run(dir.path()).unwrap();
+    (dir, run)
+}
+
+/// T7: compared on the slowest thread, the sweeps n5 (2 repetitions, ±0.1%) and n5b
+/// (3, ±0.02%) have one knee, at 49: 1e9 / 0.62e8 = 16.129 ns against 10 ns, +61.3%;
+/// every other step is 0. (The mean over threads moves 0.78% at 49 and then ramps:
+/// no knee in n5, 25 in n5b.)
+#[test]
+fn t7_fixed_time_sweeps_compare_the_slowest_thread() {
+    for noise in [&[1.001, 0.999][..], &[1.0002, 1.0, 0.9998][..]] {
+        let (_d, run) = smt_sweep(noise);
+        let k = knees(&run).unwrap().unwrap();
+        assert_eq!(k.expected_knee, Some(49.0));
+        let knee_at: Vec<f64> = k.steps.iter().filter(|s| s.is_knee).map(|s| s.to).collect();
+        assert_eq!(knee_at, vec![49.0], "{noise:?}");
+        let d = degradation(&run).unwrap().unwrap();
+        assert_eq!(d.thread_basis, Some(ThreadBasis::Slowest));
+        assert!(
+            d.table()
+                .notes
+                .iter()
+                .any(|n| n.contains("the slowest thread's time per op")),
+            "{:?}",
+            d.table().notes
+        );
+        let step = k.steps.iter().find(|s| s.to == 49.0).unwrap();
+        assert!(
+            (step.step_pct - (1.0 / 0.62 - 1.0) * 100.0).abs() < 1e-6,
+            "{}",
+            step.step_pct
+        );
+    }
+}
+
+/// T11: an isolation matrix's repetitions face the CV rule. a's saturated baseline
+/// measured 45.22 and 50.29 % CPU (the review's real run): mean 47.755, sd |50.29 -
+/// 45.22| / sqrt 2 = 3.585, CV 7.51%. Beside b, a is Table 2's value in both
+/// repetitions (no spread), so for a_s b_s (24.06) Welch's interval has df 1, t
+/// 12.706, half-width 12.706 x 3.585 / sqrt 2 = 32.21 on a difference of 23.695:
+/// (23.695 -/+ 32.21) / 47.755 = -17.83..117.07% of a, which includes 0; I_plr =
+/// 23.695 / 47.755 = 49.62% is within the noise, as are the other 3 pairs of a_s.
+#[test]
+fn t11_isolation_repetitions_face_the_cv_rule() {
+    let (_d, run) = table2_run(None, |r| {
+        if r["role"] == "test" && r["level_label"] == "a=saturated" {
+            let v = if r["rep"] == 1 { 45.22 } else { 50.29 };
+            r["value"] = json!(v);
+            r["ops_per_sec"] = json!(v);
+        }
+        true
+    });
+    let f = Analyses::of(&run).unwrap().verdict;
+    assert!(
+        f.iter()
+            .any(|x| x == "CV 7.5% at baseline/a=saturated: the machine was noisy"),
+        "{f:?}"
+    );
+    let within = f
+        .iter()
+        .find(|x| x.starts_with("I_plr within the noise in 4 pair(s): "))
+        .unwrap_or_else(|| panic!("{f:?}"));
+    assert!(
+        within.contains("a_s b_s (I_plr 49.62%, a' against a 95% interval -17.83..117.07%)"),
+        "{within}"
+    );
+    assert!(
+        !within.contains("a_u") && !within.contains("a_o"),
+        "{within}"
+    );
 }

@@ -41,12 +41,44 @@ pub struct Quality {
     /// A memory job's machine memory (`MemTotal`), bytes (version 5): the resource
     /// maximum a memory isolation matrix's utilisation loss is relative to.
     pub mem_total_bytes: Option<u64>,
+    /// A burn's per-thread records (`burn.threads[]`).
+    pub burn: Option<BurnUse>,
+    /// The measured time of a job whose result says it at the top (a latency
+    /// probe's), seconds.
+    pub elapsed_s: Option<f64>,
 }
+
+/// A burn's threads (`burn`).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct BurnUse {
+    /// One record per thread, in thread order.
+    pub threads: Vec<ThreadUse>,
+}
+
+/// One burner thread (`burn.threads[]`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct ThreadUse {
+    /// Its operations per second over its own measured span.
+    pub ops_per_sec: f64,
+}
+
+/// Steal up to this many ticks per CPU may be the counter's quantisation, not steal:
+/// `/proc/stat` counts whole USER_HZ ticks (10 ms), so one tick can stand for much
+/// less real steal.
+pub const STEAL_QUANTUM_TICKS_PER_CPU: u64 = 2;
+/// Steal below this share of a job's CPU time (its seconds x its CPUs) is too little
+/// to qualify its number.
+pub const STEAL_MIN_SHARE: f64 = 0.01;
 
 /// The hypervisor's steal during a job (`steal`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
 pub struct StealUse {
+    /// How many CPUs the steal was summed over (the length of the result's `cpus`).
+    #[serde(rename = "cpus", deserialize_with = "length_of", skip_serializing)]
+    pub cpu_count: Option<usize>,
     /// Steal ticks on the job's CPUs.
     pub ticks: u64,
     /// Ticks per second.
@@ -67,6 +99,12 @@ pub struct FreqUse {
     pub source: String,
 }
 
+/// The length of a list (`None` for null).
+fn length_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let list: Option<Vec<serde::de::IgnoredAny>> = Option::deserialize(d)?;
+    Ok(list.map(|l| l.len()))
+}
+
 impl StealUse {
     /// The stolen time in seconds (0 with an unknown tick rate).
     pub fn seconds(&self) -> f64 {
@@ -75,6 +113,19 @@ impl StealUse {
         } else {
             self.ticks as f64 / self.user_hz as f64
         }
+    }
+
+    /// Whether the steal of a job that ran `seconds` stands above the counter's
+    /// quantisation: more than [`STEAL_QUANTUM_TICKS_PER_CPU`] ticks per CPU and at
+    /// least [`STEAL_MIN_SHARE`] of the job's CPU time (`seconds` x its CPUs, one
+    /// when the result does not list them); the tick rule alone when `seconds` is
+    /// unknown (not positive).
+    pub fn significant(&self, seconds: f64) -> bool {
+        let cpus = self.cpu_count.unwrap_or(1).max(1);
+        let ticks = self.ticks > STEAL_QUANTUM_TICKS_PER_CPU * cpus as u64;
+        let unknown = seconds.is_nan() || seconds <= 0.0;
+        let share = unknown || self.seconds() >= STEAL_MIN_SHARE * seconds * cpus as f64;
+        ticks && share
     }
 }
 
@@ -249,6 +300,22 @@ impl Quality {
                 .any(|s| s.send_buffer.is_some_and(|b| b.capped()))
     }
 
+    /// A burn's slowest thread's ops/s: the lowest of its threads' own rates, as a
+    /// fixed-work runtime is its slowest thread's; `None` without per-thread records
+    /// or with a rate that is not a finite number.
+    pub fn slowest_thread_ops_per_sec(&self) -> Option<f64> {
+        let threads = &self.burn.as_ref()?.threads;
+        if threads.is_empty() || threads.iter().any(|t| !t.ops_per_sec.is_finite()) {
+            return None;
+        }
+        Some(
+            threads
+                .iter()
+                .map(|t| t.ops_per_sec)
+                .fold(f64::INFINITY, f64::min),
+        )
+    }
+
     /// The placement's `(cpu, core)` per thread, for
     /// [`crate::knee::expected_smt_knee`].
     pub fn slots(&self) -> Vec<(Option<usize>, Option<usize>)> {
@@ -262,7 +329,7 @@ impl Quality {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn reads_a_probe_and_a_dead_one() {
@@ -313,6 +380,41 @@ mod tests {
         let stolen = Quality::of(&json!({"steal": {"cpus": [0, 1], "ticks": 25, "user_hz": 100}}));
         assert_eq!(stolen.steal.map(|s| s.seconds()), Some(0.25));
         assert_eq!(stolen.steal.and_then(|s| s.before), None);
+    }
+
+    /// The slowest of a burn's threads, read from `burn.threads[]`.
+    #[test]
+    fn the_slowest_thread() {
+        let q = Quality::of(&json!({"burn": {"wall_ns": 1e9, "threads": [
+            {"thread": 0, "ops_per_sec": 1e8}, {"thread": 1, "ops_per_sec": 6.2e7}]}}));
+        assert_eq!(q.slowest_thread_ops_per_sec(), Some(6.2e7));
+        assert_eq!(
+            Quality::of(&json!({"burn": {"threads": []}})).slowest_thread_ops_per_sec(),
+            None
+        );
+        assert_eq!(Quality::default().slowest_thread_ops_per_sec(), None);
+    }
+
+    /// T15: steal counts in 10 ms ticks. One tick on one CPU in 10 s is the
+    /// quantum; 37 ticks on one CPU in 10 s are 0.37 of 10 CPU-seconds, 3.7%; 5 ticks
+    /// on two CPUs in 10 s are above 2 per CPU but 0.05 of 20 CPU-seconds, 0.25%; 3
+    /// ticks on one CPU in 0.2 s are 15%.
+    #[test]
+    fn steal_above_the_quantum() {
+        let steal = |cpus: Value, ticks: u64| {
+            Quality::of(&json!({"steal": {"cpus": cpus, "ticks": ticks, "user_hz": 100}}))
+                .steal
+                .unwrap()
+        };
+        assert_eq!(steal(json!([0, 1]), 5).cpu_count, Some(2));
+        assert!(!steal(json!([0]), 1).significant(10.0));
+        assert!(steal(json!([0]), 37).significant(10.0));
+        assert!(!steal(json!([0, 1]), 5).significant(10.0));
+        assert!(steal(json!([0]), 3).significant(0.2));
+        // 2 ticks per CPU are still the quantum, whatever the share
+        assert!(!steal(json!([0]), 2).significant(0.1));
+        // without the CPUs, one; without a duration, the tick rule alone
+        assert!(steal(Value::Null, 3).significant(0.0));
     }
 
     /// Version 4: every job's result says what it ran under.

@@ -32,7 +32,8 @@ pub struct Summary {
     pub min: f64,
     /// Largest value.
     pub max: f64,
-    /// Sample standard deviation (n - 1 in the denominator); 0 for a single value.
+    /// Sample standard deviation (n - 1 in the denominator); 0 for a single value,
+    /// whose spread is unknown, not 0 ([`spread_known`]).
     pub stddev: f64,
     /// Coefficient of variation: stddev / mean (a fraction, not percent); 0 if mean is 0.
     pub cv: f64,
@@ -79,6 +80,14 @@ impl Summary {
             ci95_high: mean + half,
         })
     }
+}
+
+/// Whether `n` repetitions show their spread: a single value has no standard
+/// deviation, CV or confidence interval (the 0 a [`Summary`] holds for it is unknown,
+/// not "no noise"), so neither its noise nor the significance of a difference to it
+/// can be judged.
+pub fn spread_known(n: usize) -> bool {
+    n >= 2
 }
 
 /// Median of `values` (mean of the two middle values for an even count); NaN when

@@ -1,7 +1,7 @@
 //! Degradation per step against the group's first level (thesis 5.2): mean, stddev and
 //! 95% CI of the repetitions, busy and idle side by side, and the maximum per run.
 
-use nnb_format::stats::{degradation_ci95, degradation_pct, Summary};
+use nnb_format::stats::{degradation_ci95, degradation_pct, spread_known, Summary};
 use nnb_format::{Metric, Role, StepGroup};
 
 use crate::read::{Run, Scenario};
@@ -20,6 +20,21 @@ pub struct Degradation {
     pub higher_is_better: bool,
     /// One entry per group (`busy`, `idle`, `sweep`, `load`), in plan order.
     pub groups: Vec<GroupLevels>,
+    /// For a fixed-time thread sweep ([`Metric::NsPerOpPerThread`]), which thread's
+    /// time per op is compared; `None` for other runs.
+    pub thread_basis: Option<ThreadBasis>,
+}
+
+/// Which time per op a fixed-time thread sweep compares across levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadBasis {
+    /// The slowest thread's, `1e9 / min over threads of its ops/s` (the records'
+    /// `result.burn.threads[]`), as a fixed-work runtime is the slowest thread's: the
+    /// first thread on a busy core's sibling shows its whole slowdown.
+    Slowest,
+    /// The mean over the threads, `threads / total ops/s`, for records without
+    /// per-thread figures: one slow thread is diluted by the thread count.
+    Mean,
 }
 
 /// The levels of one group.
@@ -98,6 +113,17 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         Some(m) => (m, false),
         None => (metric, first.higher_is_better.unwrap_or(false)),
     };
+    let thread_basis = (metric == Metric::NsPerOpPerThread).then(|| {
+        let every = rows
+            .iter()
+            .filter(|r| r.value.is_some())
+            .all(|r| r.quality.slowest_thread_ops_per_sec().is_some());
+        if every {
+            ThreadBasis::Slowest
+        } else {
+            ThreadBasis::Mean
+        }
+    });
     let planned = planned_levels(run, Role::Test)?;
     let drops = super::verdict::freq_drops(&rows);
     let mut groups = Vec::new();
@@ -111,7 +137,8 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
                 || (levels[0].level, levels[0].label.clone()),
                 |(_, level, label)| (*level, label.clone()),
             );
-        let mut levels = group_stats(run, &levels, metric, higher_is_better, reference)?;
+        let value = |r: &Row| value_of(r, metric, thread_basis);
+        let mut levels = group_stats(run, &levels, &value, higher_is_better, reference)?;
         for l in &mut levels {
             l.flags
                 .extend(super::verdict::freq_flag(&drops, group, &l.label));
@@ -137,6 +164,7 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         metric,
         higher_is_better,
         groups,
+        thread_basis,
     }))
 }
 
@@ -149,9 +177,14 @@ fn per_thread(run: &Run, metric: Metric) -> Option<Metric> {
 }
 
 /// A record's value of `metric`: its primary value, or the metric's column. The time
-/// per op per thread is the level (threads) over the total throughput when the record
-/// predates that column.
-fn value_of(row: &Row, metric: Metric) -> Option<f64> {
+/// per op per thread is the slowest thread's with [`ThreadBasis::Slowest`], else the
+/// column, or the level (threads) over the total throughput when the record predates
+/// that column.
+fn value_of(row: &Row, metric: Metric, basis: Option<ThreadBasis>) -> Option<f64> {
+    if basis == Some(ThreadBasis::Slowest) {
+        let ops = row.quality.slowest_thread_ops_per_sec()?;
+        return (ops > 0.0).then(|| 1e9 / ops);
+    }
     if row.metric == Some(metric) {
         return row.value;
     }
@@ -165,19 +198,20 @@ fn value_of(row: &Row, metric: Metric) -> Option<f64> {
     }
 }
 
-/// Statistics of each level of one group (in the order given), degradation against the
-/// level `reference`: none at all when `reference` has no measured repetition.
-pub(crate) fn group_stats(
+/// Statistics of each level of one group (in the order given), each record's value
+/// read by `value`, degradation against the level `reference`: none at all when
+/// `reference` has no measured repetition.
+fn group_stats(
     run: &Run,
     levels: &[Level<'_>],
-    metric: Metric,
+    value: &dyn Fn(&Row) -> Option<f64>,
     higher_is_better: bool,
     reference: f64,
 ) -> Result<Vec<LevelStats>, AnalysisError> {
     let measured: Vec<(&Level<'_>, Vec<f64>, Summary)> = levels
         .iter()
         .filter_map(|l| {
-            let values: Vec<f64> = l.rows.iter().filter_map(|r| value_of(r, metric)).collect();
+            let values: Vec<f64> = l.rows.iter().filter_map(|r| value(r)).collect();
             let s = Summary::of(&values)?;
             Some((l, values, s))
         })
@@ -222,6 +256,16 @@ pub(crate) fn group_stats(
             stats
         })
         .collect())
+}
+
+/// A figure of a level's spread (its sd, its interval's half-width), `n/a` for a
+/// single repetition, whose spread is unknown.
+fn spread_cell(l: &LevelStats, value: f64, decimals: usize) -> Cell {
+    if spread_known(l.n) {
+        Cell::num(value, decimals)
+    } else {
+        Cell::text("n/a")
+    }
 }
 
 /// A level's degradation interval, `lo..hi`, marked `n.s.` when it includes 0.
@@ -284,8 +328,8 @@ impl Degradation {
                         Some(l) => row.extend([
                             Cell::Int(l.n as i64),
                             Cell::num(l.mean, d),
-                            Cell::num(l.stddev, d),
-                            Cell::num((l.ci95.1 - l.ci95.0) / 2.0, d),
+                            spread_cell(l, l.stddev, d),
+                            spread_cell(l, (l.ci95.1 - l.ci95.0) / 2.0, d),
                             l.degradation_pct.map_or(Cell::Empty, |p| Cell::num(p, 2)),
                             degradation_ci_cell(l),
                             Cell::text(l.flags.join(", ")),
@@ -307,16 +351,25 @@ impl Degradation {
              interval of the difference of means over the reference mean, `n.s.` where it \
              includes 0 (not significant); flags: what qualifies the level's numbers (CV \
              above {:.0}%, probe loss, clamped RTTs, clock fallback, steal, sink gaps, GSO \
-             fallback, pacer skips, send errors, capped socket buffers)",
+             fallback, pacer skips, send errors, capped socket buffers); sd and ±ci95 are \
+             n/a for a single repetition, whose spread is unknown",
             self.metric,
             super::NOISY_CV * 100.0
         )];
-        if self.metric == Metric::NsPerOpPerThread {
-            notes.push(
-                "fixed-time thread sweep: compared per thread (threads / total ops/s), since \
-                 total throughput grows with the thread count"
+        match self.thread_basis {
+            Some(ThreadBasis::Slowest) => notes.push(
+                "fixed-time thread sweep: compared on the slowest thread's time per op (1e9 / \
+                 the lowest of its threads' ops/s), as a fixed-work runtime is the slowest \
+                 thread's; total throughput grows with the thread count"
                     .to_string(),
-            );
+            ),
+            Some(ThreadBasis::Mean) => notes.push(
+                "fixed-time thread sweep: compared per thread (threads / total ops/s), since \
+                 total throughput grows with the thread count; these records have no \
+                 per-thread figures, and a mean dilutes one slow thread by the thread count"
+                    .to_string(),
+            ),
+            None => {}
         }
         for g in self.groups.iter().filter(|g| g.reference_missing) {
             notes.push(format!(

@@ -15,7 +15,9 @@ mod tidy;
 mod verdict;
 
 pub use background::{achieved_background, AchievedBackground, BackgroundLevel};
-pub use degradation::{degradation, summary_table, Degradation, GroupLevels, LevelStats};
+pub use degradation::{
+    degradation, summary_table, Degradation, GroupLevels, LevelStats, ThreadBasis,
+};
 pub use isolation::{
     isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource, ScenarioShare,
 };
@@ -182,6 +184,8 @@ pub(crate) struct Row {
     pub level: f64,
     pub label: String,
     pub tenant: String,
+    /// The step's controller-side time, seconds (`elapsed_ms`): at least the job's.
+    pub step_s: f64,
     /// The measured job's kind.
     pub job: Option<JobKind>,
     pub metric: Option<Metric>,
@@ -297,6 +301,7 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
         let level = num("level")?;
         let label = text("level_label")?;
         let tenant = text("tenant")?;
+        let step_ms = num("elapsed_ms")?;
         let job: Vec<Option<JobKind>> = text("job")?
             .iter()
             .map(|j| j.as_deref().and_then(JobKind::from_name))
@@ -320,6 +325,7 @@ pub(crate) fn measured(run: &Run, role: Role) -> Result<Vec<Row>, AnalysisError>
                 level: level[i].unwrap_or(f64::NAN),
                 label: label[i].clone().unwrap_or_default(),
                 tenant: tenant[i].clone().unwrap_or_default(),
+                step_s: step_ms[i].unwrap_or(f64::NAN) / 1e3,
                 job: job[i],
                 metric: metric[i],
                 value: value[i],

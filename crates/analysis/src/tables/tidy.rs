@@ -2,7 +2,7 @@
 //! with numeric columns only beside the keys, for tools that want data rather than a
 //! printed table (pandas, R, a spreadsheet pivot).
 
-use nnb_format::stats::{degradation_ci95, degradation_pct, Summary};
+use nnb_format::stats::{degradation_ci95, degradation_pct, spread_known, Summary};
 use nnb_format::{Metric, Role};
 
 use crate::read::Run;
@@ -34,6 +34,14 @@ pub fn tidy(run: &Run) -> Result<Table, AnalysisError> {
                 let higher = metric.direction().higher_is_better();
                 let base = stats.first().filter(|(l, _)| l.level == levels[0].level);
                 for (l, s) in &stats {
+                    // A single repetition's spread is unknown: empty, not 0.
+                    let spread = |v: f64| {
+                        if spread_known(s.n) {
+                            Cell::num(v, 6)
+                        } else {
+                            Cell::Empty
+                        }
+                    };
                     let (d, ci) = match base {
                         Some((bl, b)) if b.mean != 0.0 => (
                             Some(degradation_pct(b.mean, s.mean, higher)),
@@ -53,9 +61,9 @@ pub fn tidy(run: &Run) -> Result<Table, AnalysisError> {
                         Cell::text(metric.name()),
                         Cell::Int(s.n as i64),
                         Cell::num(s.mean, 6),
-                        Cell::num(s.stddev, 6),
-                        Cell::num(s.ci95_low, 6),
-                        Cell::num(s.ci95_high, 6),
+                        spread(s.stddev),
+                        spread(s.ci95_low),
+                        spread(s.ci95_high),
                         Cell::opt(d, 4),
                         Cell::opt(ci.map(|c| c.0), 4),
                         Cell::opt(ci.map(|c| c.1), 4),

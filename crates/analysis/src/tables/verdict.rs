@@ -5,14 +5,16 @@
 //! a background job that failed, pongs the reflector could not send, duplicated
 //! records, failed steps), or one line saying the run was quiet.
 
-use nnb_format::Role;
+use nnb_format::quality::{StealUse, STEAL_MIN_SHARE, STEAL_QUANTUM_TICKS_PER_CPU};
+use nnb_format::stats::{degradation_ci95, spread_known, Summary};
 use nnb_format::{BackgroundJob, SampleStatus, StepGroup};
+use nnb_format::{Metric, Role};
 use nnb_units::DisplayUnit;
 
 use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
-use super::{measured, Analyses, AnalysisError, Row};
+use super::{by_group, measured, Analyses, AnalysisError, Isolation, Row};
 
 /// A coefficient of variation above this (a fraction) marks a level as noisy.
 pub const NOISY_CV: f64 = 0.05;
@@ -49,17 +51,20 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
                 }
             }
         }
+        let single: Vec<String> = d
+            .groups
+            .iter()
+            .flat_map(|g| {
+                g.levels
+                    .iter()
+                    .filter(|l| !spread_known(l.n))
+                    .map(move |l| format!("{}/{}", g.group, l.label))
+            })
+            .collect();
+        out.extend(single_repetition_finding(&single));
         for g in &d.groups {
             for l in &g.levels {
-                let cv = l.cv();
-                if cv > NOISY_CV {
-                    out.push(format!(
-                        "CV {:.1}% at {}/{}: the machine was noisy",
-                        cv * 100.0,
-                        g.group,
-                        l.label
-                    ));
-                }
+                out.extend(noisy_finding(l.cv(), g.group, &l.label));
             }
             if let Some((level, pct)) = g.max {
                 let l = g.levels.iter().find(|l| l.level == level);
@@ -75,9 +80,17 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
             }
         }
     }
+    if let Some(iso) = &a.isolation {
+        out.extend(isolation_findings(run, iso)?);
+    }
     let mut rows = measured(run, Role::Test)?;
+    let tests = rows.len();
     rows.extend(measured(run, Role::Neighbor)?);
     out.extend(qualifier_findings(&rows));
+    let (test_rows, neighbor_rows) = rows.split_at(tests);
+    for (role, rows) in [(Role::Test, test_rows), (Role::Neighbor, neighbor_rows)] {
+        out.extend(load_findings(run.manifest.scenario, role, &Tally::of(rows)));
+    }
     out.extend(freq_finding(&freq_drops(&rows)));
     out.extend(background_findings(run, a));
     if run.duplicates > 0 {
@@ -94,6 +107,98 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
         ));
     }
     Ok(out)
+}
+
+/// The verdict's line on a level whose coefficient of variation `cv` is above
+/// [`NOISY_CV`], if it is.
+fn noisy_finding(cv: f64, group: StepGroup, label: &str) -> Option<String> {
+    (cv > NOISY_CV).then(|| {
+        format!(
+            "CV {:.1}% at {group}/{label}: the machine was noisy",
+            cv * 100.0
+        )
+    })
+}
+
+/// What the repetitions of an isolation matrix say (tenant a's values of the metric
+/// the matrix compares): levels above the CV rule, levels measured once, and pairs
+/// whose I_plr is within the noise (Welch's 95% interval of a' against a's baseline
+/// in the same state includes 0).
+fn isolation_findings(run: &Run, iso: &Isolation) -> Result<Vec<String>, AnalysisError> {
+    let rows = measured(run, Role::Test)?;
+    let mut levels: Vec<(StepGroup, f64, String, Summary)> = Vec::new();
+    for (group, group_levels) in by_group(&rows) {
+        for l in group_levels {
+            let values: Vec<f64> = l
+                .rows
+                .iter()
+                .filter_map(|r| r.metrics.get(iso.metric))
+                .collect();
+            if let Some(s) = Summary::of(&values) {
+                levels.push((group, l.level, l.label.clone(), s));
+            }
+        }
+    }
+    let mut out: Vec<String> = levels
+        .iter()
+        .filter(|(_, _, _, s)| spread_known(s.n))
+        .filter_map(|(group, _, label, s)| noisy_finding(s.cv, *group, label))
+        .collect();
+    let single: Vec<String> = levels
+        .iter()
+        .filter(|(_, _, _, s)| !spread_known(s.n))
+        .map(|(group, _, label, _)| format!("{group}/{label}"))
+        .collect();
+    out.extend(single_repetition_finding(&single));
+    let summary = |group: StepGroup, id: u32| {
+        levels
+            .iter()
+            .find(|(g, level, _, _)| *g == group && *level == f64::from(id))
+            .map(|l| &l.3)
+    };
+    let higher = iso.metric.direction().higher_is_better();
+    let within: Vec<String> = iso
+        .pairs
+        .iter()
+        .filter_map(|p| {
+            let base = iso.baselines.iter().find(|b| b.state == p.state_a)?;
+            let a = summary(StepGroup::Baseline, base.id)?;
+            let a_beside = summary(StepGroup::Pair, p.id)?;
+            let (lo, hi) = degradation_ci95(a, a_beside, higher)?;
+            (lo <= 0.0 && hi >= 0.0).then(|| {
+                format!(
+                    "{} (I_plr {:.2}%, a' against a 95% interval {lo:.2}..{hi:.2}%)",
+                    p.shortname,
+                    p.i_plr * 100.0
+                )
+            })
+        })
+        .collect();
+    if !within.is_empty() {
+        out.push(format!(
+            "I_plr within the noise in {} pair(s): {}: a' does not differ significantly \
+             from a's baseline there",
+            within.len(),
+            within.join(", ")
+        ));
+    }
+    Ok(out)
+}
+
+/// The verdict's line on levels measured once (`group/label` or a scenario's name),
+/// if any: their spread is unknown, so the CV rule and the significance check say
+/// nothing about them, and the run must not read as quiet.
+fn single_repetition_finding(levels: &[String]) -> Option<String> {
+    let first = levels.first()?;
+    let more = match levels.len() {
+        1 => String::new(),
+        n => format!(" and {} more", n - 1),
+    };
+    Some(format!(
+        "n = 1 at {} level(s) ({first}{more}): a single repetition shows no spread, so it \
+         allows no noise (CV) or significance judgement there; measure 2 or more repetitions",
+        levels.len()
+    ))
 }
 
 /// The qualifiers of a set of records, counted once: the run verdict words them in
@@ -124,12 +229,13 @@ struct Tally {
 impl Tally {
     fn of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Tally {
         let mut t = Tally::default();
-        for q in rows.into_iter().map(|r| &r.quality) {
+        for r in rows {
+            let q = &r.quality;
             if let Some(w) = q.clock_warning() {
                 t.clock += 1;
                 t.clock_example.get_or_insert(w);
             }
-            if let Some(s) = q.steal.filter(|s| s.ticks > 0) {
+            if let Some(s) = steal_of(r) {
                 t.stolen_records += 1;
                 t.stolen_s += s.seconds();
             }
@@ -212,10 +318,13 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
             .collect();
         out.push(format!(
             "steal in {} record(s), {:.2} s in all, during {}: the hypervisor ran \
-             something else on the measured jobs' CPUs",
+             something else on the measured jobs' CPUs (counted where it is above {} ticks \
+             per CPU and {:.0}% of the job's CPU time, the counter's quantisation)",
             t.stolen_records,
             t.stolen_s,
-            levels.join(", ")
+            levels.join(", "),
+            STEAL_QUANTUM_TICKS_PER_CPU,
+            STEAL_MIN_SHARE * 100.0
         ));
     }
     if t.lost > 0 {
@@ -250,16 +359,6 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
             t.gso
         ));
     }
-    if t.skipped > 0 {
-        out.push(format!(
-            "the load pacer dropped {} datagram slot(s) after stalls: the neighbor load \
-             was below its target there",
-            t.skipped
-        ));
-    }
-    if t.errors > 0 {
-        out.push(format!("{} send error(s) in the neighbor load", t.errors));
-    }
     if t.capped > 0 {
         out.push(format!(
             "socket buffer smaller than asked for in {} record(s) (net.core.wmem_max / \
@@ -270,12 +369,64 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
     out
 }
 
+/// A record's steal, when it stands above the counter's quantisation
+/// ([`StealUse::significant`]) for the job's time: its runtime, else the time its
+/// result gives, else its step's (which contains the job).
+fn steal_of(r: &Row) -> Option<StealUse> {
+    let seconds = r
+        .metrics
+        .get(Metric::RuntimeS)
+        .or(r.quality.elapsed_s)
+        .unwrap_or(r.step_s);
+    r.quality.steal.filter(|s| s.significant(seconds))
+}
+
+/// What the pacer skips and send errors of `role`'s measured loads say, worded by
+/// what those loads are in `scenario`: the measured tenants' own loads in an
+/// isolation matrix, nodes meant to ask twice the link in a throughput staircase,
+/// the test tenant's or the neighbors' load elsewhere.
+fn load_findings(scenario: Scenario, role: Role, t: &Tally) -> Vec<String> {
+    let (whose, short) = match (scenario, role) {
+        (Scenario::IsolationMatrix, Role::Test) => (
+            "tenant a's load (a measured tenant)",
+            "it offered less than its state asks there",
+        ),
+        (Scenario::IsolationMatrix, _) => (
+            "tenant b's load (a measured tenant)",
+            "it offered less than its state asks there",
+        ),
+        (Scenario::ThroughputStaircase, Role::Test) => (
+            "the test node's full-rate load",
+            "it sent below its full rate (twice the link) there, which may still have \
+             filled the link",
+        ),
+        (Scenario::ThroughputStaircase, _) => (
+            "the other nodes' full-rate loads",
+            "they sent below their full rate (twice the link) there, which may still \
+             have filled the link",
+        ),
+        (_, Role::Test) => ("the test tenant's load", "it was below its target there"),
+        _ => ("the neighbor load", "it was below its target there"),
+    };
+    let mut out = Vec::new();
+    if t.skipped > 0 {
+        out.push(format!(
+            "the load pacer dropped {} datagram slot(s) after stalls in {whose}: {short}",
+            t.skipped
+        ));
+    }
+    if t.errors > 0 {
+        out.push(format!("{} send error(s) in {whose}", t.errors));
+    }
+    out
+}
+
 /// The seconds stolen from the measured jobs of each level that had steal, as
 /// `group/label`, in order of first appearance.
 fn steal_by_level(rows: &[Row]) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = Vec::new();
     for r in rows {
-        let Some(s) = r.quality.steal.filter(|s| s.ticks > 0) else {
+        let Some(s) = steal_of(r) else {
             continue;
         };
         let level = format!("{}/{}", r.group, r.label);
