@@ -73,7 +73,7 @@ pub struct ExperimentFile<S> {
     /// Warm-up repetitions run and recorded as such before each level's measured
     /// ones. Default 0.
     #[serde(default)]
-    pub warmup: Option<u32>,
+    pub warmup: Option<Spanned<u32>>,
     /// Time to let neighbors settle after their jobs change, e.g. "2s". Default "1s".
     #[serde(default)]
     pub settle: Option<Spanned<String>>,

@@ -63,6 +63,7 @@ impl Checker<'_> {
                         "a memory grant below 16 MiB leaves no room for the tenant's agent",
                     ));
                 }
+                self.at(v, self.fits_memory(b))?;
                 Some(b)
             }
             None => None,
@@ -90,7 +91,11 @@ impl Checker<'_> {
                      [network] mode = \"emulated\" (tenants on loopback share one)",
                 ))
             }
-            Some(v) => Some(self.at(v, values::positive_rate(v.get_ref()))?),
+            Some(v) => Some(self.at(v, values::shaped_rate(v.get_ref()))?),
+            None => None,
+        };
+        let io_dir = match &f.io_dir {
+            Some(d) => Some(self.io_dir(d, "io_dir", true)?),
             None => None,
         };
         Ok(TenantGrant {
@@ -100,9 +105,69 @@ impl Checker<'_> {
             write_iops: iops(&f.write_iops)?,
             read_bytes_per_s: bandwidth(&f.read_bw)?,
             write_bytes_per_s: bandwidth(&f.write_bw)?,
-            io_dir: f.io_dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
+            io_dir,
             rate_bps,
         })
+    }
+
+    /// A memory size of a local tenant's load is at most this machine's memory
+    /// (when known): the agent refuses a larger load.
+    fn fits_memory(&self, bytes: u64) -> Result<(), String> {
+        match self.host.mem_total {
+            Some(total) if bytes > total => Err(format!(
+                "{} is more than this machine's memory ({}, MemTotal in /proc/meminfo)",
+                nnb_units::format_bytes(bytes as f64),
+                nnb_units::format_bytes(total as f64)
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// A directory for disk I/O (`what` is its key): an absolute path and, on this
+    /// machine (when the host's paths are checked), a directory whose files are not
+    /// kept in memory, as direct I/O needs (not tmpfs, `/proc` or a missing path),
+    /// and with `limited`, on a block device, as I/O limits need.
+    fn io_dir(
+        &self,
+        v: &Spanned<String>,
+        what: &str,
+        limited: bool,
+    ) -> Result<PathBuf, ExperimentError> {
+        let dir = PathBuf::from(v.get_ref());
+        if !dir.is_absolute() {
+            return Err(self.error(
+                v.span(),
+                format!("{what} must be an absolute path, e.g. \"{DEFAULT_DISK_DIR}\""),
+            ));
+        }
+        if self.host.paths {
+            if !dir.is_dir() {
+                return Err(self.error(
+                    v.span(),
+                    format!("{} is not a directory on this machine", dir.display()),
+                ));
+            }
+            let in_memory = match nnb_sys::file::fs_stats(&dir) {
+                Ok(fs) => fs.in_memory(),
+                Err(e) => return Err(self.error(v.span(), format!("{}: {e}", dir.display()))),
+            };
+            if in_memory {
+                return Err(self.error(
+                    v.span(),
+                    format!(
+                        "{} keeps its files in memory (tmpfs): direct I/O there reaches no \
+                         disk; pick a directory on a disk",
+                        dir.display()
+                    ),
+                ));
+            }
+            if limited {
+                if let Err(e) = nnb_sys::cgroup::block_device_of(&dir) {
+                    return Err(self.error(v.span(), e.to_string()));
+                }
+            }
+        }
+        Ok(dir)
     }
 
     /// I/O limits apply to one disk: the grant's `io_dir`, or a disk matrix's `dir`.
@@ -237,7 +302,11 @@ impl Checker<'_> {
             _ => None,
         };
         let unrestricted_bytes = match &s.unrestricted {
-            Some(v) => Some(self.at(v, size(v.get_ref()))?),
+            Some(v) => {
+                let b = self.at(v, size(v.get_ref()))?;
+                self.at(v, self.fits_memory(b))?;
+                Some(b)
+            }
             None => None,
         };
         Ok(IsolationMatrix {
@@ -308,8 +377,16 @@ impl Checker<'_> {
             }
             None => 64 << 20,
         };
+        // The grants without an io_dir of their own limit I/O on this one's disk.
+        let limits_here = tenants
+            .iter()
+            .any(|t| t.grant.limits_io() && t.grant.io_dir.is_none());
+        let dir = match &s.dir {
+            Some(d) => self.io_dir(d, "dir", limits_here)?,
+            None => PathBuf::from(DEFAULT_DISK_DIR),
+        };
         Ok(DiskLoad {
-            dir: PathBuf::from(s.dir.as_ref().map_or(DEFAULT_DISK_DIR, |d| d.get_ref())),
+            dir,
             read_fraction,
             queue_depth,
             block_size,

@@ -21,6 +21,7 @@ mod values;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use nnb_agent::jobs::JobSpec;
 use nnb_format::{ProviderKind, Scenario as ScenarioKind, StepGroup};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -42,6 +43,23 @@ const DEFAULT_LOAD_MSG: usize = 1400;
 /// an m5's burst bandwidth.
 const DEFAULT_NODE_RATE_BPS: f64 = 10e9;
 
+/// The largest experiment file nnb reads, bytes (1 MiB). An experiment file is a few
+/// KB; a run stores its text in `manifest.json`, which `nnb analyze` reads only up
+/// to 16 MiB, so a larger file would be measured and then be unreadable.
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+/// The most tenants an experiment may define, `count`s expanded. Each is an agent
+/// (on aws an instance); a dedicated host holds at most a few hundred.
+pub const MAX_TENANTS: usize = 1024;
+/// The most steps a plan may have: levels times (repetitions + warm-ups). The
+/// plan is built whole before the run (and printed whole by `--dry-run`).
+pub const MAX_STEPS: u64 = 100_000;
+/// The most tenant entries a plan may hold: steps times tenants (each step lists
+/// the tenants present and their jobs), which bounds the plan's memory.
+pub const MAX_TENANT_STEPS: u64 = 1_000_000;
+/// The longest tenant name: it becomes part of file names, cgroup paths and step
+/// ids.
+pub const MAX_TENANT_NAME: usize = 64;
+
 /// Why an experiment file could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ExperimentError {
@@ -54,6 +72,16 @@ pub enum ExperimentError {
         #[source]
         source: std::io::Error,
     },
+    /// The file is larger than [`MAX_FILE_BYTES`].
+    #[error(
+        "experiment file {path} is larger than {} KiB, the limit (an experiment file is a \
+         few KB: is it the right file?)",
+        MAX_FILE_BYTES >> 10
+    )]
+    TooLarge {
+        /// The file as named.
+        path: String,
+    },
     /// The file is not a valid experiment; the diagnostic says where and why.
     #[error("{0}")]
     Invalid(Box<Diagnostic>),
@@ -64,7 +92,7 @@ impl ExperimentError {
     pub fn diagnostic(&self) -> Option<&Diagnostic> {
         match self {
             ExperimentError::Invalid(d) => Some(d),
-            ExperimentError::Read { .. } => None,
+            ExperimentError::Read { .. } | ExperimentError::TooLarge { .. } => None,
         }
     }
 }
@@ -412,6 +440,18 @@ impl Scenario {
         }
     }
 
+    /// The levels (steps of one repetition), counted without building them; `None`
+    /// for the isolation matrix, whose levels the plan decides.
+    fn levels(&self) -> Option<usize> {
+        match self {
+            Scenario::NeighborStaircase(s) => Some(s.levels.len() * s.states.len()),
+            Scenario::ThreadSweep(s) => Some(s.threads.len()),
+            Scenario::LoadSteps(s) => Some(s.levels_bps.len()),
+            Scenario::ThroughputStaircase(s) => Some(s.levels.len()),
+            Scenario::IsolationMatrix(_) => None,
+        }
+    }
+
     /// Whether tenants are started and stopped between levels (a provider that
     /// cannot do that refuses the experiment).
     pub fn tenants_come_and_go(&self) -> bool {
@@ -471,23 +511,89 @@ pub fn schema() -> schemars::schema::RootSchema {
 /// Reads and checks the experiment file at `path`. `host_cpus` is the number of
 /// online CPUs of the machine that will run local tenants (`None` skips that check).
 pub fn load(path: &Path, host_cpus: Option<usize>) -> Result<Experiment, ExperimentError> {
-    let src = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let src = read(path)?;
     parse(&path.display().to_string(), &src, host_cpus)
 }
 
-/// Checks experiment text `src`; `file` names it in diagnostics.
+/// Reads the experiment file at `path`, refusing one over [`MAX_FILE_BYTES`]
+/// without reading more than that.
+pub fn read(path: &Path) -> Result<String, ExperimentError> {
+    use std::io::Read;
+    let named = || path.display().to_string();
+    let read_error = |source| ExperimentError::Read {
+        path: named(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_error)?;
+    if bytes.len() > MAX_FILE_BYTES {
+        return Err(ExperimentError::TooLarge { path: named() });
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        read_error(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text: {e}"),
+        ))
+    })
+}
+
+/// What the checker knows of the machine that runs local tenants, for the checks
+/// that depend on it. Every part is optional: `None` or `false` skips its checks.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Host {
+    /// Its online CPUs: no tenant may have more vCPUs.
+    pub cpus: Option<usize>,
+    /// Its memory (`MemTotal`), bytes: no memory grant or memory load may ask for
+    /// more (the agent refuses such loads).
+    pub mem_total: Option<u64>,
+    /// Check the directories local tenants' disk I/O uses against its filesystems:
+    /// they exist, are directories, and lie on a disk (not tmpfs or `/proc`).
+    pub paths: bool,
+}
+
+impl Host {
+    /// This machine, with `cpus` online CPUs, its MemTotal and its filesystems.
+    pub fn this_machine(cpus: usize) -> Host {
+        Host {
+            cpus: Some(cpus),
+            mem_total: nnb_burn::memload::mem_total_bytes().ok(),
+            paths: true,
+        }
+    }
+}
+
+/// Checks experiment text `src`; `file` names it in diagnostics. `host_cpus` is as
+/// in [`load`]; the other checks against the host ([`Host`]) are skipped.
 pub fn parse(
     file: &str,
     src: &str,
     host_cpus: Option<usize>,
 ) -> Result<Experiment, ExperimentError> {
+    parse_on(
+        file,
+        src,
+        &Host {
+            cpus: host_cpus,
+            ..Host::default()
+        },
+    )
+}
+
+/// Checks experiment text `src` for running on `host` (its checks apply to the
+/// local provider's tenants); `file` names it in diagnostics.
+pub fn parse_on(file: &str, src: &str, host: &Host) -> Result<Experiment, ExperimentError> {
+    if src.len() > MAX_FILE_BYTES {
+        return Err(ExperimentError::TooLarge {
+            path: file.to_string(),
+        });
+    }
     let mut cx = Checker {
         file,
         src,
-        host_cpus,
+        host: *host,
         scenario_span: 0..0,
     };
     let probe: KindProbe = cx.deserialize()?;
@@ -540,7 +646,7 @@ pub fn parse(
 struct Checker<'a> {
     file: &'a str,
     src: &'a str,
-    host_cpus: Option<usize>,
+    host: Host,
     /// Where scenario-wide errors point: the scenario's `kind`.
     scenario_span: std::ops::Range<usize>,
 }
@@ -636,10 +742,26 @@ impl Checker<'_> {
     ) -> Result<Duration, ExperimentError> {
         let d = self.duration(v, default)?;
         match v {
-            Some(v) if d.is_zero() => {
-                Err(self.error(v.span(), format!("{what} must be longer than 0")))
-            }
+            // Jobs and deadlines travel in whole milliseconds: less is 0, which the
+            // agent refuses.
+            Some(v) if nnb_units::millis(d) == 0 => Err(self.error(
+                v.span(),
+                format!("{what} must be at least 1ms (jobs are timed in whole milliseconds)"),
+            )),
             _ => Ok(d),
+        }
+    }
+
+    /// Streams per sender: at least 1, at most the agent's limit.
+    fn streams(&self, v: &Option<Spanned<usize>>) -> Result<usize, ExperimentError> {
+        use nnb_agent::jobs::limits::MAX_STREAMS;
+        let n = self.opt_positive(v, "streams", 1)?;
+        match v {
+            Some(v) if n > MAX_STREAMS => Err(self.error(
+                v.span(),
+                format!("streams = {n} is above the agent's limit of {MAX_STREAMS}"),
+            )),
+            _ => Ok(n),
         }
     }
 
@@ -690,22 +812,35 @@ impl Checker<'_> {
                 instance_type: a.instance_type.clone(),
             },
         };
-        let tenants = self.tenants(&f.tenants, &sizing, network)?;
-        let scenario = scenario(self, &tenants, f.scenario)?;
-        self.check_io_dirs(&f.tenants, &scenario)?;
+        // The host's memory and filesystems are those of local tenants only.
+        let cx = Checker {
+            file: self.file,
+            src: self.src,
+            host: match provider {
+                Provider::Local => self.host,
+                Provider::Static { .. } | Provider::Aws(_) => Host {
+                    cpus: self.host.cpus,
+                    ..Host::default()
+                },
+            },
+            scenario_span: self.scenario_span.clone(),
+        };
+        let tenants = cx.tenants(&f.tenants, &sizing, network)?;
+        let scenario = scenario(&cx, &tenants, f.scenario)?;
+        cx.check_io_dirs(&f.tenants, &scenario)?;
         if matches!(provider, Provider::Static { .. }) && scenario.tenants_come_and_go() {
-            return Err(self.scenario_error(
+            return Err(cx.scenario_error(
                 "this scenario starts and stops neighbors between levels, but the static \
                  provider's agents are yours, not nnb's to start or stop: use the local or aws \
                  provider, or keep them running idle with unused_neighbors = \"idle\"",
             ));
         }
-        Ok(Experiment {
+        let exp = Experiment {
             name,
             description: f.description,
             provider,
             repetitions,
-            warmup: f.warmup.unwrap_or(0),
+            warmup: f.warmup.as_ref().map_or(0, |w| *w.get_ref()),
             settle,
             step_timeout,
             on_failure,
@@ -713,7 +848,103 @@ impl Checker<'_> {
             tenants,
             scenario,
             results_s3,
-        })
+        };
+        cx.check_plan((f.repetitions.as_ref(), f.warmup.as_ref()), &exp)?;
+        Ok(exp)
+    }
+
+    /// Checks the plan `exp` expands to before it is built: its size (at most
+    /// [`MAX_STEPS`] steps and [`MAX_TENANT_STEPS`] tenant entries), and every job
+    /// of one repetition of each level against what the agent that runs it
+    /// accepts (its limits, and on this machine its memory), so that no step
+    /// fails on a value the file could have had right.
+    /// `written` are the file's `repetitions` and `warmup`, where a plan too large
+    /// is reported.
+    fn check_plan(
+        &self,
+        written: (Option<&Spanned<u32>>, Option<&Spanned<u32>>),
+        exp: &Experiment,
+    ) -> Result<(), ExperimentError> {
+        let cpus = exp.provider.host_vcpus().or(self.host.cpus).unwrap_or(1);
+        let once = Experiment {
+            repetitions: 1,
+            warmup: 0,
+            ..exp.clone()
+        };
+        let levels = match exp.scenario.levels() {
+            Some(n) => n as u64,
+            // Two tenants and a table of at most 17 levels: the plan's to count.
+            None => plan::expand(&once, cpus).steps.len() as u64,
+        };
+        let (reps, warmup) = (exp.repetitions, exp.warmup);
+        let steps = levels.saturating_mul(u64::from(reps) + u64::from(warmup));
+        let entries = steps.saturating_mul(exp.tenants.len() as u64);
+        if steps > MAX_STEPS || entries > MAX_TENANT_STEPS {
+            let at = match written {
+                (_, Some(w)) if *w.get_ref() > reps => w.span(),
+                (Some(r), _) => r.span(),
+                (None, Some(w)) => w.span(),
+                (None, None) => self.scenario_span.clone(),
+            };
+            let counted = format!("{levels} levels x ({reps} repetitions + {warmup} warm-ups)");
+            return Err(self.error(
+                at,
+                if steps > MAX_STEPS {
+                    format!(
+                        "the plan would have {steps} steps ({counted}), above the limit of \
+                         {MAX_STEPS}: use fewer repetitions, warm-ups or levels"
+                    )
+                } else {
+                    format!(
+                        "the plan would list {entries} tenant entries ({counted} steps x {} \
+                         tenants), above the limit of {MAX_TENANT_STEPS}: use fewer \
+                         repetitions, levels or tenants",
+                        exp.tenants.len()
+                    )
+                },
+            ));
+        }
+        for step in plan::expand(&once, cpus).steps {
+            for a in step.background.iter().chain(&step.measure) {
+                if let Err(why) = self.job_fits(&a.job) {
+                    return Err(self.scenario_error(format!(
+                        "at {}/{}, tenant `{}`'s {} job would be refused by its agent: {why}",
+                        step.group,
+                        step.level_label,
+                        a.tenant,
+                        a.job.kind()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an agent accepts `job`: its limits, and for a memory job of local
+    /// tenants, this machine's memory.
+    fn job_fits(&self, job: &JobSpec) -> Result<(), String> {
+        job.check_limits()?;
+        if let (
+            JobSpec::Memory {
+                bytes,
+                workers,
+                mode,
+                duration_ms,
+            },
+            Some(total),
+        ) = (job, self.host.mem_total)
+        {
+            let spec = nnb_burn::memload::MemSpec {
+                bytes: *bytes,
+                mode: mode
+                    .parse()
+                    .map_err(|e: nnb_burn::memload::UnknownMemMode| e.to_string())?,
+                workers: *workers,
+                duration: Duration::from_millis(*duration_ms),
+            };
+            spec.check(total).map_err(|e| e.to_string())?;
+        }
+        Ok(())
     }
 
     fn provider<S>(&self, f: &ExperimentFile<S>) -> Result<Provider, ExperimentError> {
@@ -781,7 +1012,7 @@ impl Checker<'_> {
                 "an emulated network needs `host_bw`, e.g. host_bw = \"200M\"",
             )),
             (NetworkMode::Emulated, Some(bw)) => {
-                let bps = self.at(bw, values::positive_rate(bw.get_ref()))?;
+                let bps = self.at(bw, values::shaped_rate(bw.get_ref()))?;
                 Ok(Network::Emulated {
                     host_bw_bps: bps,
                     queue,
@@ -804,6 +1035,16 @@ impl Checker<'_> {
                 RoleFile::Neighbor => Role::Neighbor,
             };
             let count = self.opt_positive(&t.count, "count", 1)?;
+            if out.len() + count > MAX_TENANTS {
+                let at = t.count.as_ref().map_or(t.role.span(), Spanned::span);
+                return Err(self.error(
+                    at,
+                    format!(
+                        "this makes more than {MAX_TENANTS} tenants, the most an experiment \
+                         may have"
+                    ),
+                ));
+            }
             let default_vcpus = match sizing {
                 Sizing::Fixed { vcpus, .. } => *vcpus,
                 Sizing::FitHost | Sizing::Free => 1,
@@ -811,7 +1052,7 @@ impl Checker<'_> {
             let vcpus = self.opt_positive(&t.vcpus, "vcpus", default_vcpus)?;
             match (&t.vcpus, sizing) {
                 (Some(v), Sizing::FitHost) => {
-                    if let Some(host) = self.host_cpus.filter(|&host| vcpus > host) {
+                    if let Some(host) = self.host.cpus.filter(|&host| vcpus > host) {
                         return Err(self.error(
                             v.span(),
                             format!("a tenant of {vcpus} vCPUs does not fit: this host has {host} online CPUs"),
@@ -856,6 +1097,16 @@ impl Checker<'_> {
                 } else {
                     format!("{base}-{i}")
                 };
+                if name.len() > MAX_TENANT_NAME {
+                    return Err(self.error(
+                        name_span,
+                        format!(
+                            "tenant name `{name}` is {} characters long, above the limit of \
+                             {MAX_TENANT_NAME}",
+                            name.len()
+                        ),
+                    ));
+                }
                 if out.iter().any(|o| o.name == name) {
                     return Err(self.error(name_span, format!("two tenants are named `{name}`")));
                 }
@@ -1019,7 +1270,7 @@ impl Checker<'_> {
                 };
                 Ok(Busy::Load {
                     rate_bps: self.at(rate, values::positive_rate(rate.get_ref()))?,
-                    streams: self.opt_positive(&b.streams, "streams", 1)?,
+                    streams: self.streams(&b.streams)?,
                     msg_size: self.msg_size(&b.msg_size, DEFAULT_LOAD_MSG)?,
                 })
             }
@@ -1073,7 +1324,7 @@ impl Checker<'_> {
         Ok(ThroughputStaircase {
             levels,
             rate_bps,
-            streams: self.opt_positive(&s.streams, "streams", 1)?,
+            streams: self.streams(&s.streams)?,
             msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
             duration,
             sample_interval,
@@ -1122,7 +1373,7 @@ impl Checker<'_> {
         let probe = s.probe.unwrap_or_default();
         Ok(LoadSteps {
             levels_bps,
-            streams: self.opt_positive(&s.streams, "streams", 1)?,
+            streams: self.streams(&s.streams)?,
             msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
             probe: Probe {
                 duration: self.nonzero_duration(

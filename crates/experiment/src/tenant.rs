@@ -15,6 +15,14 @@ pub use nnb_format::Role;
 /// reserved: no tenant may be called this.
 pub const ENDPOINT: &str = Role::Endpoint.name();
 
+/// The slowest rate an emulated link (`host_bw`) or a tenant's `rate` grant may be
+/// shaped to, bit/s: `tc` counts rates in whole bytes per second, and 8 kbit/s
+/// (1000 bytes/s) already takes over a second per full-size datagram.
+pub const MIN_SHAPED_RATE_BPS: f64 = 8e3;
+/// The fastest, bit/s: `tc`'s queue limit (20 ms of the rate, in bytes) is a 32-bit
+/// number, which 400 Gbit/s (1 GB) leaves room in.
+pub const MAX_SHAPED_RATE_BPS: f64 = 400e9;
+
 /// A tenant to provide: its name, role and size.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct TenantSpec {

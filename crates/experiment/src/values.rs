@@ -26,6 +26,24 @@ pub(super) fn positive_rate(s: &str) -> Result<f64, String> {
     nnb_units::parse_positive_bit_rate(s).map_err(|e| e.to_string())
 }
 
+/// A rate `tc` shapes an emulated link or a tenant to, in bit/s: between
+/// [`MIN_SHAPED_RATE_BPS`](crate::tenant::MIN_SHAPED_RATE_BPS) and
+/// [`MAX_SHAPED_RATE_BPS`](crate::tenant::MAX_SHAPED_RATE_BPS).
+pub(super) fn shaped_rate(s: &str) -> Result<f64, String> {
+    use crate::tenant::{MAX_SHAPED_RATE_BPS as MAX, MIN_SHAPED_RATE_BPS as MIN};
+    let bps = positive_rate(s)?;
+    if (MIN..=MAX).contains(&bps) {
+        Ok(bps)
+    } else {
+        Err(format!(
+            "a shaped rate is {} to {}, got {}",
+            nnb_units::format_bits_per_sec(MIN),
+            nnb_units::format_bits_per_sec(MAX),
+            nnb_units::format_bits_per_sec(bps)
+        ))
+    }
+}
+
 /// "retry", "retry N", "skip" or "abort".
 pub(super) fn on_failure(s: &str) -> Result<OnFailure, String> {
     let words: Vec<&str> = s.split_whitespace().collect();
@@ -46,9 +64,11 @@ pub(super) fn on_failure(s: &str) -> Result<OnFailure, String> {
     }
 }
 
-/// Tenant names appear in step ids and file names: letters, digits, `-`, `_`, `.`.
+/// Tenant names appear in step ids, file names and cgroup paths: letters, digits,
+/// `-`, `_`, `.`, not starting with `.` (so never `.` or `..`).
 pub(super) fn tenant_name(s: &str) -> Result<(), String> {
     let ok = !s.is_empty()
+        && !s.starts_with('.')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if s == crate::tenant::ENDPOINT {
@@ -57,7 +77,8 @@ pub(super) fn tenant_name(s: &str) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "tenant name `{s}` may only hold letters, digits, `-`, `_` and `.`"
+            "tenant name `{s}` may only hold letters, digits, `-`, `_` and `.`, and may not \
+             start with `.`"
         ))
     }
 }

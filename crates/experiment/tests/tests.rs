@@ -1,4 +1,5 @@
 //! nnb-experiment's integration tests: one test binary (as ripgrep's `tests/tests.rs`).
 
+mod bounds;
 mod experiment_errors;
 mod plan_expansion;
