@@ -305,7 +305,10 @@ fn isolation_matrix_i_plr_and_i_ulr_by_hand() {
             "a (ops/s)",
             "a' (ops/s)",
             "I_ulr %",
-            "I_plr %"
+            "I_plr %",
+            "a'-a %",
+            "sd (ops/s)",
+            "n"
         ]
     );
     assert_eq!(t.rows.len(), 16);
@@ -315,6 +318,12 @@ fn isolation_matrix_i_plr_and_i_ulr_by_hand() {
         panic!("{:?}", t.rows[10]);
     };
     close(value, 11.0);
+    // With its sign: a_s b_o is (178 - 200) / 200 = -11%, over 2 repetitions.
+    let Cell::Num { value, .. } = t.rows[10][6] else {
+        panic!("{:?}", t.rows[10]);
+    };
+    close(value, -11.0);
+    assert_eq!(t.rows[10][8], Cell::Int(2));
 }
 
 #[test]
