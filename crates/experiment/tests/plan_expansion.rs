@@ -456,18 +456,23 @@ fn matrix_states_are_demands_against_the_grants() {
         JobSpec::Disk { iops: None, .. }
     ));
 
-    // Network, 50 Mbit/s granted: more streams when overcommitted.
+    // Network, 50 Mbit/s granted, asked for as payload (50 x 1400 / 1442 Mbit/s: the
+    // bucket counts 1442 bytes per 1400-byte datagram): more streams when
+    // overcommitted.
     let p = example("isolation-matrix-network.toml");
     let load = |label: &str, k: usize| match &level(&p, label).measure[k].job {
         JobSpec::Load {
             rate_bps, streams, ..
-        } => (*rate_bps, *streams),
+        } => (
+            (*rate_bps / (50e6 * 1400.0 / 1442.0) * 1e9).round() / 1e9,
+            *streams,
+        ),
         other => panic!("not a load: {other:?}"),
     };
-    assert_eq!(load("a=undercommitted", 0), (25e6, 1));
-    assert_eq!(load("a=saturated", 0), (50e6, 1));
-    assert_eq!(load("a=saturated,b=overcommitted", 1), (75e6, 4));
-    assert_eq!(load("a=saturated,b=unrestricted", 1), (500e6, 8));
+    assert_eq!(load("a=undercommitted", 0), (0.5, 1));
+    assert_eq!(load("a=saturated", 0), (1.0, 1));
+    assert_eq!(load("a=saturated,b=overcommitted", 1), (1.5, 4));
+    assert_eq!(load("a=saturated,b=unrestricted", 1), (10.0, 8));
 
     // CPU, 0.5 CPU granted: one thread busy a quarter, half, all of the time.
     let p = example("isolation-matrix-cpu.toml");
