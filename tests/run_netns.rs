@@ -106,3 +106,104 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
         cap / 1e6
     );
 }
+
+/// Volpert et al.'s network isolation matrix, one repetition of 1 s per scenario:
+/// tenants a and b granted 50 Mbit/s each of a 200 Mbit/s host NIC.
+const NETWORK_MATRIX: &str = r#"name = "e2e-network-matrix"
+repetitions = 1
+settle = "300ms"
+step_timeout = "30s"
+on_failure = "retry 1"
+
+[network]
+mode = "emulated"
+host_bw = "200M"
+
+[[tenants]]
+name = "a"
+role = "test"
+vcpus = 1
+grant = { rate = "50M" }
+
+[[tenants]]
+name = "b"
+role = "neighbor"
+vcpus = 1
+grant = { rate = "50M" }
+
+[scenario]
+kind = "isolation-matrix"
+resource = "network"
+duration = "1s"
+"#;
+
+/// T1: the network isolation matrix counts what each tenant got through the
+/// shared NIC, as the endpoint's sink received it, not what its own interface sent
+/// (its offered load, upstream of the NIC). So p_max, the capacity step, is the
+/// link's: at most 200 Mbit/s x 1400 / 1442 = 194.2 Mbit/s of payload (each
+/// 1400-byte datagram takes 1400 + 8 + 20 + 14 bytes of the token bucket), where
+/// the interface's count was 319 Mbit/s; a alone unrestricted is no more, and a's
+/// figure beside an unrestricted b is the rate its sink received.
+#[test]
+fn the_network_matrix_counts_what_got_through_the_link() {
+    if !netns::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let exp = dir.path().join("exp.toml");
+    std::fs::write(&exp, NETWORK_MATRIX).unwrap_or_else(|e| panic!("{e}"));
+    let (run, text) = cli::run_experiment(&exp, &dir.path().join("results"));
+    let out = std::process::Command::new(cli::NNB)
+        .arg("analyze")
+        .arg(&run)
+        .args(["--format", "json"])
+        .output()
+        .unwrap_or_else(|e| panic!("nnb analyze: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let table = v["tables"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "isolation"))
+        .unwrap_or_else(|| panic!("no isolation table: {v}"));
+    let rows = table["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rows: {table}"));
+    let row = |id: u64| {
+        rows.iter()
+            .find(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("no row {id}: {table}"))
+    };
+    let mbit = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    let cap = 200.0 * 1400.0 / 1442.0;
+    // p_max, the capacity step: the link's rate, most of it used.
+    let p_max = mbit(&row(0)["a (Mbit/s)"]);
+    assert!(
+        p_max <= cap * 1.02 && p_max >= cap * 0.8,
+        "p_max {p_max:.2} Mbit/s is not the link's {cap:.2}"
+    );
+    let a_f = mbit(&row(4)["a (Mbit/s)"]);
+    assert!(
+        a_f <= cap * 1.02,
+        "a_f {a_f:.2} Mbit/s above the link's {cap:.2}"
+    );
+    // a_s b_f: a' is what the sink received from a in that step.
+    let sink: Vec<f64> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap_or_else(|e| panic!("{e}")))
+        .filter(|r| r["level_label"] == "a=saturated,b=unrestricted" && r["role"] == "test")
+        .filter(|r| r["status"] == "ok")
+        .filter_map(|r| r[Metric::RateBps.name()].as_f64())
+        .collect();
+    assert_eq!(sink.len(), 1, "{text}");
+    let a_prime = mbit(&row(12)["a' (Mbit/s)"]);
+    assert!(
+        (a_prime - sink[0] / 1e6).abs() < 1e-6,
+        "a' {a_prime} Mbit/s is not the sink's {}",
+        sink[0] / 1e6
+    );
+    assert!(a_prime <= cap, "{a_prime}");
+}
