@@ -1,6 +1,7 @@
 //! Exit codes, decided once in `main` from the error: 2 for bad input (the code clap
-//! uses for a malformed flag), 130 for an interrupted run (128 + SIGINT, as shells
-//! report it), 1 for any other failure, and 0 when the reader of stdout went away.
+//! uses for a malformed flag), 3 for a run that ended with failed steps (its data
+//! kept), 130 for an interrupted run (128 + SIGINT, as shells report it), 1 for any
+//! other failure, and 0 when the reader of stdout went away.
 //!
 //! Commands return library errors with `?` (adding context where it helps); which
 //! library errors are the user's to fix is said here, in [`is_bad_input`], and
@@ -36,6 +37,22 @@ impl fmt::Display for Interrupted {
 
 impl Error for Interrupted {}
 
+/// A run ended with failed steps (all or some of them; what was measured is kept):
+/// exit code 3, so that scripts do not take it for a success.
+#[derive(Debug)]
+pub(crate) struct FailedSteps(pub String);
+
+impl fmt::Display for FailedSteps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for FailedSteps {}
+
+/// The exit code of a run that ended with failed steps ([`FailedSteps`]).
+pub(crate) const FAILED_STEPS: u8 = 3;
+
 /// Builds an `anyhow::Error` that `main` reports with exit code 2.
 pub(crate) fn usage(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
@@ -65,6 +82,8 @@ pub(crate) fn code(err: &anyhow::Error) -> ExitCode {
         ExitCode::SUCCESS
     } else if err.chain().any(|e| e.is::<Interrupted>()) {
         ExitCode::from(130)
+    } else if err.chain().any(|e| e.is::<FailedSteps>()) {
+        ExitCode::from(FAILED_STEPS)
     } else if err.chain().any(is_bad_input) {
         ExitCode::from(2)
     } else {

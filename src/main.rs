@@ -3,14 +3,16 @@
 //! Each subcommand lives in its own module under `cmd/`; this file only parses the
 //! command line, sets up logging, hands every command the one stdout writer
 //! ([`out::Out`]) and maps errors to exit codes once ([`exit::code`]: 2 for bad
-//! input, as clap does for a bad flag; 130 when interrupted; 1 for a failure while
-//! measuring; 0 when the reader of stdout went away).
+//! input, as clap does for a bad flag, and for a stdout closed at start; 3 for a run
+//! with failed steps; 130 when interrupted; 1 for a failure while measuring; 0 when
+//! the reader of stdout went away).
 
 mod cmd;
 mod exit;
 mod out;
 #[cfg(feature = "controller")]
 mod progress;
+mod stdio;
 mod table;
 mod term;
 
@@ -71,7 +73,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let mut out = out::Out::stdout();
-    let result = dispatch(cli.command, &mut out).and_then(|()| Ok(out.flush()?));
+    let result = if cli.command.prints_its_result() && stdio::stdout_was_closed() {
+        Err(exit::usage(
+            "stdout is closed, so the output would be lost: redirect it (>/dev/null to \
+             discard it)",
+        ))
+    } else {
+        dispatch(cli.command, &mut out).and_then(|()| Ok(out.flush()?))
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // `nnb topo | head -1`: the reader has what it wanted.
@@ -83,6 +92,15 @@ fn main() -> ExitCode {
             eprintln!("error: {}", exit::message(&err));
             exit::code(&err)
         }
+    }
+}
+
+impl Command {
+    /// Whether the command's result is what it prints on stdout, so that a closed
+    /// stdout is an error (the agent and `serve` are services: their stdout only
+    /// says where they listen).
+    fn prints_its_result(&self) -> bool {
+        !matches!(self, Command::Agent(_) | Command::Serve(_))
     }
 }
 

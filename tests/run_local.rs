@@ -375,6 +375,89 @@ fn an_invalid_file_exits_2_and_names_the_line() {
     assert!(err.contains("3 | settle = \"100 parsecs\""), "{err}");
 }
 
+/// Reliability review E2, E4, E5, E8 and R15: files the checker used to pass, then
+/// ran out of memory or CPU, or failed at launch or in every step, exit 2 at once
+/// with the line and column, and create nothing.
+#[test]
+fn files_that_used_to_fail_later_exit_2_and_create_nothing() {
+    let cases = [
+        (
+            "repetitions = 2",
+            "repetitions = 2\nwarmup = 1000000000",
+            "exp.toml:3:10: error: the plan would have",
+        ),
+        (
+            "count = 2",
+            "count = 1000000",
+            "error: this makes more than 1024 tenants",
+        ),
+        (
+            "step_timeout = \"60s\"",
+            "step_timeout = \"1ns\"",
+            "error: step_timeout must be at least 1ms",
+        ),
+        ("name = \"test\"", "name = \"..\"", "may not start with `.`"),
+    ];
+    for (from, to, said) in cases {
+        let text = staircase(2, 1000);
+        assert!(text.contains(from), "fixture lacks {from}");
+        let (_dir, exp, results) = scratch(&text.replacen(from, to, 1));
+        for dry in [true, false] {
+            let mut args = vec![
+                "run",
+                exp.to_str().unwrap_or_default(),
+                "--results",
+                results.to_str().unwrap_or_default(),
+            ];
+            if dry {
+                args.push("--dry-run");
+            }
+            let out = nnb(&args);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{to}: {err}");
+            assert!(err.contains(said), "{to}: {err}");
+            assert!(!results.exists(), "{to}: a results directory was created");
+        }
+    }
+    // A 2 MiB comment: refused before it is parsed.
+    let big = format!("{}#{}\n", staircase(2, 1000), "x".repeat(2 << 20));
+    let (_dir, exp, results) = scratch(&big);
+    let out = nnb(&[
+        "run",
+        exp.to_str().unwrap_or_default(),
+        "--results",
+        results.to_str().unwrap_or_default(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("larger than 1024 KiB"), "{err}");
+    assert!(!results.exists());
+}
+
+/// Reliability review NL12: with stdout closed (`>&-`), a command whose output is
+/// its result exits non-zero and says why on stderr, instead of exiting 0 with the
+/// output lost.
+#[test]
+fn a_closed_stdout_is_an_error_not_a_silent_success() {
+    let out = Command::new("sh")
+        .args(["-c", "exec \"$0\" schema >&-", NNB])
+        .output()
+        .unwrap_or_else(|e| panic!("sh: {e}"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("stdout is closed"), "{err}");
+    // Discarding the output on purpose is fine.
+    let out = Command::new("sh")
+        .args(["-c", "exec \"$0\" schema >/dev/null", NNB])
+        .output()
+        .unwrap_or_else(|e| panic!("sh: {e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Reliability review L11: resuming a run that is not there is bad input, exit 2.
 #[test]
 fn resuming_a_run_that_is_not_there_exits_2() {
@@ -481,9 +564,17 @@ fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
     let out = child
         .wait_with_output()
         .unwrap_or_else(|e| panic!("waiting for nnb run: {e}"));
+    // The run goes on to the end, and then says that steps failed: exit 3, not 0
+    // (reliability review NM5), the data kept.
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "the run should go on and end with 3: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
-        out.status.success(),
-        "the run should go on: {}",
+        String::from_utf8_lossy(&out.stderr).contains("4 of 12 steps failed"),
+        "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let records = samples(&run);

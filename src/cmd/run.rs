@@ -1,6 +1,7 @@
 //! `nnb run`: run an experiment file (or resume a run) and summarize it.
 //!
-//! The file is checked first (errors point at its line and column, exit 2);
+//! The file is checked first (errors point at its line and column, exit 2), also
+//! against this machine (its CPUs, memory and disks, for local tenants);
 //! `--dry-run` prints the plan: the steps in order with what each tenant runs, where
 //! the tenants sit, and the estimated duration. A real run writes
 //! `<results>/<run-id>/` (manifest, samples journal, HDR logs), shows a progress bar
@@ -15,7 +16,8 @@
 //! estimated cost must be accepted with `--yes` or covered by `max_cost_usd` (else
 //! exit 2); its dry run also lists the cloud resources and the cost. This module
 //! only shows what the provider says. After the run, the results go to
-//! `results_s3` when the file names one.
+//! `results_s3` when the file names one. A run that ends with failed steps exits
+//! with 3 (its data kept), so that scripts do not take it for a success.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -32,7 +34,7 @@ use nnb_experiment::plan::{self, Assignment, Plan};
 use nnb_experiment::{Experiment, ExperimentError};
 use serde_json::json;
 
-use crate::exit::{usage, Interrupted};
+use crate::exit::{usage, FailedSteps, Interrupted};
 use crate::out::Out;
 use crate::table::{right, table};
 
@@ -98,10 +100,10 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
             (run, provider)
         }
         (None, Some(file)) => {
-            let text = std::fs::read_to_string(file)
-                .map_err(|e| usage(format!("cannot read {}: {e}", file.display())))?;
+            let text = nnb_experiment::read(file).map_err(invalid)?;
             let name = file.display().to_string();
-            let exp = nnb_experiment::parse(&name, &text, Some(host_cpus)).map_err(invalid)?;
+            let host = nnb_experiment::Host::this_machine(host_cpus);
+            let exp = nnb_experiment::parse_on(&name, &text, &host).map_err(invalid)?;
             let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(host_cpus));
             let provider = provider_for(&exp)?;
             if args.dry_run {
@@ -132,6 +134,13 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
     out.flush()?;
     upload_results(&rt, out, provider.as_ref(), &run.experiment, &outcome)?;
     match outcome.status {
+        RunStatus::Completed if outcome.failed > 0 => Err(FailedSteps(format!(
+            "{} of {} steps failed; what was measured is in {}",
+            outcome.failed,
+            outcome.planned - outcome.skipped,
+            outcome.dir.display()
+        ))
+        .into()),
         RunStatus::Completed => Ok(()),
         RunStatus::Interrupted => Err(Interrupted(format!(
             "interrupted; what was measured is in {}. Continue with: nnb run --results {} --resume {}",
@@ -140,10 +149,11 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
             outcome.run_id
         ))
         .into()),
-        RunStatus::Aborted => anyhow::bail!(
+        RunStatus::Aborted => Err(FailedSteps(format!(
             "aborted after a failed step (on_failure = \"abort\"); results in {}",
             outcome.dir.display()
-        ),
+        ))
+        .into()),
         RunStatus::CostCap => anyhow::bail!(
             "stopped before passing max_cost_usd (the cloud resources are torn down); what was \
              measured is in {}. A resume is a new session with a budget of its own: \
@@ -225,7 +235,9 @@ fn invalid(e: ExperimentError) -> anyhow::Error {
             eprintln!("{d}");
             usage(format!("invalid experiment file {}", d.file))
         }
-        read @ ExperimentError::Read { .. } => usage(read.to_string()),
+        other @ (ExperimentError::Read { .. } | ExperimentError::TooLarge { .. }) => {
+            usage(other.to_string())
+        }
     }
 }
 
