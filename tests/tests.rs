@@ -20,6 +20,7 @@ mod load_cli;
 mod memory_cli;
 mod netns_harness;
 mod pipe_cli;
+mod run_interrupt;
 mod run_local;
 mod run_netns;
 mod run_throughput_staircase;
