@@ -1,7 +1,8 @@
 //! `nnb run experiments/local-throughput-staircase.toml` (root only): nodes join one
-//! at a time behind one emulated 100 Mbit/s NIC, all sending at twice the link. Per
-//! level, the nodes' received rates add up to the link within 10%, and every node
-//! gets link / nodes within 20% (the file's NIC queue is fair: a share per tenant).
+//! at a time behind one emulated 100 Mbit/s NIC, all sending at twice the link, each
+//! level 3 times. Per level, the nodes' mean received rates add up to the link within
+//! 10%, and every node gets link / nodes within 20% (the file's NIC queue is fair: a
+//! share per tenant).
 //!
 //! Framing: the recorded rates are UDP payload (nnb header included); tc's token
 //! bucket shapes Ethernet frames of payload + 8 (UDP) + 20 (IPv4) + 14 (Ethernet
@@ -17,6 +18,8 @@ use serde_json::Value;
 const LINK_BPS: f64 = 100e6;
 /// Its payload at 1400-byte datagrams.
 const PAYLOAD_BPS: f64 = LINK_BPS * 1400.0 / 1442.0;
+/// The file's repetitions of each level.
+const REPETITIONS: usize = 3;
 
 #[test]
 fn every_level_shares_the_link_among_its_nodes() {
@@ -27,8 +30,8 @@ fn every_level_shares_the_link_among_its_nodes() {
         .join("experiments/local-throughput-staircase.toml");
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let (_, text) = cli::run_experiment(&file, dir.path());
-    // Neighbors -> (tenant, received rate, sent window mean).
-    let mut levels: BTreeMap<u64, Vec<(String, f64, f64)>> = BTreeMap::new();
+    // Neighbors -> tenant -> (received rate, sent window mean) per repetition.
+    let mut reps: BTreeMap<u64, BTreeMap<String, Vec<(f64, f64)>>> = BTreeMap::new();
     for line in text.lines() {
         let r: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(r["status"], "ok", "{line}");
@@ -44,8 +47,30 @@ fn every_level_shares_the_link_among_its_nodes() {
         let sent = samples["sent_window_bps"].as_f64().unwrap_or_default();
         let level = r["level"].as_f64().unwrap_or(-1.0) as u64;
         let tenant = r["tenant"].as_str().unwrap_or_default().to_string();
-        levels.entry(level).or_default().push((tenant, rate, sent));
+        reps.entry(level)
+            .or_default()
+            .entry(tenant)
+            .or_default()
+            .push((rate, sent));
     }
+    // Neighbors -> (tenant, mean received rate, mean sent window) over the file's
+    // repetitions.
+    let levels: BTreeMap<u64, Vec<(String, f64, f64)>> = reps
+        .into_iter()
+        .map(|(level, tenants)| {
+            let nodes = tenants
+                .into_iter()
+                .map(|(tenant, r)| {
+                    assert_eq!(r.len(), REPETITIONS, "level {level}: {tenant}: {r:?}");
+                    let n = r.len() as f64;
+                    let rate = r.iter().map(|x| x.0).sum::<f64>() / n;
+                    let sent = r.iter().map(|x| x.1).sum::<f64>() / n;
+                    (tenant, rate, sent)
+                })
+                .collect();
+            (level, nodes)
+        })
+        .collect();
     assert_eq!(levels.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3]);
     for (k, nodes) in &levels {
         let n = *k as usize + 1;
