@@ -75,7 +75,7 @@ async fn upload_then_fetch_is_byte_identical() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let (dir, files) = make_run(tmp.path());
 
-    let report = s3.upload_run(&dir, &dest()).await.expect("upload");
+    let report = s3.upload_run(&dir, &dest(), &[]).await.expect("upload");
     assert_eq!(report.url, format!("s3://{BUCKET}/nnb/results/{RUN_ID}"));
     assert_eq!(report.files, files.len());
     let total: usize = files.iter().map(|(_, b)| b.len()).sum();
@@ -130,7 +130,7 @@ async fn corrupted_object_fails_the_fetch_naming_the_file() {
     };
     let tmp = tempfile::tempdir().expect("tempdir");
     let (dir, files) = make_run(tmp.path());
-    s3.upload_run(&dir, &dest()).await.expect("upload");
+    s3.upload_run(&dir, &dest(), &[]).await.expect("upload");
 
     // Same length, different bytes: only the SHA-256 can tell.
     let victim = "tenants/t1/samples.csv";
@@ -162,6 +162,30 @@ async fn corrupted_object_fails_the_fetch_naming_the_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checksum_manifest_over_the_limit_is_refused_unread() {
+    // F4: a 300 MB manifest was read whole; one byte over 16 MiB is refused.
+    let Some((_moto, s3)) = moto_with_bucket().await else {
+        return;
+    };
+    let huge = vec![b' '; (16 << 20) + 1];
+    s3.client()
+        .put_object()
+        .bucket(BUCKET)
+        .key(format!("nnb/results/{RUN_ID}/{CHECKSUMS_NAME}"))
+        .body(ByteStream::from(huge))
+        .send()
+        .await
+        .expect("put in moto");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    match s3.fetch_run(&dest().join(RUN_ID), tmp.path()).await {
+        Err(S3Error::Checksums { reason, .. }) => {
+            assert!(reason.contains("larger than 16 MiB"), "{reason}");
+        }
+        other => panic!("expected the manifest refused, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_run_or_bucket_gives_clear_errors() {
     let Some((_moto, s3)) = moto_with_bucket().await else {
         return;
@@ -176,7 +200,10 @@ async fn missing_run_or_bucket_gives_clear_errors() {
 
     let (dir, _) = make_run(tmp.path());
     let nowhere: S3Url = "s3://no-such-bucket/x".parse().expect("url");
-    let err = s3.upload_run(&dir, &nowhere).await.expect_err("no bucket");
+    let err = s3
+        .upload_run(&dir, &nowhere, &[])
+        .await
+        .expect_err("no bucket");
     assert!(matches!(err, S3Error::Api { .. }), "{err}");
     assert!(err.to_string().contains("no-such-bucket"), "{err}");
 }

@@ -15,6 +15,10 @@ use super::{io_error, S3Error};
 /// Name of the manifest object inside a run's prefix.
 pub const CHECKSUMS_NAME: &str = "nnb-checksums.json";
 
+/// The largest manifest fetch reads, bytes (16 MiB, as `nnb analyze` caps a run's
+/// `manifest.json`): a run of ten thousand files needs about 1.5 MiB.
+pub const MAX_CHECKSUMS_BYTES: u64 = 16 << 20;
+
 /// The manifest format version this code writes and reads.
 const VERSION: u32 = 1;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
-use super::checksums::{sha256_file, Checksums, FileSum, CHECKSUMS_NAME};
+use super::checksums::{sha256_file, Checksums, FileSum, CHECKSUMS_NAME, MAX_CHECKSUMS_BYTES};
 use super::upload::list_files;
 use super::{api_error, io_error, S3Error, S3Url, S3};
 
@@ -79,12 +79,28 @@ impl S3 {
             }
             Err(e) => return Err(api_error("GetObject", &url)(e)),
         };
+        let too_large = || S3Error::Checksums {
+            url: url.clone(),
+            reason: format!(
+                "refused: larger than {} MiB, the limit",
+                MAX_CHECKSUMS_BYTES >> 20
+            ),
+        };
+        if object
+            .content_length()
+            .is_some_and(|n| u64::try_from(n).map_or(true, |n| n > MAX_CHECKSUMS_BYTES))
+        {
+            return Err(too_large());
+        }
         let bytes = object
             .body
             .collect()
             .await
             .map_err(api_error("GetObject", &url))?
             .into_bytes();
+        if bytes.len() as u64 > MAX_CHECKSUMS_BYTES {
+            return Err(too_large());
+        }
         Checksums::from_json(&bytes, &url)
     }
 
@@ -182,7 +198,7 @@ impl S3 {
 
 /// True when `dir` holds exactly the manifest's files with the manifest's checksums.
 async fn holds_exactly(dir: &Path, manifest: &Checksums) -> Result<bool, S3Error> {
-    let files = match list_files(dir) {
+    let files = match list_files(dir, &[]) {
         Ok(files) => files,
         Err(S3Error::Layout { .. }) => return Ok(false),
         Err(e) => return Err(e),

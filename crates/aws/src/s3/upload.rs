@@ -50,7 +50,14 @@ impl S3 {
     /// above 8 MiB in 8 MiB multipart parts (aborted on failure), then the manifest
     /// `nnb-checksums.json`, then checks each object's size and SHA-256 with
     /// HeadObject. Uploading the same run again overwrites it with identical objects.
-    pub async fn upload_run(&self, dir: &Path, dest: &S3Url) -> Result<UploadReport, S3Error> {
+    /// Files at the top of `dir` named in `skip` are not part of the run (the
+    /// controller's lock, which holds its command line) and are left out.
+    pub async fn upload_run(
+        &self,
+        dir: &Path,
+        dest: &S3Url,
+        skip: &[&str],
+    ) -> Result<UploadReport, S3Error> {
         let run_id = dir
             .file_name()
             .and_then(OsStr::to_str)
@@ -58,7 +65,7 @@ impl S3 {
                 path: dir.to_path_buf(),
                 reason: "a run directory needs a UTF-8 name (its run id)".to_string(),
             })?;
-        let files = list_files(dir)?;
+        let files = list_files(dir, skip)?;
         let run_url = dest.join(run_id);
         tracing::info!(files = files.len(), to = %run_url, "uploading run");
         let mut objects = Vec::with_capacity(files.len() + 1);
@@ -324,10 +331,11 @@ impl S3 {
     }
 }
 
-/// Every regular file under `dir` as (relative `/`-path, absolute path), sorted.
-/// Refuses non-UTF-8 names, special files, a file named like the manifest and an
-/// empty directory: each would make the uploaded run differ from the local one.
-pub(super) fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, S3Error> {
+/// Every regular file under `dir` as (relative `/`-path, absolute path), sorted,
+/// but those at its top named in `skip`. Refuses non-UTF-8 names, special files, a
+/// file named like the manifest and an empty directory: each would make the
+/// uploaded run differ from the local one.
+pub(super) fn list_files(dir: &Path, skip: &[&str]) -> Result<Vec<(String, PathBuf)>, S3Error> {
     let mut files = Vec::new();
     let mut pending = vec![(String::new(), dir.to_path_buf())];
     while let Some((relative_dir, path)) = pending.pop() {
@@ -341,6 +349,9 @@ pub(super) fn list_files(dir: &Path) -> Result<Vec<(String, PathBuf)>, S3Error> 
                     path: entry_path.clone(),
                     reason: "file names must be UTF-8 to become S3 keys".to_string(),
                 })?;
+            if relative_dir.is_empty() && skip.contains(&name.as_str()) {
+                continue;
+            }
             let relative = if relative_dir.is_empty() {
                 name
             } else {
@@ -393,21 +404,35 @@ mod tests {
         std::fs::write(dir.path().join("b/c/x.csv"), b"x").expect("write");
         std::fs::write(dir.path().join("a.json"), b"{}").expect("write");
         std::fs::create_dir(dir.path().join("empty")).expect("mkdir");
-        let files = list_files(dir.path()).expect("list");
+        let files = list_files(dir.path(), &[]).expect("list");
         let names: Vec<&str> = files.iter().map(|(r, _)| r.as_str()).collect();
         assert_eq!(names, ["a.json", "b/c/x.csv"]);
         assert_eq!(files[1].1, dir.path().join("b/c/x.csv"));
     }
 
     #[test]
+    fn files_named_to_skip_at_the_top_are_left_out() {
+        // The controller's `.lock` (its pid and command line) is no part of the run;
+        // a file of that name deeper down is.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("t")).expect("mkdir");
+        for name in [".lock", "manifest.json", "t/.lock"] {
+            std::fs::write(dir.path().join(name), b"x").expect("write");
+        }
+        let files = list_files(dir.path(), &[".lock"]).expect("list");
+        let names: Vec<&str> = files.iter().map(|(r, _)| r.as_str()).collect();
+        assert_eq!(names, ["manifest.json", "t/.lock"]);
+    }
+
+    #[test]
     fn refuses_what_would_not_round_trip() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let err = list_files(dir.path()).expect_err("empty");
+        let err = list_files(dir.path(), &[]).expect_err("empty");
         assert!(err.to_string().contains("no files"), "{err}");
         std::fs::write(dir.path().join(CHECKSUMS_NAME), b"{}").expect("write");
-        let err = list_files(dir.path()).expect_err("reserved name");
+        let err = list_files(dir.path(), &[]).expect_err("reserved name");
         assert!(err.to_string().contains("reserved"), "{err}");
-        let err = list_files(&dir.path().join("missing")).expect_err("missing dir");
+        let err = list_files(&dir.path().join("missing"), &[]).expect_err("missing dir");
         assert!(matches!(err, S3Error::Io { .. }), "{err}");
     }
 }

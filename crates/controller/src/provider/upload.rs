@@ -28,7 +28,8 @@ pub fn available() -> Result<(), ProviderError> {
 
 /// Uploads the run directory `dir` to `dest` (`s3://bucket/prefix`; the run id is
 /// appended) with an S3 client of `region` (`None`: the standard AWS chain's), and
-/// checks every object's checksum.
+/// checks every object's checksum. The run's lock file is left out: it holds the
+/// controller's pid and command line, no part of the results.
 #[cfg(feature = "aws")]
 pub async fn to_s3(
     region: Option<&str>,
@@ -41,7 +42,7 @@ pub async fn to_s3(
     })?;
     let report = super::aws::connect_s3(region)
         .await
-        .upload_run(dir, &url)
+        .upload_run(dir, &url, &[crate::results::LOCK])
         .await
         .map_err(|source| ProviderError::Upload {
             what: format!("uploading {} to {url}", dir.display()),
