@@ -126,10 +126,10 @@ fn csv_and_markdown_formats() {
         out.contains("| load=50M | 50.0 | 49.2 | 2 | - | 200 | 1.30 |"),
         "{out}"
     );
-    // throughput at 50M: mean (24.25 + 24.95) / 2 = 24.60 Mbit/s; prediction of payload
-    // 200 * 1400 / 1442 / 2 = 97.09 Mbit/s, of which 24.60 is 25.3%
+    // throughput at 50M: mean (24.25 + 24.95) / 2 = 24.60 Mbit/s; each node asked for
+    // 50 / 2 = 25 Mbit/s, below its 200 * 1400 / 1442 / 2 = 97.09 share: 24.60 is 98.4%
     assert!(
-        out.contains("| load=50M | 2 | 24.60 | 24.25 | 24.95 | 49.20 | 97.09 | 25.3 |"),
+        out.contains("| load=50M | 2 | 24.60 | 24.25 | 24.95 | 49.20 | 25.00 | 98.4 |"),
         "{out}"
     );
 }

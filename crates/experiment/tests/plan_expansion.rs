@@ -361,7 +361,7 @@ fn throughput_staircase_adds_a_sending_node_per_level() {
 fn throughput_staircase_examples_expand() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments");
     for (file, levels, reps) in [
-        ("local-throughput-staircase.toml", 4, 1),
+        ("local-throughput-staircase.toml", 4, 3),
         ("aws/m5-throughput-staircase-4xlarge.toml", 6, 1),
     ] {
         let exp = nnb_experiment::load(&root.join(file), Some(2)).unwrap_or_else(|e| panic!("{e}"));
