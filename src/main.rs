@@ -3,8 +3,7 @@
 //! Each subcommand lives in its own module under `cmd/`; this file only parses the
 //! command line, sets up logging, hands every command the one stdout writer
 //! ([`out::Out`]) and maps errors to exit codes once ([`exit::code`]: 2 for bad
-//! input, as clap does for a bad flag, and for a stdout closed at start; 3 for a run
-//! with failed steps; 130 when interrupted; 1 for a failure while measuring; 0 when
+//! input, as clap does for a bad flag; 3 for a run with failed steps; 130 when interrupted; 1 for a failure while measuring; 0 when
 //! the reader of stdout went away).
 
 mod cmd;
@@ -73,14 +72,16 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let mut out = out::Out::stdout();
-    let result = if cli.command.prints_its_result() && stdio::stdout_was_closed() {
-        Err(exit::usage(
-            "stdout is closed, so the output would be lost: redirect it (>/dev/null to \
-             discard it)",
-        ))
-    } else {
-        dispatch(cli.command, &mut out).and_then(|()| Ok(out.flush()?))
-    };
+    if cli.command.prints_its_result() && stdio::stdout_was_closed() {
+        // A warning, not an error: a launcher that hands nnb a read-write /dev/null on
+        // purpose (Python's subprocess.DEVNULL, a neighbor started only for its load)
+        // looks the same as a closed stdout.
+        tracing::warn!(
+            "stdout is closed (or a read-write /dev/null): this command's output is lost; \
+             redirect it (>/dev/null to discard it on purpose)"
+        );
+    }
+    let result = dispatch(cli.command, &mut out).and_then(|()| Ok(out.flush()?));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         // `nnb topo | head -1`: the reader has what it wanted.
@@ -97,8 +98,8 @@ fn main() -> ExitCode {
 
 impl Command {
     /// Whether the command's result is what it prints on stdout, so that a closed
-    /// stdout is an error (the agent and `serve` are services: their stdout only
-    /// says where they listen).
+    /// stdout is worth a warning (the agent and `serve` are services: their stdout
+    /// only says where they listen).
     fn prints_its_result(&self) -> bool {
         !matches!(self, Command::Agent(_) | Command::Serve(_))
     }

@@ -435,27 +435,24 @@ fn files_that_used_to_fail_later_exit_2_and_create_nothing() {
 }
 
 /// Reliability review NL12: with stdout closed (`>&-`), a command whose output is
-/// its result exits non-zero and says why on stderr, instead of exiting 0 with the
-/// output lost.
+/// its result says on stderr that its output is lost, instead of losing it silently
+/// (a warning: a read-write /dev/null handed over on purpose looks the same).
 #[test]
-fn a_closed_stdout_is_an_error_not_a_silent_success() {
+fn a_closed_stdout_is_said_not_silent() {
     let out = Command::new("sh")
         .args(["-c", "exec \"$0\" schema >&-", NNB])
         .output()
         .unwrap_or_else(|e| panic!("sh: {e}"));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("stdout is closed"), "{err}");
-    // Discarding the output on purpose is fine.
+    // Discarding the output on purpose is fine, and says nothing.
     let out = Command::new("sh")
         .args(["-c", "exec \"$0\" schema >/dev/null", NNB])
         .output()
         .unwrap_or_else(|e| panic!("sh: {e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("stdout is closed"), "{err}");
 }
 
 /// Reliability review L11: resuming a run that is not there is bad input, exit 2.
