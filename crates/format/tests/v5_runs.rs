@@ -83,7 +83,11 @@ fn a_v5_disk_result_reads_its_microseconds_as_nanoseconds() {
     }
     v6["pacing"] = json!({"p50_ns": 12_500, "p99_ns": 480_000, "max_ns": 1_500_000,
         "late_ops": 3});
-    assert_eq!(FORMAT_VERSION, 6);
+    assert!(FORMAT_VERSION >= 6);
+    assert_eq!(
+        JobResult::parse_of_version(JobKind::Disk, 6, &v6).unwrap(),
+        JobResult::Disk(d)
+    );
     assert_eq!(
         JobResult::parse(JobKind::Disk, &v6).unwrap(),
         JobResult::Disk(d)
