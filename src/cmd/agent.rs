@@ -32,6 +32,12 @@ pub(crate) struct AgentArgs {
 /// Runs `nnb agent` until SIGINT or SIGTERM.
 pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
     let token = Token::from_file(&args.token_file)?;
+    // Every connection takes a file descriptor: take all the process may have, and
+    // size the connection cap from it (reliability review NM8).
+    if let Err(e) = nnb_agent::raise_open_files() {
+        tracing::warn!("cannot raise the open-files limit: {e}");
+    }
+    let serve_config = nnb_agent::ServeConfig::for_this_process();
     if let Some(list) = &args.cpus {
         let cpus =
             nnb_burn::placement::parse_cpu_list(list).with_context(|| format!("--cpus {list}"))?;
@@ -52,8 +58,12 @@ pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
         let agent = Agent::new(token, addr.ip())?;
         writeln!(out, "listening {addr}")?;
         out.flush()?;
-        tracing::info!(%addr, "agent listening");
-        nnb_agent::serve(listener, agent, shutdown_signal()).await?;
+        tracing::info!(
+            %addr,
+            max_connections = serve_config.max_connections,
+            "agent listening"
+        );
+        nnb_agent::serve_with(listener, agent, serve_config, shutdown_signal()).await?;
         anyhow::Ok(())
     });
     rt.shutdown_timeout(SHUTDOWN_GRACE);

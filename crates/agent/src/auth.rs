@@ -19,6 +19,8 @@ const TOKEN_BYTES: usize = 32;
 /// Shortest token a token file may hold: 16 characters, 64 bits of hex at least,
 /// beyond online guessing through an agent's request rate.
 pub const MIN_TOKEN_LEN: usize = 16;
+/// Largest token file read, bytes: a token is a line of tens of characters.
+pub const MAX_TOKEN_FILE: u64 = 4096;
 
 /// Why a token could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +33,23 @@ pub enum TokenError {
         /// The underlying error.
         #[source]
         source: std::io::Error,
+    },
+    /// The token file is not a regular file (a FIFO, a device, a directory...).
+    #[error("token file {path} is {kind}, not a regular file: write the token in a file")]
+    NotAFile {
+        /// The file.
+        path: String,
+        /// What it is instead, e.g. "a FIFO".
+        kind: &'static str,
+    },
+    /// The token file is larger than any token.
+    #[error(
+        "token file {path} is larger than {MAX_TOKEN_FILE} bytes: it should hold one line, \
+         the token"
+    )]
+    TooLarge {
+        /// The file.
+        path: String,
     },
     /// The token file holds no token.
     #[error("token file {path} is empty: write a secret token in it (e.g. 64 hex characters)")]
@@ -80,24 +99,55 @@ impl Token {
     }
 
     /// Reads the token from the first line of a file (whitespace trimmed). The file
-    /// must be readable by its owner only (no group or other permission bits) and
-    /// the token at least [`MIN_TOKEN_LEN`] characters long.
+    /// must be a regular file of at most [`MAX_TOKEN_FILE`] bytes, readable by its
+    /// owner only (no group or other permission bits), and the token at least
+    /// [`MIN_TOKEN_LEN`] characters long. The file is opened without blocking and
+    /// checked once open, so a FIFO neither hangs the agent's start nor is read,
+    /// and a device such as `/dev/zero` is refused before a byte is read.
     pub fn from_file(path: &Path) -> Result<Token, TokenError> {
-        use std::os::unix::fs::PermissionsExt;
+        use std::io::Read;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let shown = path.display().to_string();
         let read_err = |source| TokenError::Read {
             path: shown.clone(),
             source,
         };
-        let mode = std::fs::metadata(path)
-            .map_err(read_err)?
-            .permissions()
-            .mode()
-            & 0o777;
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(read_err)?;
+        let meta = file.metadata().map_err(read_err)?;
+        if !meta.is_file() {
+            return Err(TokenError::NotAFile {
+                path: shown,
+                kind: file_kind(meta.file_type()),
+            });
+        }
+        let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             return Err(TokenError::Exposed { path: shown, mode });
         }
-        let text = std::fs::read_to_string(path).map_err(read_err)?;
+        let too_large = || TokenError::TooLarge {
+            path: shown.clone(),
+        };
+        if meta.len() > MAX_TOKEN_FILE {
+            return Err(too_large());
+        }
+        // Read no more than the limit allows, should the file grow meanwhile.
+        let mut bytes = Vec::new();
+        file.take(MAX_TOKEN_FILE + 1)
+            .read_to_end(&mut bytes)
+            .map_err(read_err)?;
+        if bytes.len() as u64 > MAX_TOKEN_FILE {
+            return Err(too_large());
+        }
+        let text = String::from_utf8(bytes).map_err(|_| {
+            read_err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "not UTF-8 text",
+            ))
+        })?;
         let first = text.lines().next().unwrap_or("");
         let token = Token::new(first).ok_or(TokenError::Empty {
             path: shown.clone(),
@@ -133,6 +183,22 @@ impl Token {
             equal &= b.ct_eq(&secret[i % secret.len()]);
         }
         equal.into()
+    }
+}
+
+/// What a file that is not a regular one is, for a message: "a FIFO", "a device"...
+fn file_kind(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -206,6 +272,55 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("is empty"));
+    }
+
+    /// NL15 (reliability review A8): a FIFO (mode 0600) as the token file hung the
+    /// agent's start; `/dev/zero` was read or advised `chmod 600 /dev/zero`; any size
+    /// was read whole. Now each is refused at once, saying what it is.
+    #[test]
+    fn token_files_must_be_small_regular_files() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg("-m")
+            .arg("600")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        // On a thread, so that a hang fails the test instead of blocking it.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                Token::from_file(&fifo)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            );
+        });
+        let err = rx
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .expect("reading a FIFO token file hangs")
+            .unwrap_err();
+        assert!(err.contains("is a FIFO, not a regular file"), "{err}");
+        for (device, kind) in [("/dev/zero", "a device"), ("/dev/urandom", "a device")] {
+            let err = Token::from_file(std::path::Path::new(device))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("is {kind}, not a regular file")) && !err.contains("chmod"),
+                "{err}"
+            );
+        }
+        let err = Token::from_file(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("a directory"), "{err}");
+        let big = dir.path().join("big");
+        let mut text = "0123456789abcdef\n".to_string();
+        text.push_str(&"x".repeat(5000));
+        std::fs::write(&big, text).unwrap();
+        std::fs::set_permissions(&big, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let err = Token::from_file(&big).unwrap_err().to_string();
+        assert!(err.contains("larger than 4096 bytes"), "{err}");
     }
 
     #[test]

@@ -71,8 +71,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The job number a path's id names: only its canonical decimal form (the one
+/// [`JobTable::insert`] hands out) does, so `+3074` and `03074` name no job.
 fn parse_id(id: &str) -> Option<u64> {
-    id.parse().ok()
+    id.parse::<u64>().ok().filter(|n| n.to_string() == id)
 }
 
 impl JobTable {
@@ -274,6 +276,27 @@ mod tests {
         assert_eq!(jobs[1].id, "12", "jobs 2 to 11 are forgotten");
         assert!(table.status("2").is_none());
         assert_eq!(table.running(), 1);
+    }
+
+    /// NL13 (reliability review A3b): only a job's canonical id names it; `+3074`
+    /// and `03074` reached job 3074.
+    #[test]
+    fn only_the_canonical_id_names_a_job() {
+        let table = JobTable::default();
+        for _ in 0..3073 {
+            let (id, _) = table.insert(AgentJob::Idle).expect("a free slot");
+            table.finish(&id, Ok(Value::Null));
+        }
+        let (id, shared) = table.insert(AgentJob::Idle).expect("a free slot");
+        assert_eq!(id, "3074");
+        assert!(table.status("3074").is_some());
+        for alias in ["+3074", "03074", "003074", " 3074", "3074 "] {
+            assert!(table.status(alias).is_none(), "{alias:?} names a job");
+            assert!(table.request_stop(alias).is_none(), "{alias:?} stops a job");
+        }
+        assert!(!shared.should_stop(), "an alias stopped the job");
+        assert!(table.request_stop("3074").is_some());
+        assert!(shared.should_stop());
     }
 
     /// M12: at most [`MAX_RUNNING_JOBS`] jobs' threads run; a timed-out job whose

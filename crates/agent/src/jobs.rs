@@ -328,13 +328,30 @@ pub mod limits {
     /// Finished jobs an agent remembers for collection; the oldest are forgotten
     /// first (running jobs are always kept).
     pub const MAX_FINISHED_JOBS: usize = 1024;
+    /// Largest file of one `disk` job, bytes (64 GiB); the experiment checker
+    /// bounds a disk load's `file_size` by it too.
+    pub const MAX_DISK_FILE: u64 = 64 << 30;
     /// Most HTTP connections an agent holds open; a connection beyond it makes the
     /// agent close its oldest one (so a flood of idle connections cannot lock out
-    /// a controller's new one).
+    /// a controller's new one). Fewer under a low open-files limit: see
+    /// [`FD_RESERVE`].
     pub const MAX_CONNECTIONS: usize = 1024;
+    /// File descriptors an agent keeps out of its connection cap, for its jobs
+    /// (one `load` job at its most streams holds 256 sockets; disk files, memory
+    /// workers' pipes and the agent's own listener and runtime take a few): under
+    /// an open-files limit of N the agent holds at most N - 256 connections, so it
+    /// closes its oldest connection before `accept` runs out of descriptors.
+    pub const FD_RESERVE: usize = 256;
+    /// Fewest connections an agent holds whatever its open-files limit; below
+    /// `FD_RESERVE + MIN_CONNECTIONS` descriptors it relies on closing the oldest
+    /// connection whenever `accept` finds none left.
+    pub const MIN_CONNECTIONS: usize = 16;
     /// A connection must send a request's whole header within this time, and an
     /// idle keep-alive connection is closed after it.
     pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// A request's body must have arrived within this time after its header; a
+    /// body still missing then is answered 408 and its connection closed.
+    pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
     /// How long an agent that was told to shut down (or that closes a connection
     /// over [`MAX_CONNECTIONS`]) lets requests in flight finish before it closes
     /// their connections, and waits for its jobs' threads to end.
@@ -429,10 +446,12 @@ impl JobSpec {
                 burn_work(*ops, *duration_ms, *duty).map(drop)
             }
             JobSpec::Disk {
+                file_size,
                 queue_depth,
                 duration_ms,
                 ..
             } => {
+                check_at_most("file_size", *file_size, limits::MAX_DISK_FILE, "bytes")?;
                 check_at_most(
                     "queue_depth",
                     *queue_depth,

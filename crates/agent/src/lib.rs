@@ -7,8 +7,8 @@
 //! calling `nnb_burn` / `nnb_netlat`, which ends when the job is stopped or
 //! outlives its deadline; the async side only supervises deadlines and answers
 //! requests, it never times anything. Every number a request carries, the jobs
-//! running at once, the connections and their header time are bounded
-//! ([`crate::jobs::limits`]).
+//! running at once, and the connections (their number, header and body time) are
+//! bounded ([`crate::jobs::limits`], [`ServeConfig`]).
 
 pub mod auth;
 mod job_table;
@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -34,6 +35,7 @@ use crate::jobs::limits::MAX_RUNNING_JOBS;
 use crate::jobs::{ErrorBody, Health, JobRequest, Started};
 pub use auth::Token;
 use job_table::JobTable;
+pub use server::ServeConfig;
 
 /// How long `POST /jobs/{id}/stop` waits for a job to end before answering (a job
 /// that cannot be interrupted is then marked stopped and abandoned).
@@ -94,19 +96,30 @@ pub fn router(agent: Arc<Agent>) -> Router {
         .with_state(agent)
 }
 
-/// Serves `agent` on `listener` until `shutdown` completes, then stops every job.
-/// Connections are bounded in number and header time ([`server`]); at shutdown
-/// the jobs' stop flags are raised at once, requests in flight get
-/// [`SHUTDOWN_GRACE`](crate::jobs::limits::SHUTDOWN_GRACE) to finish before
-/// their connections are closed, and job threads as long again to end.
+/// Serves `agent` on `listener` until `shutdown` completes, then stops every job,
+/// within the bounds [`ServeConfig::for_this_process`] gives.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     agent: Arc<Agent>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), AgentError> {
+    serve_with(listener, agent, ServeConfig::for_this_process(), shutdown).await
+}
+
+/// Serves `agent` on `listener` until `shutdown` completes, then stops every job.
+/// Connections are bounded in number, header and body time by `config`
+/// ([`server`]); at shutdown the jobs' stop flags are raised at once, requests in
+/// flight get [`SHUTDOWN_GRACE`](crate::jobs::limits::SHUTDOWN_GRACE) to finish
+/// before their connections are closed, and job threads as long again to end.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    agent: Arc<Agent>,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), AgentError> {
     let app = router(Arc::clone(&agent));
     let stopping = Arc::clone(&agent);
-    server::serve(listener, app, async move {
+    server::serve(listener, app, config, async move {
         shutdown.await;
         stopping.jobs.stop_all();
     })
@@ -127,6 +140,12 @@ pub(crate) fn error_response(status: StatusCode, message: &str) -> Response {
         }),
     )
         .into_response()
+}
+
+/// The message of an error answer that has no text of its own: its status's
+/// reason, e.g. "request header fields too large".
+pub(crate) fn reason_message(status: StatusCode) -> String {
+    status.canonical_reason().unwrap_or("error").to_lowercase()
 }
 
 async fn not_found() -> Response {
@@ -151,7 +170,7 @@ async fn json_errors(resp: Response) -> Response {
     let (parts, body) = resp.into_parts();
     let text = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
     let message = match String::from_utf8_lossy(&text).trim() {
-        "" => status.canonical_reason().unwrap_or("error").to_lowercase(),
+        "" => reason_message(status),
         t => t.to_string(),
     };
     let mut json = error_response(status, &message);
@@ -177,7 +196,33 @@ async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
     })
 }
 
-async fn start_job(State(agent): State<Arc<Agent>>, body: Bytes) -> Response {
+/// The answer to a request whose body could not be read: 408 (and the connection
+/// closed) when it did not arrive in time, axum's own answer otherwise (413 for a
+/// body over its limit).
+fn unread_body(rejection: BytesRejection) -> Response {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&rejection);
+    while let Some(e) = cause {
+        if let Some(late) = e.downcast_ref::<server::BodyTimedOut>() {
+            let mut resp = error_response(StatusCode::REQUEST_TIMEOUT, &late.to_string());
+            resp.headers_mut().insert(
+                header::CONNECTION,
+                header::HeaderValue::from_static("close"),
+            );
+            return resp;
+        }
+        cause = e.source();
+    }
+    rejection.into_response()
+}
+
+async fn start_job(
+    State(agent): State<Arc<Agent>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(rejection) => return unread_body(rejection),
+    };
     // The body is decoded here rather than by axum's `Json` extractor so that every
     // malformed request (bad JSON, unknown kind, missing field, a number out of
     // bounds) is a 400 with a JSON explanation, whatever the content type.
@@ -289,3 +334,8 @@ fn unknown_job(id: &str) -> Response {
 /// call it before starting the runtime so the whole agent and its jobs stay on its
 /// tenant's CPUs.
 pub use nnb_sys::affinity::restrict_to_cpus;
+
+/// Raises this process's soft limit on open files to its hard limit: call it before
+/// [`serve`] (which sizes its connection cap from the limit, see [`ServeConfig`]),
+/// since every connection takes a file descriptor.
+pub use nnb_sys::rlimit::raise_open_files;

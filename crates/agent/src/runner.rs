@@ -20,7 +20,7 @@ use std::time::Duration;
 use nnb_burn::burner::{self, BurnResult, Duty, Work};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::conditions::ConditionsWatch;
-use nnb_burn::disk::{self, DiskSpec};
+use nnb_burn::disk::{self, DiskError, DiskSpec};
 use nnb_burn::memload::{self, MemMode, MemSpec};
 use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
@@ -188,6 +188,29 @@ pub(super) fn prepare(spec: &JobSpec, env: &JobEnv) -> Result<Job, String> {
     Ok(Job { task, cpus })
 }
 
+/// Share of a filesystem's free space one disk job's file may take, percent: the
+/// rest is left to whatever else writes there.
+const MAX_DISK_PERCENT_OF_FREE: u64 = 90;
+
+/// Refuses a disk job whose file would take over [`MAX_DISK_PERCENT_OF_FREE`] of its
+/// filesystem's free space (reliability review NL3: a token holder filled a tmpfs
+/// to 100%). The refusal does not say how much is free. A filesystem that cannot be
+/// read is left to the job, which reports it.
+fn check_room(spec: &DiskSpec) -> Result<(), String> {
+    let Ok(fs) = nnb_sys::file::fs_stats(&spec.dir) else {
+        return Ok(());
+    };
+    if spec.file_size > fs.free_bytes / 100 * MAX_DISK_PERCENT_OF_FREE {
+        return Err(format!(
+            "file_size = {} would take over {MAX_DISK_PERCENT_OF_FREE}% of the free space \
+             of {}'s filesystem: pick a smaller file",
+            spec.file_size,
+            spec.dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// The task `spec` asks of this agent.
 fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
     match spec {
@@ -329,6 +352,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
                 duration: Duration::from_millis(*duration_ms),
             };
             spec.validate().map_err(|e| e.to_string())?;
+            check_room(&spec)?;
             Ok(Task::Disk(spec))
         }
         JobSpec::Memory {
@@ -556,7 +580,15 @@ impl Task {
                 Ok(Value::Null)
             }
             Task::Disk(spec) => {
-                let report = disk::run(&spec, &shared.stop).map_err(|e| e.to_string())?;
+                let report = disk::run(&spec, &shared.stop).map_err(|e| match e {
+                    // Not the host's free bytes: the token holder learns only that
+                    // the file does not fit (the room shrank since `check_room`).
+                    DiskError::NoSpace { dir, .. } => format!(
+                        "the file does not fit in {}: pick a smaller file_size",
+                        dir.display()
+                    ),
+                    e => e.to_string(),
+                })?;
                 to_json(&report)
             }
             Task::Memory(spec) => {
@@ -819,5 +851,58 @@ mod tests {
         assert!(slices > 10, "{result}");
         assert_eq!(ops, slices * Workload::Mem { bytes: 0 }.check_every());
         assert!(result["ops_per_sec"].as_f64().expect("ops_per_sec") > 0.0);
+    }
+
+    /// NL3 (reliability review A14): a disk job's file is bounded like the
+    /// experiment checker's (64 GiB) and may take at most 90% of its filesystem's
+    /// free space; the refusal does not tell the token holder how much is free. The
+    /// free space is `df`'s, not nnb's.
+    #[test]
+    fn a_disk_file_is_bounded_and_leaves_room_on_its_filesystem() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let disk = |file_size: u64| JobSpec::Disk {
+            dir: dir.path().display().to_string(),
+            file_size,
+            block_size: 4096,
+            iops: Some(10.0),
+            read_fraction: 0.5,
+            queue_depth: 1,
+            direct: false,
+            duration_ms: 1000,
+        };
+        let err = disk(1_000_000_000_000_000 / 4096 * 4096)
+            .check_limits()
+            .unwrap_err();
+        assert!(
+            err.contains("file_size") && err.contains("68719476736"),
+            "{err}"
+        );
+        assert!(disk(64 << 30).check_limits().is_ok());
+
+        let df = std::process::Command::new("df")
+            .args(["-B1", "--output=avail"])
+            .arg(dir.path())
+            .output()
+            .expect("df runs");
+        let free: u64 = String::from_utf8_lossy(&df.stdout)
+            .lines()
+            .nth(1)
+            .and_then(|l| l.trim().parse().ok())
+            .expect("df prints the free bytes");
+        let env = JobEnv {
+            topology: Topology::host().expect("topology"),
+            cpus: placement::allowed_cpus(),
+            bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        };
+        // All the free space, and 95% of it, are refused; half of it is not.
+        for share in [100, 95] {
+            let size = free / 100 * share / 4096 * 4096;
+            let err = prepare(&disk(size), &env).err().expect("refused");
+            assert!(err.contains("over 90% of the free space"), "{err}");
+            if share != 100 {
+                assert!(!err.contains(&free.to_string()), "{err}");
+            }
+        }
+        assert!(prepare(&disk(free / 2 / 4096 * 4096), &env).is_ok());
     }
 }

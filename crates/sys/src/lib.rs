@@ -1,7 +1,7 @@
 //! nnb's OS layer: every system call nnb makes (CPU affinity, clocks, the hardware
-//! counter, socket options, batched UDP I/O, process setup, cgroups, files only their owner can change), each behind a
-//! small safe function, so the rest of the workspace needs no `unsafe` (it is denied
-//! there by the workspace lints).
+//! counter, socket options, batched UDP I/O, process setup, cgroups, files only
+//! their owner can change), each behind a small safe function, so the rest of the
+//! workspace needs no `unsafe` (it is denied there by the workspace lints).
 //!
 //! The style follows quinn-udp: the raw C structures (`cpu_set_t`, `iovec`,
 //! `mmsghdr`, control messages) never leave this crate, errors come back as
@@ -16,6 +16,7 @@ pub mod file;
 pub mod mmsg;
 pub mod owned;
 pub mod process;
+pub mod rlimit;
 pub mod socket;
 pub mod toucher;
 
