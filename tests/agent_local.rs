@@ -263,3 +263,136 @@ fn nnb_agent_on_a_cpu_it_may_not_use_is_a_usage_error() {
     assert!(err.contains("--cpus: CPU 4095 is not available"), "{err}");
     assert!(out.stdout.is_empty(), "nothing may be listening");
 }
+
+/// The token every `nnb agent` these tests start reads from its token file.
+const CLI_TOKEN: &str = "cli-token-0123456";
+
+/// An `nnb agent` child process, killed when dropped.
+struct CliAgent {
+    child: std::process::Child,
+    addr: std::net::SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl CliAgent {
+    /// Starts `nnb agent` on a loopback port with `extra` arguments, through `sh -c`
+    /// with `shell_prefix` run first (e.g. `ulimit -n 1024`), and reads the address
+    /// it prints.
+    fn start(shell_prefix: &str, extra: &[&str]) -> CliAgent {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, format!("{CLI_TOKEN}\n")).unwrap();
+        std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{shell_prefix} exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_nnb"))
+            .args(["agent", "--token-file"])
+            .arg(&token)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let addr = first
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("first line {first:?}"))
+            .parse()
+            .unwrap();
+        CliAgent {
+            child,
+            addr,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for CliAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// This process's soft limit on open files (`/proc/self/limits`).
+fn open_files_limit() -> Option<usize> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
+    line.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// `GET /health` on a new connection, within `timeout`: the answer's status line.
+async fn health_on_a_new_connection(
+    addr: std::net::SocketAddr,
+    timeout: Duration,
+) -> Result<String, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let probe = async {
+        let mut s = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect: {e}"))?;
+        s.write_all(
+            format!(
+                "GET /health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CLI_TOKEN}\r\n\
+                 Connection: close\r\n\r\n"
+            )
+            .as_bytes(),
+        )
+        .await
+        .map_err(|e| format!("send: {e}"))?;
+        let mut answer = Vec::new();
+        s.read_to_end(&mut answer)
+            .await
+            .map_err(|e| format!("read: {e}"))?;
+        let text = String::from_utf8_lossy(&answer);
+        Ok(text.lines().next().unwrap_or("").to_string())
+    };
+    tokio::time::timeout(timeout, probe)
+        .await
+        .map_err(|_| format!("no answer within {timeout:?}"))?
+}
+
+/// NM8 (reliability review, K2): an agent whose open-files limit is at or below its
+/// connection cap (`ulimit -n 1024`, soft and hard, as `prlimit --nofile=1024:1024`)
+/// still answers `/health` while 1,100 idle connections are held. Before, accept()
+/// failed with EMFILE before the cap's eviction of the oldest began, and a probe
+/// waited in the accept backlog until the 10 s header timeout freed connections:
+/// here 3 probes of 2 s each all went unanswered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_at_its_open_files_limit_answers_health_under_1100_idle_connections() {
+    const IDLE: usize = 1100;
+    // Both the idle connections and the probes' ends live in this process.
+    let limit = open_files_limit().unwrap_or(0);
+    if !nnb_testkit::require(
+        limit >= IDLE + 200,
+        &format!(
+            "needs an open-files limit of {} here, it is {limit}",
+            IDLE + 200
+        ),
+    ) {
+        return;
+    }
+    let agent = CliAgent::start("ulimit -n 1024 &&", &[]);
+    let mut idle = Vec::with_capacity(IDLE);
+    for _ in 0..IDLE {
+        idle.push(tokio::net::TcpStream::connect(agent.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        answers.push(health_on_a_new_connection(agent.addr, Duration::from_secs(2)).await);
+    }
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Ok(line) if line.starts_with("HTTP/1.1 200"))),
+        "health under {IDLE} idle connections at the fd limit: {answers:?}"
+    );
+    drop(idle);
+}
