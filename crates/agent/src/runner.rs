@@ -897,7 +897,9 @@ mod tests {
         // All the free space, and 95% of it, are refused; half of it is not.
         for share in [100, 95] {
             let size = free / 100 * share / 4096 * 4096;
-            let err = prepare(&disk(size), &env).err().expect("refused");
+            let Err(err) = prepare(&disk(size), &env) else {
+                panic!("{share}% of the free space is not refused");
+            };
             assert!(err.contains("over 90% of the free space"), "{err}");
             if share != 100 {
                 assert!(!err.contains(&free.to_string()), "{err}");

@@ -20,7 +20,7 @@ fn from_rlim(v: libc::rlim_t) -> u64 {
     if v == libc::RLIM_INFINITY {
         u64::MAX
     } else {
-        u64::from(v)
+        v
     }
 }
 
