@@ -5,6 +5,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use nnb_agent::jobs::limits::MAX_DISK_FILE;
+
 use super::file::{GrantFile, MatrixFile, ResourceFile, Spanned, TenantFile};
 use super::{
     neighbor_count, values, Checker, DiskLoad, ExperimentError, IsolationMatrix, Network, Resource,
@@ -16,8 +18,6 @@ const MIN_MEMORY_GRANT: u64 = 16 << 20;
 /// Where a disk matrix's generator writes by default: persistent storage, unlike
 /// `/tmp`, which may be a tmpfs without direct I/O.
 const DEFAULT_DISK_DIR: &str = "/var/tmp";
-/// The largest disk generator file.
-const MAX_DISK_FILE: u64 = 64 << 30;
 
 impl Checker<'_> {
     /// A tenant's `grant` table, for a tenant of `vcpus` under `sizing`'s provider.
