@@ -165,10 +165,19 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
     })
 }
 
+/// Width, in columns, a one-column table of sentences wraps to.
+const TEXT_TABLE_WIDTH: u16 = 120;
+
 /// A table as nnb prints tables on a terminal: title, the shared table style (numeric
 /// columns right-aligned), notes indented below (also `nnb run`'s summary).
 pub(crate) fn terminal(table: &Table) -> String {
     let mut t = crate::table::table(&table.columns);
+    if table.columns.len() == 1 {
+        // A table of sentences (the run verdict): wrapped, not one line as wide as
+        // its longest finding.
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic)
+            .set_width(TEXT_TABLE_WIDTH);
+    }
     // Once per column, not per cell: per cell it is quadratic in the rows (NL4).
     let numeric: Vec<bool> = (0..table.columns.len())
         .map(|c| table.numeric_column(c))
@@ -222,5 +231,26 @@ mod tests {
                 .find_map(|l| l.find(needle).map(|i| i + needle.trim_end().len()))
         };
         assert_eq!(end(" 3 "), end("-1 "));
+    }
+
+    /// A one-column table of long sentences (the run verdict) wraps within the text
+    /// width instead of making every line as wide as its longest finding.
+    #[test]
+    fn sentence_tables_wrap() {
+        let long = "word ".repeat(100);
+        let table = Table {
+            name: "verdict".into(),
+            title: "Run verdict".into(),
+            columns: vec!["finding".into()],
+            rows: vec![vec![Cell::text(long.trim())], vec![Cell::text("short")]],
+            notes: vec![],
+        };
+        let out = super::terminal(&table);
+        let widest = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(
+            widest <= usize::from(super::TEXT_TABLE_WIDTH),
+            "{widest}: {out}"
+        );
+        assert_eq!(out.matches("word").count(), 100, "{out}");
     }
 }
