@@ -195,38 +195,19 @@ fn agents_die_when_their_controller_is_killed_with_sigkill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nnb_agent_prints_its_address_serves_and_exits_on_sigterm() {
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "cli-token-0123456\n").unwrap();
-    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nnb"))
-        .args(["agent", "--cpus", "0", "--token-file"])
-        .arg(&token)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
-    let addr: std::net::SocketAddr = first
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap_or_else(|| panic!("first line {first:?}"))
-        .parse()
-        .unwrap();
+    let mut agent = CliAgent::start("", &["--cpus", "0"]);
+    let addr = agent.addr;
     assert!(addr.ip().is_loopback(), "127.0.0.1 by default: {addr}");
-    let client = nnb_controller::client::AgentClient::new(addr, "cli-token-0123456".into());
+    let client = nnb_controller::client::AgentClient::new(addr, CLI_TOKEN.into());
     assert_eq!(
         client.health().await.unwrap().cpus,
         vec![0],
         "--cpus pins the agent"
     );
-    signal(child.id(), "TERM");
+    signal(agent.child.id(), "TERM");
     let end = Instant::now() + Duration::from_secs(10);
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = agent.child.try_wait().unwrap() {
             break s;
         }
         assert!(Instant::now() < end, "the agent ignored SIGTERM");
@@ -251,7 +232,7 @@ fn nnb_agent_without_a_readable_token_file_is_a_usage_error() {
 fn nnb_agent_on_a_cpu_it_may_not_use_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
-    std::fs::write(&token, "cli-token-0123456\n").unwrap();
+    std::fs::write(&token, format!("{CLI_TOKEN}\n")).unwrap();
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nnb"))
         .args(["agent", "--cpus", "4095", "--token-file"])

@@ -35,11 +35,11 @@ pub enum TokenError {
         source: std::io::Error,
     },
     /// The token file is not a regular file (a FIFO, a device, a directory...).
-    #[error("token file {path} is {kind}, not a regular file: write the token in a file")]
+    #[error("token file {path} is a {kind}, not a regular file: write the token in a file")]
     NotAFile {
         /// The file.
         path: String,
-        /// What it is instead, e.g. "a FIFO".
+        /// What it is instead, e.g. "FIFO" ([`nnb_sys::owned::kind_name`]).
         kind: &'static str,
     },
     /// The token file is larger than any token.
@@ -121,7 +121,7 @@ impl Token {
         if !meta.is_file() {
             return Err(TokenError::NotAFile {
                 path: shown,
-                kind: file_kind(meta.file_type()),
+                kind: nnb_sys::owned::kind_name(&meta),
             });
         }
         let mode = meta.permissions().mode() & 0o777;
@@ -183,22 +183,6 @@ impl Token {
             equal &= b.ct_eq(&secret[i % secret.len()]);
         }
         equal.into()
-    }
-}
-
-/// What a file that is not a regular one is, for a message: "a FIFO", "a device"...
-fn file_kind(t: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
     }
 }
 
@@ -303,7 +287,10 @@ mod tests {
             .expect("reading a FIFO token file hangs")
             .unwrap_err();
         assert!(err.contains("is a FIFO, not a regular file"), "{err}");
-        for (device, kind) in [("/dev/zero", "a device"), ("/dev/urandom", "a device")] {
+        for (device, kind) in [
+            ("/dev/zero", "a character device"),
+            ("/dev/urandom", "a character device"),
+        ] {
             let err = Token::from_file(std::path::Path::new(device))
                 .unwrap_err()
                 .to_string();

@@ -318,28 +318,6 @@ fn refused(path: &Path, message: impl Into<String>) -> ReadError {
     }
 }
 
-/// What a file that is not a regular file is, for an error message.
-fn file_kind(t: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt as _;
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_char_device() || t.is_block_device() {
-            return "a device";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    if t.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Opens `path` (following symlinks) if it is a regular file, with its size. It is
 /// opened without blocking and checked once open, so a FIFO neither hangs the open nor
 /// is read, and a device such as `/dev/zero` is refused before a byte is read from it.
@@ -353,7 +331,7 @@ fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
     if !meta.is_file() {
         return Err(refused(
             path,
-            format!("{}, not a regular file", file_kind(meta.file_type())),
+            format!("a {}, not a regular file", nnb_sys::owned::kind_name(&meta)),
         ));
     }
     Ok((file, meta.len()))

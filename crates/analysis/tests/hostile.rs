@@ -119,7 +119,7 @@ fn m6_a_link_to_dev_zero_is_refused() {
         assert_refused(
             &read_error(dir.path()),
             name,
-            "a device, not a regular file",
+            "a character device, not a regular file",
         );
     }
 }

@@ -16,15 +16,7 @@ fn written(
     manifest: impl Fn(&mut Value),
     records: &[Value],
 ) -> (tempfile::TempDir, Run) {
-    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name);
-    let dir = tempfile::tempdir().unwrap();
-    let mut m: Value =
-        serde_json::from_str(&std::fs::read_to_string(from.join("manifest.json")).unwrap())
-            .unwrap();
-    manifest(&mut m);
-    std::fs::write(dir.path().join("manifest.json"), m.to_string()).unwrap();
+    let dir = crate::fixture::copied(name, manifest, |_| {});
     let lines: String = records.iter().map(|r| r.to_string() + "\n").collect();
     std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
     let run = read_run(dir.path()).unwrap();
