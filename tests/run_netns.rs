@@ -179,17 +179,19 @@ fn the_network_matrix_counts_what_got_through_the_link() {
     };
     let mbit = |v: &Value| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
     let cap = 200.0 * 1400.0 / 1442.0;
+    // What a 1 s step can see above the rate: the NIC's token bucket (32 KiB) and its
+    // queue (20 ms of the link, drained after the senders stop) arrive within the
+    // sink's window, about 2.3% of a second of the link, as 198.2 Mbit/s once did; the
+    // old count (the tenant's own interface) read 319.
+    let most = cap * 1.05;
     // p_max, the capacity step: the link's rate, most of it used.
     let p_max = mbit(&row(0)["a (Mbit/s)"]);
     assert!(
-        p_max <= cap * 1.02 && p_max >= cap * 0.8,
+        p_max <= most && p_max >= cap * 0.8,
         "p_max {p_max:.2} Mbit/s is not the link's {cap:.2}"
     );
     let a_f = mbit(&row(4)["a (Mbit/s)"]);
-    assert!(
-        a_f <= cap * 1.02,
-        "a_f {a_f:.2} Mbit/s above the link's {cap:.2}"
-    );
+    assert!(a_f <= most, "a_f {a_f:.2} Mbit/s above the link's {cap:.2}");
     // a_s b_f: a' is what the sink received from a in that step.
     let sink: Vec<f64> = text
         .lines()
