@@ -515,13 +515,13 @@ fn manifest_errors_name_the_manifest() {
     assert!(missing.to_string().contains("manifest.json"), "{missing}");
     std::fs::write(
         dir.path().join("manifest.json"),
-        "{\n  \"format_version\": 7,\n  \"run_id\": \"x\"\n}\n",
+        "{\n  \"format_version\": 99,\n  \"run_id\": \"x\"\n}\n",
     )
     .unwrap();
     let err = read_run(dir.path()).unwrap_err();
     assert!(
         err.to_string()
-            .contains("manifest.json:2: format_version 7"),
+            .contains("manifest.json:2: format_version 99"),
         "{err}"
     );
     std::fs::write(
