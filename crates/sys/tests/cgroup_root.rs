@@ -201,7 +201,15 @@ fn a_memory_limit_is_never_exceeded() {
     eprintln!(
         "memory limit {LIMIT}: peak usage sampled {peak}, peak rss {peak_rss}, child {status}"
     );
-    assert!(peak <= LIMIT, "usage {peak} above the {LIMIT} limit");
+    // v1's usage_in_bytes is "a fuzz value" (the kernel's memory.txt): charges are
+    // batched per CPU, 64 pages at most (MEMCG_CHARGE_BATCH), so a sample may read a
+    // page or a batch above the limit (67112960, one page over, in CI); the kernel's
+    // own high-water mark below must not.
+    const FUZZ: u64 = 64 * 4096;
+    assert!(
+        peak <= LIMIT + FUZZ,
+        "usage {peak} above the {LIMIT} limit and its batch"
+    );
     assert!(peak_rss > LIMIT / 2, "the child held only {peak_rss} bytes");
     // The kernel's own high-water mark (v1 memory.max_usage_in_bytes, v2 memory.peak).
     let kernel_peak = cg
