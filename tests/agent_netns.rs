@@ -159,6 +159,7 @@ async fn the_shaped_uplink_caps_neighbors_at_host_bandwidth_and_delays_the_test_
             msg_size: 1400,
             duration_ms: Some(3000),
             sampling: None,
+            options: Default::default(),
         };
         run_job(&c, spec).await
     };

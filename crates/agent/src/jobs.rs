@@ -51,8 +51,12 @@ pub enum JobSpec {
         cpus: Option<Vec<usize>>,
         /// How long to watch, in milliseconds.
         duration_ms: u64,
-        /// A gap longer than this (ns) counts as a hiccup.
+        /// A gap longer than this (ns) counts as a hiccup; the CPU share is the share
+        /// of wall time outside such gaps (Wang & Ng's CPUTest: 1 ms).
         threshold_ns: u64,
+        /// Wang & Ng's CPUTest additions (the timestamp trace); default = none.
+        #[serde(default, skip_serializing_if = "StealOptions::is_default")]
+        options: StealOptions,
     },
     /// A ping-pong latency probe against a reflector (`nnb latency`).
     Latency {
@@ -83,6 +87,11 @@ pub enum JobSpec {
         /// staircase's nodes); absent = not sampled.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sampling: Option<LoadSampling>,
+        /// Wang & Ng's UDPTest/TCPTest settings and measurements (TCP, socket
+        /// buffers, a byte bound, pacing granularity, TCP_INFO, fine-grained
+        /// throughput and buffer bursts); default = a plain paced UDP load.
+        #[serde(default, skip_serializing_if = "LoadOptions::is_default")]
+        options: LoadOptions,
     },
     /// A reflector and a sink (`nnb serve`) on the agent's address, until stopped.
     Serve {
@@ -133,6 +142,111 @@ pub enum JobSpec {
         /// Run time, ms.
         duration_ms: u64,
     },
+    /// Wang & Ng's RTT series (`nnb rtt`): `probes` probes at `rate_hz`, the first
+    /// `skip` dropped, every probe's RTT (or its loss) kept in order.
+    Rtt {
+        /// Reflector address "ip:port" (UDP), or "ip" / "ip:port" of the host to
+        /// echo (ICMP, whose port is ignored).
+        target: String,
+        /// Probes sent, the dropped first ones included.
+        probes: u64,
+        /// Probes per second.
+        rate_hz: f64,
+        /// The first probes sent and left out of the summary (not of the log).
+        skip: u64,
+        /// Probe size, bytes (UDP payload, or ICMP data).
+        msg_size: usize,
+        /// ICMP echo instead of UDP ping-pong.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        icmp: bool,
+    },
+    /// Wang & Ng's Badabing (`nnb badabing`): probes in random slots towards a
+    /// reflector, lossy slots judged from losses and one-way delays.
+    Badabing {
+        /// Reflector address "ip:port".
+        target: String,
+        /// Probing time, ms.
+        duration_ms: u64,
+        /// Slot length, µs (seed: 5 ms).
+        slot_us: u64,
+        /// Probability a slot carries a probe, 0 to 1 (seed: 0.3).
+        probability: f64,
+        /// Packets per probe (seed: 3).
+        packets: u32,
+        /// Packet size, bytes.
+        msg_size: usize,
+        /// A slot within this of a loss is lossy, µs (seed: τ = 50 ms).
+        tau_us: u64,
+        /// A slot whose one-way delay exceeds max_owd × (1 − alpha) is lossy
+        /// (seed: 0.005).
+        alpha: f64,
+    },
+}
+
+/// Wang & Ng's CPUTest additions to a `steal` job.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StealOptions {
+    /// Keep the timestamp trace in the result: every gap at or above the threshold
+    /// exactly, the other iterations as counts per ms.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace: bool,
+}
+
+impl StealOptions {
+    /// Whether these are the defaults (left out of the JSON).
+    pub fn is_default(&self) -> bool {
+        *self == StealOptions::default()
+    }
+}
+
+/// Wang & Ng's UDPTest/TCPTest settings of a `load` job; every field absent =
+/// today's paced UDP load.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoadOptions {
+    /// TCP instead of UDP (the target is then a TCP sink).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tcp: bool,
+    /// Stop after this many payload bytes (seed: 800 MB), or at the duration,
+    /// whichever comes first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// UDP pacing granularity: bytes sent back to back before each idle interval
+    /// (seed: 128 KB); absent = per datagram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_chunk: Option<u64>,
+    /// Sender's socket buffer (SO_SNDBUF) asked for, bytes; the result records
+    /// what the kernel granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer: Option<u64>,
+    /// Receiver's socket buffer (SO_RCVBUF, TCP's receive window) asked for,
+    /// bytes; the result records what the receiver granted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_buffer: Option<u64>,
+    /// TCP: sample the sender's TCP_INFO every this many ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_info_ms: Option<u64>,
+    /// A quiet period: nothing sent or received for longer than this, µs (e.g.
+    /// 10 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quiet_us: Option<u64>,
+    /// The receiver's fine-grained throughput: one rate per this many bytes
+    /// received (seed: 256 KB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grain: Option<u64>,
+    /// The full link rate buffer bursts are judged against, bit/s (seed: 1 Gbit/s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bps: Option<f64>,
+}
+
+impl LoadOptions {
+    /// Whether these are the defaults (left out of the JSON).
+    pub fn is_default(&self) -> bool {
+        *self == LoadOptions::default()
+    }
 }
 
 /// How a `load` job samples its throughput: its rate every `interval_ms`, as sent
@@ -242,6 +356,21 @@ impl JobSpec {
                 ..
             } => format!("latency to {target} for {duration_ms} ms"),
             JobSpec::Steal { duration_ms, .. } => format!("steal scan for {duration_ms} ms"),
+            JobSpec::Rtt {
+                target,
+                probes,
+                rate_hz,
+                icmp,
+                ..
+            } => format!(
+                "rtt {} x{probes} at {rate_hz}/s to {target}",
+                if *icmp { "icmp" } else { "udp" }
+            ),
+            JobSpec::Badabing {
+                target,
+                duration_ms,
+                ..
+            } => format!("badabing to {target} for {duration_ms} ms"),
             JobSpec::Serve { .. } | JobSpec::Idle => self.kind().to_string(),
         }
     }
@@ -254,7 +383,14 @@ impl JobSpec {
             JobSpec::Latency { duration_ms, .. }
             | JobSpec::Disk { duration_ms, .. }
             | JobSpec::Memory { duration_ms, .. }
-            | JobSpec::Steal { duration_ms, .. } => Some(*duration_ms),
+            | JobSpec::Steal { duration_ms, .. }
+            | JobSpec::Badabing { duration_ms, .. } => Some(*duration_ms),
+            JobSpec::Rtt {
+                probes, rate_hz, ..
+            } => {
+                let ms = (*probes as f64) * 1000.0 / rate_hz;
+                (ms.is_finite() && ms >= 0.0).then_some(ms as u64)
+            }
             JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
         };
         ms.map(std::time::Duration::from_millis)
@@ -285,6 +421,8 @@ impl JobSpec {
             JobSpec::Idle => AgentJob::Idle,
             JobSpec::Disk { .. } => AgentJob::Disk,
             JobSpec::Memory { .. } => AgentJob::Memory,
+            JobSpec::Rtt { .. } => AgentJob::Rtt,
+            JobSpec::Badabing { .. } => AgentJob::Badabing,
         }
     }
 }
@@ -471,7 +609,10 @@ impl JobSpec {
             JobSpec::Busy { threads, .. } => {
                 check_at_most("threads", *threads, limits::MAX_THREADS, "threads")
             }
-            JobSpec::Steal { duration_ms, .. } => check_duration("duration_ms", *duration_ms),
+            JobSpec::Steal { duration_ms, .. } | JobSpec::Badabing { duration_ms, .. } => {
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Rtt { .. } => Ok(()),
             JobSpec::Latency {
                 duration_ms,
                 warmup_ms,

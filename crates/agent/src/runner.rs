@@ -272,10 +272,14 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             ..ServeConfig::default()
         })),
         JobSpec::Idle => Ok(Task::Idle),
+        JobSpec::Rtt { .. } | JobSpec::Badabing { .. } => {
+            Err(format!("{} jobs are being built", spec.kind()))
+        }
         JobSpec::Steal {
             cpus,
             duration_ms,
             threshold_ns,
+            options: _,
         } => {
             let cpus = cpus.clone().unwrap_or_else(|| env.cpus.clone());
             if let Some(c) = cpus.iter().find(|c| !env.cpus.contains(c)) {
@@ -318,6 +322,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             msg_size,
             duration_ms,
             sampling,
+            options: _,
         } => {
             let cfg = LoadConfig {
                 streams: *streams,
@@ -761,6 +766,7 @@ mod tests {
             cpus: None,
             duration_ms: 20,
             threshold_ns: 10_000,
+            options: Default::default(),
         };
         let latency = JobSpec::Latency {
             target: reflector.to_string(),

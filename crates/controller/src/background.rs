@@ -164,6 +164,7 @@ mod tests {
             msg_size: 1400,
             duration_ms: None,
             sampling: None,
+            options: Default::default(),
         };
         let mut r = Running::new(
             "nb-1",

@@ -352,6 +352,7 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
             msg_size: 1000,
             duration_ms: None,
             sampling: None,
+            options: Default::default(),
         },
         30_000,
     )
@@ -393,6 +394,7 @@ async fn latency_load_and_steal_jobs_return_library_reports() {
             cpus: None,
             duration_ms: 100,
             threshold_ns: 5_000,
+            options: Default::default(),
         },
         30_000,
     )
@@ -422,6 +424,7 @@ async fn bad_targets_and_foreign_cpus_are_400() {
         cpus: Some(vec![100_000]),
         duration_ms: 100,
         threshold_ns: 5_000,
+        options: Default::default(),
     };
     for spec in [bad_target, foreign] {
         match c
@@ -564,6 +567,7 @@ async fn a_stopped_steal_scan_ends_with_its_result() {
         cpus: None,
         duration_ms: 600_000,
         threshold_ns: 5_000,
+        options: Default::default(),
     };
     let id = start_job(&c, spec, 900_000).await;
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -110,6 +110,15 @@ fn metrics_of(result: &JobResult) -> Vec<Metric> {
         JobResult::Load(_) => vec![Metric::RateBps],
         JobResult::Disk(_) => vec![Metric::Iops],
         JobResult::Memory(_) => vec![Metric::RssBytes],
+        JobResult::Steal(_) => vec![Metric::CpuSharePct],
+        JobResult::Rtt(_) => vec![
+            Metric::RttMinNs,
+            Metric::RttP50Ns,
+            Metric::RttMeanNs,
+            Metric::RttMaxNs,
+            Metric::RttStdNs,
+        ],
+        JobResult::Badabing(_) => vec![Metric::LossFrequencyPct, Metric::ProbeLossPct],
     }
 }
 
@@ -170,6 +179,7 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
             let total = q.mem_total_bytes;
             assert!(total.is_some_and(|b| b > 0), "mem_total_bytes: {raw}");
         }
+        JobResult::Steal(_) | JobResult::Rtt(_) | JobResult::Badabing(_) => {}
     }
 }
 
@@ -290,6 +300,7 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         msg_size: 1000,
         duration_ms,
         sampling,
+        options: Default::default(),
     };
     let measured = [
         burn(Some(200_000), None),
@@ -340,6 +351,7 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         cpus: None,
         duration_ms: 50,
         threshold_ns: 10_000,
+        options: Default::default(),
     };
     let covered: BTreeSet<String> = measured
         .iter()

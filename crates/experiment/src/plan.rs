@@ -16,7 +16,7 @@ use crate::{
     Burn, BurnAmount, Busy, Experiment, LoadSteps, NeighborState, Role, Scenario, Staircase,
     TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
 };
-use nnb_agent::jobs::{BurnScope, JobSpec, LoadSampling};
+use nnb_agent::jobs::{BurnScope, JobSpec, LoadOptions, LoadSampling};
 use nnb_format::{StepGroup, StepRecord};
 
 /// Target placeholder for the endpoint's UDP sink, resolved by the controller.
@@ -317,6 +317,7 @@ impl Builder<'_> {
                         msg_size: s.msg_size,
                         duration_ms: Some(nnb_units::millis(s.duration)),
                         sampling: Some(sampling),
+                        options: LoadOptions::default(),
                     },
                 })
                 .collect();
@@ -364,6 +365,7 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
         msg_size,
         duration_ms: duration.map(nnb_units::millis),
         sampling: None,
+        options: LoadOptions::default(),
     }
 }
 

@@ -63,11 +63,17 @@ pub enum AgentJob {
     Disk,
     /// Memory allocated and kept touched by worker processes.
     Memory,
+    /// Wang & Ng's RTT series: probes at a fixed rate, every probe's RTT kept in
+    /// order (UDP against a reflector, or ICMP echo).
+    Rtt,
+    /// Wang & Ng's Badabing: probes in random time slots, the loss frequency of slots
+    /// and the one-way delays that explain it.
+    Badabing,
 }
 
 impl AgentJob {
     /// Every kind.
-    pub const ALL: [AgentJob; 9] = [
+    pub const ALL: [AgentJob; 11] = [
         AgentJob::Burn,
         AgentJob::Steal,
         AgentJob::Latency,
@@ -77,6 +83,8 @@ impl AgentJob {
         AgentJob::Idle,
         AgentJob::Disk,
         AgentJob::Memory,
+        AgentJob::Rtt,
+        AgentJob::Badabing,
     ];
 
     /// The kind's name on the wire and in the format, e.g. `burn`.
@@ -91,6 +99,8 @@ impl AgentJob {
             AgentJob::Idle => "idle",
             AgentJob::Disk => "disk",
             AgentJob::Memory => "memory",
+            AgentJob::Rtt => "rtt",
+            AgentJob::Badabing => "badabing",
         }
     }
 
@@ -102,7 +112,10 @@ impl AgentJob {
             AgentJob::Load => Some(JobKind::Load),
             AgentJob::Disk => Some(JobKind::Disk),
             AgentJob::Memory => Some(JobKind::Memory),
-            AgentJob::Steal | AgentJob::Serve | AgentJob::Busy | AgentJob::Idle => None,
+            AgentJob::Steal => Some(JobKind::Steal),
+            AgentJob::Rtt => Some(JobKind::Rtt),
+            AgentJob::Badabing => Some(JobKind::Badabing),
+            AgentJob::Serve | AgentJob::Busy | AgentJob::Idle => None,
         }
     }
 
@@ -118,7 +131,9 @@ impl AgentJob {
             | AgentJob::Steal
             | AgentJob::Latency
             | AgentJob::Disk
-            | AgentJob::Memory => None,
+            | AgentJob::Memory
+            | AgentJob::Rtt
+            | AgentJob::Badabing => None,
         }
     }
 }
@@ -139,19 +154,30 @@ pub enum JobKind {
     Disk,
     /// Memory allocated and kept touched by worker processes (version 5).
     Memory,
+    /// Wang & Ng's CPUTest: a steal scan whose CPU share is the share of wall time
+    /// outside gaps above the threshold (version 8).
+    Steal,
+    /// Wang & Ng's RTT series (version 8).
+    Rtt,
+    /// Wang & Ng's Badabing loss probe (version 8).
+    Badabing,
 }
 
 impl JobKind {
     /// Every measured job kind.
-    pub const ALL: [JobKind; 5] = [
+    pub const ALL: [JobKind; 8] = [
         JobKind::Burn,
         JobKind::Latency,
         JobKind::Load,
         JobKind::Disk,
         JobKind::Memory,
+        JobKind::Steal,
+        JobKind::Rtt,
+        JobKind::Badabing,
     ];
 
-    /// The job's name in the format: `burn`, `latency`, `load`, `disk`, `memory`.
+    /// The job's name in the format: `burn`, `latency`, `load`, `disk`, `memory`,
+    /// `steal`, `rtt`, `badabing`.
     pub const fn name(self) -> &'static str {
         self.job().name()
     }
@@ -164,6 +190,9 @@ impl JobKind {
             JobKind::Load => AgentJob::Load,
             JobKind::Disk => AgentJob::Disk,
             JobKind::Memory => AgentJob::Memory,
+            JobKind::Steal => AgentJob::Steal,
+            JobKind::Rtt => AgentJob::Rtt,
+            JobKind::Badabing => AgentJob::Badabing,
         }
     }
 
@@ -183,7 +212,11 @@ impl JobKind {
             JobKind::Burn => Some(Metric::HostCpuPct),
             JobKind::Disk => Some(Metric::HostIops),
             JobKind::Memory => Some(Metric::HostMemBytes),
-            JobKind::Load | JobKind::Latency => None,
+            JobKind::Load
+            | JobKind::Latency
+            | JobKind::Steal
+            | JobKind::Rtt
+            | JobKind::Badabing => None,
         }
     }
 }
@@ -546,6 +579,68 @@ pub struct MemoryJobResult {
     pub peak_rss_bytes: f64,
 }
 
+/// One CPU of a `steal` job's result (`cpus` entries).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct StealCpuShare {
+    /// Share of the span the thread ran, 0 to 1: 1 - (gaps at or above the
+    /// threshold) / span, Wang & Ng's CPU share with their 1 ms threshold.
+    pub ran_share: f64,
+}
+
+/// What the format reads of a `steal` job's result (version 8).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StealJobResult {
+    /// Requested duration, ns.
+    pub duration_ns: f64,
+    /// One entry per measured CPU.
+    pub cpus: Vec<StealCpuShare>,
+}
+
+impl StealJobResult {
+    /// The CPU share, percent of wall time: the mean of the CPUs' `ran_share`; none
+    /// without CPUs.
+    pub fn cpu_share_pct(&self) -> Option<f64> {
+        let n = self.cpus.len() as f64;
+        (n > 0.0).then(|| 100.0 * self.cpus.iter().map(|c| c.ran_share).sum::<f64>() / n)
+    }
+}
+
+/// An RTT series' summary (`summary` object of an `rtt` job's result), over the
+/// probes kept (after the dropped first ones), ns.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct RttSeriesSummary {
+    /// Smallest RTT: the propagation delay's estimate.
+    pub min_ns: f64,
+    /// Median.
+    pub p50_ns: f64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Largest.
+    pub max_ns: f64,
+    /// Standard deviation.
+    pub std_ns: f64,
+}
+
+/// What the format reads of an `rtt` job's result (version 8).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct RttJobResult {
+    /// Probing time, s.
+    pub elapsed_s: f64,
+    /// The summary of the kept probes' RTTs; none when every probe was lost.
+    pub summary: Option<RttSeriesSummary>,
+}
+
+/// What the format reads of a `badabing` job's result (version 8).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+pub struct BadabingJobResult {
+    /// Probing time, s.
+    pub elapsed_s: f64,
+    /// Lossy slots / probed slots, 0 to 1 (Badabing's loss frequency).
+    pub loss_frequency: f64,
+    /// Lost probes / probes, 0 to 1 (a probe is lost when any of its packets is).
+    pub probe_loss_rate: f64,
+}
+
 /// A measured job's result, read by kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobResult {
@@ -559,6 +654,12 @@ pub enum JobResult {
     Disk(DiskJobResult),
     /// A memory load's.
     Memory(MemoryJobResult),
+    /// A CPUTest steal scan's.
+    Steal(StealJobResult),
+    /// An RTT series'.
+    Rtt(RttJobResult),
+    /// A Badabing probe's.
+    Badabing(BadabingJobResult),
 }
 
 impl JobResult {
@@ -586,6 +687,9 @@ impl JobResult {
             }
             JobKind::Disk => JobResult::Disk(read(name, result)?),
             JobKind::Memory => JobResult::Memory(read(name, result)?),
+            JobKind::Steal => JobResult::Steal(read(name, result)?),
+            JobKind::Rtt => JobResult::Rtt(read(name, result)?),
+            JobKind::Badabing => JobResult::Badabing(read(name, result)?),
         })
     }
 
@@ -597,6 +701,9 @@ impl JobResult {
             JobResult::Load(_) => JobKind::Load,
             JobResult::Disk(_) => JobKind::Disk,
             JobResult::Memory(_) => JobKind::Memory,
+            JobResult::Steal(_) => JobKind::Steal,
+            JobResult::Rtt(_) => JobKind::Rtt,
+            JobResult::Badabing(_) => JobKind::Badabing,
         }
     }
 
@@ -609,6 +716,9 @@ impl JobResult {
             JobResult::Load(l) => l.sent.elapsed_s,
             JobResult::Disk(d) => d.elapsed_s,
             JobResult::Memory(m) => m.elapsed_s,
+            JobResult::Steal(s) => s.duration_ns / 1e9,
+            JobResult::Rtt(r) => r.elapsed_s,
+            JobResult::Badabing(b) => b.elapsed_s,
         }
     }
 }
@@ -666,7 +776,8 @@ impl Metrics {
     /// The metrics of a measured job's result. A fixed-work burn's primary metric is
     /// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a
     /// load's the received rate (none unless every stream's sink report came back);
-    /// a disk job's its IOPS, a memory job's its peak RSS.
+    /// a disk job's its IOPS, a memory job's its peak RSS; a steal scan's its CPU
+    /// share, an RTT series' its median RTT, a Badabing probe's its loss frequency.
     pub fn of(result: &JobResult, fixed_work: bool) -> Metrics {
         let primary = match result {
             JobResult::Burn(_) if fixed_work => Metric::RuntimeS,
@@ -675,6 +786,9 @@ impl Metrics {
             JobResult::Load(_) => Metric::RateBps,
             JobResult::Disk(_) => Metric::Iops,
             JobResult::Memory(_) => Metric::RssBytes,
+            JobResult::Steal(_) => Metric::CpuSharePct,
+            JobResult::Rtt(_) => Metric::RttP50Ns,
+            JobResult::Badabing(_) => Metric::LossFrequencyPct,
         };
         let mut m = Metrics {
             metric: Some(primary),
@@ -701,6 +815,22 @@ impl Metrics {
             JobResult::Load(l) => m.values.set(Metric::RateBps, l.rate_bps()),
             JobResult::Disk(d) => m.values.set(Metric::Iops, Some(d.iops)),
             JobResult::Memory(r) => m.values.set(Metric::RssBytes, Some(r.peak_rss_bytes)),
+            JobResult::Steal(s) => m.values.set(Metric::CpuSharePct, s.cpu_share_pct()),
+            JobResult::Rtt(r) => {
+                if let Some(s) = r.summary {
+                    m.values.set(Metric::RttMinNs, Some(s.min_ns));
+                    m.values.set(Metric::RttP50Ns, Some(s.p50_ns));
+                    m.values.set(Metric::RttMeanNs, Some(s.mean_ns));
+                    m.values.set(Metric::RttMaxNs, Some(s.max_ns));
+                    m.values.set(Metric::RttStdNs, Some(s.std_ns));
+                }
+            }
+            JobResult::Badabing(b) => {
+                m.values
+                    .set(Metric::LossFrequencyPct, Some(100.0 * b.loss_frequency));
+                m.values
+                    .set(Metric::ProbeLossPct, Some(100.0 * b.probe_loss_rate));
+            }
         }
         m.value = m.get(primary);
         m

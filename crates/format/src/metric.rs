@@ -40,6 +40,8 @@ pub enum Quantity {
     PercentCpu,
     /// Bytes.
     Bytes,
+    /// Percent of events (lost probes, lossy slots): fewer is better.
+    PercentOfEvents,
 }
 
 impl Quantity {
@@ -53,6 +55,7 @@ impl Quantity {
             Quantity::BitsPerSecond => DisplayUnit::BITS_PER_SECOND,
             Quantity::PercentCpu => DisplayUnit::PERCENT_CPU,
             Quantity::Bytes => DisplayUnit::BYTES,
+            Quantity::PercentOfEvents => DisplayUnit::PERCENT,
         }
     }
 }
@@ -101,11 +104,25 @@ pub enum Metric {
     /// Host side (version 5): the bits per second the tenant's network interface
     /// sent, read from its counters outside the tenant.
     HostNetBps,
+    /// CPUTest (version 8): the share of wall time the scanning thread ran, outside
+    /// gaps above the threshold (Wang & Ng's CPU share), mean over the CPUs, percent
+    /// of one CPU.
+    CpuSharePct,
+    /// RTT series (version 8): smallest RTT (the propagation delay's estimate), ns.
+    RttMinNs,
+    /// RTT series (version 8): largest RTT, ns.
+    RttMaxNs,
+    /// RTT series (version 8): standard deviation of the RTTs, ns.
+    RttStdNs,
+    /// Badabing (version 8): lossy slots per probed slot, percent.
+    LossFrequencyPct,
+    /// Badabing (version 8): lost probes per probe, percent.
+    ProbeLossPct,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 15] = [
+    pub const ALL: [Metric; 21] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -121,6 +138,12 @@ impl Metric {
         Metric::HostMemBytes,
         Metric::HostIops,
         Metric::HostNetBps,
+        Metric::CpuSharePct,
+        Metric::RttMinNs,
+        Metric::RttMaxNs,
+        Metric::RttStdNs,
+        Metric::LossFrequencyPct,
+        Metric::ProbeLossPct,
     ];
 
     /// The host-side utilisation metrics (version 5): what the provider read of each
@@ -160,6 +183,12 @@ impl Metric {
             Metric::HostMemBytes => "host_mem_bytes",
             Metric::HostIops => "host_iops",
             Metric::HostNetBps => "host_net_bps",
+            Metric::CpuSharePct => "cpu_share_pct",
+            Metric::RttMinNs => "rtt_min_ns",
+            Metric::RttMaxNs => "rtt_max_ns",
+            Metric::RttStdNs => "rtt_std_ns",
+            Metric::LossFrequencyPct => "loss_frequency_pct",
+            Metric::ProbeLossPct => "probe_loss_pct",
         }
     }
 
@@ -183,11 +212,15 @@ impl Metric {
             | Metric::RttP90Ns
             | Metric::RttP99Ns
             | Metric::RttP999Ns
+            | Metric::RttMinNs
+            | Metric::RttMaxNs
+            | Metric::RttStdNs
             | Metric::NsPerOpPerThread => Quantity::Nanoseconds,
             Metric::RateBps | Metric::HostNetBps => Quantity::BitsPerSecond,
             Metric::Iops | Metric::HostIops => Quantity::OpsPerSecond,
             Metric::RssBytes | Metric::HostMemBytes => Quantity::Bytes,
-            Metric::HostCpuPct => Quantity::PercentCpu,
+            Metric::HostCpuPct | Metric::CpuSharePct => Quantity::PercentCpu,
+            Metric::LossFrequencyPct | Metric::ProbeLossPct => Quantity::PercentOfEvents,
         }
     }
 
@@ -200,6 +233,7 @@ impl Metric {
             Quantity::BitsPerSecond => "bit/s",
             Quantity::PercentCpu => "% CPU",
             Quantity::Bytes => "B",
+            Quantity::PercentOfEvents => "%",
         }
     }
 
@@ -214,13 +248,16 @@ impl Metric {
             Quantity::BitsPerSecond => nnb_units::format_bits_per_sec(v),
             Quantity::PercentCpu => format!("{v:.1} % CPU"),
             Quantity::Bytes => nnb_units::format_bytes(v),
+            Quantity::PercentOfEvents => format!("{v:.2} %"),
         }
     }
 
     /// Whether a larger or a smaller value is better.
     pub fn direction(self) -> Direction {
         match self.quantity() {
-            Quantity::Seconds | Quantity::Nanoseconds => Direction::LowerIsBetter,
+            Quantity::Seconds | Quantity::Nanoseconds | Quantity::PercentOfEvents => {
+                Direction::LowerIsBetter
+            }
             // Utilisation: a tenant's share of the resource, which the isolation
             // matrix compares alone and beside a neighbor: more is more of its grant.
             Quantity::OpsPerSecond
@@ -249,6 +286,12 @@ impl Metric {
             Metric::HostMemBytes => "resident memory (host side)",
             Metric::HostIops => "I/O operations per second (host side)",
             Metric::HostNetBps => "network send rate (host side)",
+            Metric::CpuSharePct => "CPU share (outside gaps)",
+            Metric::RttMinNs => "minimum round-trip time",
+            Metric::RttMaxNs => "maximum round-trip time",
+            Metric::RttStdNs => "round-trip time standard deviation",
+            Metric::LossFrequencyPct => "loss frequency (lossy slots)",
+            Metric::ProbeLossPct => "probe loss rate",
         }
     }
 
@@ -258,7 +301,7 @@ impl Metric {
         match (self, self.quantity()) {
             (_, Quantity::Seconds) => 4,
             (Metric::NsPerOpPerThread, _) => 3,
-            (_, Quantity::PercentCpu) => 2,
+            (_, Quantity::PercentCpu | Quantity::PercentOfEvents) => 2,
             _ => 0,
         }
     }
@@ -377,7 +420,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =
