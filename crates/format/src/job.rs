@@ -871,13 +871,42 @@ mod tests {
             assert_eq!(b.job().background(), Some(b));
             assert_eq!(serde_json::to_value(b).unwrap(), json!(b.name()));
         }
-        assert_eq!(AgentJob::Steal.measured(), None);
+        assert_eq!(AgentJob::Steal.measured(), Some(JobKind::Steal));
         assert_eq!(AgentJob::Steal.background(), None);
         assert_eq!(
             serde_json::from_value::<JobKind>(json!("busy")).ok(),
             None,
             "busy is not measured"
         );
+    }
+
+    #[test]
+    fn wang_ng_jobs_give_their_metrics_worked_out_by_hand() {
+        // Two CPUs ran 50% and 70% of the span: the share is their mean, 60%.
+        let steal = json!({"duration_ns": 2e9, "cpus": [{"ran_share": 0.5}, {"ran_share": 0.7}]});
+        let m = metrics(JobKind::Steal, false, &steal);
+        assert_eq!(m.metric, Some(Metric::CpuSharePct));
+        assert!((m.value.unwrap() - 60.0).abs() < 1e-9, "{m:?}");
+        let empty = json!({"duration_ns": 2e9, "cpus": []});
+        assert_eq!(metrics(JobKind::Steal, false, &empty).value, None);
+
+        let rtt = json!({"elapsed_s": 500.0, "summary": {
+            "min_ns": 100.0, "p50_ns": 200.0, "mean_ns": 250.0, "max_ns": 29e6, "std_ns": 40.0}});
+        let m = metrics(JobKind::Rtt, false, &rtt);
+        assert_eq!((m.metric, m.value), (Some(Metric::RttP50Ns), Some(200.0)));
+        assert_eq!(m.get(Metric::RttMinNs), Some(100.0));
+        assert_eq!(m.get(Metric::RttMaxNs), Some(29e6));
+        assert_eq!(m.get(Metric::RttStdNs), Some(40.0));
+        let all_lost = json!({"elapsed_s": 1.0, "summary": null});
+        assert_eq!(metrics(JobKind::Rtt, false, &all_lost).value, None);
+
+        let bb = json!({"elapsed_s": 60.0, "loss_frequency": 0.3, "probe_loss_rate": 0.003});
+        let m = metrics(JobKind::Badabing, false, &bb);
+        assert_eq!(m.metric, Some(Metric::LossFrequencyPct));
+        assert!((m.value.unwrap() - 30.0).abs() < 1e-9);
+        assert!((m.get(Metric::ProbeLossPct).unwrap() - 0.3).abs() < 1e-9);
+        assert!(!Metric::LossFrequencyPct.direction().higher_is_better());
+        assert!(Metric::CpuSharePct.direction().higher_is_better());
     }
 
     /// The metrics of a `kind` job's result, which must read.

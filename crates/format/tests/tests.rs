@@ -16,3 +16,15 @@ const ADDED_IN_V5: [&str; 6] = [
     "host_iops",
     "host_net_bps",
 ];
+
+/// The metric columns version 8 added (Wang & Ng's CPU share, RTT series and
+/// Badabing figures): an older sample reads with them null and writes them back as
+/// nulls.
+const ADDED_IN_V8: [&str; 6] = [
+    "cpu_share_pct",
+    "rtt_min_ns",
+    "rtt_max_ns",
+    "rtt_std_ns",
+    "loss_frequency_pct",
+    "probe_loss_pct",
+];

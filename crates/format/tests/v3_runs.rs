@@ -33,7 +33,11 @@ fn a_v3_sample_reads_with_null_conditions() {
     assert_eq!(s.format_version, 3);
     assert_eq!(s.conditions, StepConditions::default());
     let mut written = serde_json::to_value(&s).unwrap();
-    for c in CONDITION_COLUMNS.into_iter().chain(crate::ADDED_IN_V5) {
+    for c in CONDITION_COLUMNS
+        .into_iter()
+        .chain(crate::ADDED_IN_V5)
+        .chain(crate::ADDED_IN_V8)
+    {
         let v = written.as_object_mut().unwrap().remove(c);
         assert_eq!(v, Some(Value::Null), "{c}");
     }
