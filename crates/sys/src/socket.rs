@@ -1,5 +1,6 @@
 //! Socket options (integer `setsockopt`/`getsockopt`, buffer sizes, UDP GSO and GRO,
-//! kernel receive timestamps) and waiting for a socket to become readable.
+//! kernel receive timestamps), a TCP socket's `TCP_INFO`, and waiting for a socket to
+//! become readable.
 
 use std::io;
 use std::mem;
@@ -151,6 +152,113 @@ pub fn wait_readable(sock: &impl AsFd, timeout: Duration) -> bool {
     r > 0 && pfd.revents & libc::POLLIN != 0
 }
 
+/// The kernel's `struct tcp_info` (linux/tcp.h) up to `tcpi_bytes_retrans` (Linux
+/// 4.19): the fields this crate reads, at their offsets; older kernels fill a prefix.
+#[repr(C)]
+#[derive(Default)]
+struct RawTcpInfo {
+    state: [u8; 8],
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+}
+
+/// One reading of a TCP socket's `TCP_INFO`: the sender's state that explains its
+/// throughput. A field the running kernel does not fill (it returns a shorter struct)
+/// is `None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TcpInfo {
+    /// Segments retransmitted over the connection's life (`tcpi_total_retrans`).
+    pub total_retrans: u32,
+    /// Congestion window, segments (`tcpi_snd_cwnd`).
+    pub cwnd: u32,
+    /// Smoothed round-trip time, µs (`tcpi_rtt`).
+    pub srtt_us: u32,
+    /// Segments sent and not yet acknowledged (`tcpi_unacked`).
+    pub unacked: u32,
+    /// Segments sent (`tcpi_segs_out`, Linux 4.2).
+    pub segs_out: Option<u32>,
+    /// Bytes the peer acknowledged (`tcpi_bytes_acked`, Linux 4.1).
+    pub bytes_acked: Option<u64>,
+    /// The kernel's delivery rate estimate, bytes/s (`tcpi_delivery_rate`, 4.9).
+    pub delivery_rate: Option<u64>,
+    /// Data bytes sent, retransmissions included (`tcpi_bytes_sent`, 4.19).
+    pub bytes_sent: Option<u64>,
+}
+
+/// Reads `TCP_INFO` of a TCP socket (`getsockopt(IPPROTO_TCP, TCP_INFO)`).
+pub fn tcp_info(sock: &impl AsFd) -> io::Result<TcpInfo> {
+    let mut raw = RawTcpInfo::default();
+    let mut len = mem::size_of::<RawTcpInfo>() as libc::socklen_t;
+    // SAFETY: a valid fd and a pointer to a plain-old-data struct of `len` bytes;
+    // the kernel writes at most `len` bytes and says how many in `len`.
+    cvt(unsafe {
+        libc::getsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            std::ptr::from_mut(&mut raw).cast(),
+            &mut len,
+        )
+    })?;
+    let len = len as usize;
+    // A field is filled when the kernel's struct reaches past its end.
+    macro_rules! filled {
+        ($f:ident) => {
+            (len >= mem::offset_of!(RawTcpInfo, $f) + mem::size_of_val(&raw.$f)).then_some(raw.$f)
+        };
+    }
+    Ok(TcpInfo {
+        total_retrans: raw.total_retrans,
+        cwnd: raw.snd_cwnd,
+        srtt_us: raw.rtt,
+        unacked: raw.unacked,
+        segs_out: filled!(segs_out),
+        bytes_acked: filled!(bytes_acked),
+        delivery_rate: filled!(delivery_rate),
+        bytes_sent: filled!(bytes_sent),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +361,37 @@ mod tests {
             "{received} read, {written} - {queued}"
         );
         assert!(send_queue_bytes(&udp()).is_ok());
+    }
+
+    #[test]
+    fn tcp_info_counts_what_the_peer_acknowledged() {
+        use std::io::{Read, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").expect("listen");
+        let mut tx = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (mut rx, _) = listener.accept().expect("accept");
+        let before = tcp_info(&tx).expect("TCP_INFO");
+        tx.write_all(&[7u8; 100_000]).expect("write");
+        let mut got = vec![0u8; 100_000];
+        rx.read_exact(&mut got).expect("read");
+        // The acknowledgment may trail the data by a moment.
+        let mut after = tcp_info(&tx).expect("TCP_INFO");
+        for _ in 0..100 {
+            if after.bytes_acked.unwrap_or(0) >= 100_000 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            after = tcp_info(&tx).expect("TCP_INFO");
+        }
+        assert!(after.cwnd > 0 && after.srtt_us > 0, "{after:?}");
+        assert_eq!(after.total_retrans, 0, "loopback loses nothing");
+        if let (Some(a0), Some(a1)) = (before.bytes_acked, after.bytes_acked) {
+            // The handshake's SYN counts one acknowledged byte on some kernels.
+            assert_eq!(a1 - a0, 100_000, "{before:?} {after:?}");
+        }
+        if let Some(sent) = after.bytes_sent {
+            assert_eq!(sent, 100_000);
+        }
+        assert!(tcp_info(&udp()).is_err(), "UDP has no TCP_INFO");
     }
 
     #[test]
