@@ -12,6 +12,11 @@
 //! counting it as skipped: a stall shows up as a lower achieved rate and a `skipped`
 //! count, never as a burst at line rate that the measured neighbor would feel. With
 //! catch-up it sends them all, one batch at a time, as fast as it can.
+//!
+//! With a chunk ([`Pacer::with_chunk`], Wang & Ng's UDPTest pacing granularity:
+//! 128 KB) the schedule is one of chunks instead of units: chunk `j` (units
+//! `j * c` to `j * c + c - 1`) is due whole at `start + j * c / rate`, goes out back
+//! to back, and the sender idles until the next chunk; the mean rate is the same.
 
 use crate::clock::wait_until;
 
@@ -46,6 +51,8 @@ pub struct Pacer {
     min_units: u64,
     /// Units of the schedule in [`STALL_SLACK_NS`], at least [`STALL_SLACK_UNITS`].
     slack_units: u64,
+    /// Units due together (see [`Pacer::with_chunk`]); 1 without chunks.
+    chunk: u64,
 }
 
 impl Pacer {
@@ -63,7 +70,22 @@ impl Pacer {
             slack_units: per_ns.map_or(0, |p| {
                 ((p * STALL_SLACK_NS as f64) as u64).max(STALL_SLACK_UNITS)
             }),
+            chunk: 1,
         }
+    }
+
+    /// Schedules chunks of `units` units, each due whole at its first unit's
+    /// deadline and sent back to back (see the module documentation). Replaces a
+    /// quantum: a chunk is the group. A stall is being more than one chunk plus the
+    /// slack behind.
+    pub fn with_chunk(mut self, units: u64) -> Self {
+        let units = units.max(1);
+        if self.per_ns.is_some() && units > 1 {
+            self.min_units = 1;
+            self.slack_units += units;
+            self.chunk = units;
+        }
+        self
     }
 
     /// Releases units in groups spanning at least `quantum_ns` of the schedule.
@@ -83,7 +105,8 @@ impl Pacer {
             return max_batch;
         };
         let elapsed = now_ns.saturating_sub(self.start_ns) as f64;
-        let due_total = (elapsed * per_ns) as u64 + 1;
+        // Units whose deadline has come, rounded up to whole chunks.
+        let due_total = ((elapsed * per_ns) as u64 / self.chunk + 1) * self.chunk;
         let mut behind = due_total.saturating_sub(self.slots);
         if !self.catch_up && behind > self.min_units + self.slack_units {
             let drop = behind - self.min_units;
@@ -109,7 +132,9 @@ impl Pacer {
     pub fn next_due_ns(&self) -> Option<u64> {
         self.per_ns.map(|per_ns| {
             let last_of_group = self.slots + self.min_units - 1;
-            self.start_ns + (last_of_group as f64 / per_ns).ceil() as u64
+            // A chunk is due at its first unit's deadline.
+            let unit = last_of_group / self.chunk * self.chunk;
+            self.start_ns + (unit as f64 / per_ns).ceil() as u64
         })
     }
 
@@ -251,6 +276,36 @@ mod tests {
         }
         assert_eq!(p.span_ns(), Some(1_000_000_000));
         assert_eq!(Pacer::new(0, None, false).span_ns(), None);
+    }
+
+    #[test]
+    fn chunks_go_back_to_back_then_idle() {
+        // 1000 units/s in chunks of 10: chunk j is due at j * 10 ms, whole.
+        let mut p = Pacer::new(0, Some(1000.0), false).with_chunk(10);
+        // At 0 the whole first chunk is due, in batches of 4: 4, 4, 2.
+        let mut sizes = Vec::new();
+        loop {
+            let n = p.due(0, 4);
+            if n == 0 {
+                break;
+            }
+            p.sent(n);
+            sizes.push(n);
+        }
+        assert_eq!(sizes, vec![4, 4, 2]);
+        // Nothing more until 10 ms, although unit 5's own deadline was 5 ms.
+        assert_eq!(p.due(9_999_999, 32), 0);
+        assert_eq!(p.next_due_ns(), Some(10_000_000));
+        assert_eq!(p.due(10_000_000, 32), 10);
+        p.sent(10);
+        assert_eq!(p.skipped(), 0);
+        // Twenty chunks span 200 ms: the mean rate is unchanged.
+        for j in 2..20u64 {
+            assert_eq!(p.due(j * 10_000_000, 32), 10);
+            p.sent(10);
+        }
+        assert_eq!(p.span_ns(), Some(200_000_000));
+        assert_eq!(p.skipped(), 0);
     }
 
     #[test]
