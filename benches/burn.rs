@@ -62,9 +62,14 @@ fn steal_loop(c: &mut Criterion) {
     let mut g = c.benchmark_group("steal_loop");
     g.throughput(Throughput::Elements(ITERATIONS));
     let never = std::sync::atomic::AtomicBool::new(false);
-    g.bench_function("iteration", |b| {
-        b.iter(|| scan(&clock, u64::MAX, ITERATIONS, threshold, &never).map(|s| s.iterations))
-    });
+    // Untraced, and with CPUTest's timestamp trace (a compare per read, a bin a ms).
+    for (name, trace) in [("iteration", false), ("iteration_traced", true)] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                scan(&clock, u64::MAX, ITERATIONS, threshold, trace, &never).map(|s| s.iterations)
+            })
+        });
+    }
     g.finish();
 }
 

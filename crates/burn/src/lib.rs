@@ -1,7 +1,7 @@
 //! CPU side of nnb: where threads can run (topology, placement), how time is read
 //! (TSC clock), what they run (workloads), and the measurements built from them
-//! (pinned burner, thread sweeps, steal/hiccup detection, SMT probe), and what a job
-//! ran under (steal, uptime, effective frequency).
+//! (pinned burner, thread sweeps, steal/hiccup detection and its CPUTest trace, SMT
+//! probe), and what a job ran under (steal, uptime, effective frequency).
 //!
 //! This crate knows nothing of async runtimes, HTTP or clouds: the timed loops run
 //! on plain pinned threads.
@@ -9,6 +9,7 @@
 pub mod burner;
 pub mod clock;
 pub mod conditions;
+pub mod cputrace;
 pub mod disk;
 pub mod env;
 pub mod freq;

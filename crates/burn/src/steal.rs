@@ -19,11 +19,20 @@
 //! ns, v2 `throttled_usec`) before and after, and reports it apart.
 //!
 //! Default threshold: 5 us. sysjitter takes the threshold as an argument (typically
-//! hundreds of ns on a quiet host); CPUTest counted only gaps above 1 ms as the
-//! instance being "scheduled off". 5 us is far above a loop iteration on any clock
+//! hundreds of ns on a quiet host). 5 us is far above a loop iteration on any clock
 //! (TSC read ~10-40 ns, clock_gettime under a hypervisor < 1 us), so every gap counted
 //! is a real interruption, and low enough to catch host interrupts and short VM exits.
-//! The number of gaps of 1 ms or more is reported separately, CPUTest's measure.
+//!
+//! Wang & Ng's CPUTest (seed 003, §IV, l.310-314) takes [`CPUTEST_THRESHOLD`], 1 ms:
+//! "If one loop iteration takes more than 1 ms, we treat this time gap as a schedule
+//! off period", and the CPU share is the share of wall time outside those periods.
+//! A gap counts when it is strictly longer than the threshold (their "more than"),
+//! whatever the threshold; `ran_share` is 1 - (sum of those gaps) / span, so with
+//! their threshold it is their CPU share exactly. A threshold far below the
+//! scheduler's time slice would count interrupts and sub-millisecond preemptions as
+//! "scheduled off" too, which their share does not. The number of gaps longer than
+//! 1 ms is reported in any case. With a trace (`cputrace`), the scan also keeps the
+//! timestamp trace of their Fig. 1.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,12 +43,14 @@ use serde::Serialize;
 
 use crate::burner::{pin_current_thread, Gate, PinError};
 use crate::clock::Clock;
+use crate::cputrace::{CpuTrace, TraceRecorder, BIN, MAX_GAPS, MAX_TRACE_DURATION};
 use crate::env::{read_proc_stat_steal, user_hz, StealTicks};
 
 /// Default gap threshold (see the module documentation).
 pub const DEFAULT_THRESHOLD: Duration = Duration::from_micros(5);
-/// CPUTest's "scheduled off" gap.
-pub const SCHEDULED_OFF: Duration = Duration::from_millis(1);
+/// CPUTest's threshold: a gap longer than this is a "schedule off period" (seed 003,
+/// l.311-313); `nnb steal --cputest` and the pair suite's steal jobs use it.
+pub const CPUTEST_THRESHOLD: Duration = Duration::from_millis(1);
 /// Percentiles reported for the gap distribution.
 pub const PERCENTILES: [f64; 6] = [50.0, 90.0, 99.0, 99.9, 99.99, 100.0];
 
@@ -57,6 +68,14 @@ pub enum StealError {
         /// What went wrong.
         source: PinError,
     },
+    /// A traced scan longer than the trace's bound.
+    #[error("a traced steal scan lasts at most {max:?}, not {asked:?}")]
+    TraceTooLong {
+        /// The bound, [`MAX_TRACE_DURATION`].
+        max: Duration,
+        /// The duration asked for.
+        asked: Duration,
+    },
     /// The histogram could not be built (a bound that hdrhistogram rejects).
     #[error("histogram: {0}")]
     Histogram(String),
@@ -65,7 +84,7 @@ pub enum StealError {
     Thread(usize),
 }
 
-/// The raw result of one gap scan: iterations and the gaps above the threshold.
+/// The raw result of one gap scan: iterations and the gaps longer than the threshold.
 #[derive(Debug, Clone)]
 pub struct Scan {
     /// Clock reads done.
@@ -74,17 +93,20 @@ pub struct Scan {
     pub start_ticks: u64,
     /// See `start_ticks`.
     pub end_ticks: u64,
-    /// Gaps above the threshold, in nanoseconds (1 ns .. 10 s, 3 significant digits).
+    /// Gaps longer than the threshold, in nanoseconds (1 ns .. 10 s, 3 significant
+    /// digits).
     pub gaps: Histogram<u64>,
     /// Sum of those gaps, in ticks.
     pub gap_ticks: u64,
-    /// Gaps of at least [`SCHEDULED_OFF`].
+    /// Gaps longer than [`CPUTEST_THRESHOLD`].
     pub scheduled_off: u64,
     /// Gaps during which the guest kernel switched the thread out (its involuntary
     /// context switches rose): another thread of this VM ran, no hypervisor stole.
     pub preempted: u64,
     /// Their sum, in ticks (part of `gap_ticks`).
     pub preempted_ticks: u64,
+    /// The timestamp trace, when asked for.
+    pub trace: Option<TraceRecorder>,
 }
 
 /// An empty gap histogram: 1 ns to 10 s, 3 significant digits.
@@ -99,37 +121,89 @@ pub fn gap_histogram() -> Result<Histogram<u64>, StealError> {
 const STOP_CHECK: u64 = 1 << 16;
 
 /// Reads the clock in a tight loop for `span_ticks` or `max_iterations` (or until
-/// `stop` is raised), recording
-/// every gap of at least `threshold_ticks`. The loop body is one clock read, a
-/// subtraction and two compares; gaps (rare) cost a histogram update and a
-/// `getrusage`, which tells in-guest preemption from the rest (see the module
-/// documentation). The reads happen in the loop, as run time, well below any
-/// threshold (under a microsecond).
+/// `stop` is raised), recording every gap longer than `threshold_ticks`, and with
+/// `trace` the timestamp trace. The loop body is one clock read, a subtraction and
+/// three compares; gaps (rare) cost a histogram update and a `getrusage`, which
+/// tells in-guest preemption from the rest (see the module documentation), and a
+/// traced scan closes a count bin once a millisecond. The reads happen in the loop,
+/// as run time, well below any threshold (under a microsecond).
 pub fn scan(
     clock: &Clock,
     span_ticks: u64,
     max_iterations: u64,
     threshold_ticks: u64,
+    trace: bool,
+    stop: &AtomicBool,
+) -> Result<Scan, StealError> {
+    let start = clock.now();
+    let trace = trace.then(|| TraceRecorder::new(start, clock.duration_to_ticks(BIN), MAX_GAPS));
+    let switches = || nnb_sys::process::thread_involuntary_switches().unwrap_or(0);
+    scan_reads(
+        || clock.now(),
+        start,
+        ScanLimits {
+            span_ticks,
+            max_iterations,
+            threshold_ticks,
+            off_ticks: clock.duration_to_ticks(CPUTEST_THRESHOLD),
+        },
+        trace,
+        switches,
+        |d| clock.ticks_to_ns(d).max(1.0) as u64,
+        stop,
+    )
+}
+
+/// Where a scan stops and what it counts, in ticks.
+#[derive(Debug, Clone, Copy)]
+struct ScanLimits {
+    /// Ticks after the first read at which the loop ends.
+    span_ticks: u64,
+    /// Reads after which the loop ends.
+    max_iterations: u64,
+    /// A gap longer than this is counted.
+    threshold_ticks: u64,
+    /// A gap longer than this is a CPUTest "schedule off period".
+    off_ticks: u64,
+}
+
+/// The loop of [`scan`], over any source of reads (`read`, after a first read at
+/// `start`) and of involuntary switch counts (`switches`), so a test can feed it a
+/// hand-made series; `to_ns` converts ticks for the histogram.
+fn scan_reads(
+    mut read: impl FnMut() -> u64,
+    start: u64,
+    limits: ScanLimits,
+    mut trace: Option<TraceRecorder>,
+    mut switches: impl FnMut() -> u64,
+    to_ns: impl Fn(u64) -> u64,
     stop: &AtomicBool,
 ) -> Result<Scan, StealError> {
     let mut gaps = gap_histogram()?;
-    let off_ticks = clock.duration_to_ticks(SCHEDULED_OFF);
-    let start = clock.now();
-    let end_tick = start.saturating_add(span_ticks);
-    let switches = || nnb_sys::process::thread_involuntary_switches().unwrap_or(0);
+    let end_tick = start.saturating_add(limits.span_ticks);
+    let mut next_edge = trace.as_ref().map_or(u64::MAX, TraceRecorder::next_edge);
     let mut switched = switches();
     let (mut preempted, mut preempted_ticks) = (0u64, 0u64);
     let (mut prev, mut iterations, mut gap_ticks, mut scheduled_off) = (start, 0u64, 0u64, 0u64);
-    while prev < end_tick && iterations < max_iterations {
+    while prev < end_tick && iterations < limits.max_iterations {
         if iterations % STOP_CHECK == 0 && stop.load(Ordering::Relaxed) {
             break;
         }
-        let now = clock.now();
+        let now = read();
+        if now >= next_edge {
+            if let Some(t) = trace.as_mut() {
+                t.cross(now, iterations);
+                next_edge = t.next_edge();
+            }
+        }
         let d = now.wrapping_sub(prev);
-        if d >= threshold_ticks {
-            gaps.saturating_record(clock.ticks_to_ns(d).max(1.0) as u64);
+        if d > limits.threshold_ticks {
+            gaps.saturating_record(to_ns(d));
             gap_ticks += d;
-            scheduled_off += u64::from(d >= off_ticks);
+            scheduled_off += u64::from(d > limits.off_ticks);
+            if let Some(t) = trace.as_mut() {
+                t.gap(prev, d);
+            }
             let after = switches();
             if after > switched {
                 preempted += 1;
@@ -140,6 +214,9 @@ pub fn scan(
         prev = now;
         iterations += 1;
     }
+    if let Some(t) = trace.as_mut() {
+        t.finish(iterations);
+    }
     Ok(Scan {
         iterations,
         start_ticks: start,
@@ -149,6 +226,7 @@ pub fn scan(
         scheduled_off,
         preempted,
         preempted_ticks,
+        trace,
     })
 }
 
@@ -159,9 +237,10 @@ pub struct CpuSteal {
     pub cpu: usize,
     /// Measured span, ns.
     pub span_ns: f64,
-    /// Share of the span the thread ran: 1 - gaps / span.
+    /// Share of the span the thread ran: 1 - (gaps longer than the threshold) /
+    /// span; with [`CPUTEST_THRESHOLD`], Wang & Ng's CPU share.
     pub ran_share: f64,
-    /// Gaps at or above the threshold.
+    /// Gaps longer than the threshold.
     pub gaps: u64,
     /// Their sum, ns.
     pub gap_total_ns: f64,
@@ -171,7 +250,8 @@ pub struct CpuSteal {
     /// Their sum, ns (part of `gap_total_ns`); `gap_total_ns - preempted_ns` is
     /// what interrupts and the hypervisor took.
     pub preempted_ns: f64,
-    /// Gaps of 1 ms or more (CPUTest's "scheduled off").
+    /// Gaps longer than 1 ms (CPUTest's "schedule off periods"; only those longer
+    /// than the threshold too are seen).
     pub scheduled_off_gaps: u64,
     /// Longest gap, ns (0 without gaps).
     pub longest_gap_ns: u64,
@@ -183,6 +263,9 @@ pub struct CpuSteal {
     pub iteration_ns: f64,
     /// /proc/stat steal ticks of this CPU during the measurement.
     pub proc_steal_ticks: Option<u64>,
+    /// CPUTest's timestamp trace (seed 003, Fig. 1), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<CpuTrace>,
 }
 
 /// The result of `nnb steal`.
@@ -286,17 +369,33 @@ fn read_throttled_ns(path: Option<&Path>) -> Option<u64> {
     parse_throttled_ns(&std::fs::read_to_string(path?).ok()?)
 }
 
-/// Runs a pinned gap scan on each of `cpus` for `duration`, all starting together;
-/// raising `stop` ends every scan early (a stopped agent job), with what it saw.
+/// Refuses a traced scan longer than the trace's bound ([`MAX_TRACE_DURATION`]).
+pub fn check_trace_duration(duration: Duration) -> Result<(), StealError> {
+    if duration > MAX_TRACE_DURATION {
+        return Err(StealError::TraceTooLong {
+            max: MAX_TRACE_DURATION,
+            asked: duration,
+        });
+    }
+    Ok(())
+}
+
+/// Runs a pinned gap scan on each of `cpus` for `duration`, all starting together,
+/// each keeping its timestamp trace with `trace`; raising `stop` ends every scan
+/// early (a stopped agent job), with what it saw.
 pub fn measure(
     clock: &Clock,
     cpus: &[usize],
     duration: Duration,
     threshold: Duration,
+    trace: bool,
     stop: &AtomicBool,
 ) -> Result<StealReport, StealError> {
     if cpus.is_empty() {
         return Err(StealError::NoCpus);
+    }
+    if trace {
+        check_trace_duration(duration)?;
     }
     let threshold_ticks = clock.duration_to_ticks(threshold).max(1);
     let gate = Gate::new(cpus.len());
@@ -320,7 +419,7 @@ pub fn measure(
                     } else {
                         0
                     };
-                    scan(clock, span, u64::MAX, threshold_ticks, stop)
+                    scan(clock, span, u64::MAX, threshold_ticks, trace, stop)
                 })
             })
             .collect();
@@ -387,6 +486,7 @@ pub fn summarize(clock: &Clock, scan: &Scan, cpu: usize) -> CpuSteal {
             0.0
         },
         proc_steal_ticks: None,
+        trace: scan.trace.as_ref().map(|t| t.to_trace(clock)),
     }
 }
 
@@ -447,6 +547,7 @@ mod tests {
             scheduled_off: 1,
             preempted: 1,
             preempted_ticks: 2_000_000,
+            trace: None,
         };
         let c = summarize(&clock, &scan, 3);
         assert_eq!(c.cpu, 3);
@@ -462,12 +563,93 @@ mod tests {
         assert!((c.preempted_ns - 2e6).abs() < 1e-6);
     }
 
+    /// A hand-made scan (1 tick = 1 ns, a read every 1 us): 2.5 ms of reads, a gap
+    /// of 3 ms + 1 ns, 1.5 ms of reads, a gap of exactly 1 ms, a gap of 0.4 ms, 1.6 ms
+    /// of reads. With CPUTest's 1 ms threshold only the first gap is a schedule off
+    /// period (the seed's "more than 1 ms": the gap of exactly 1 ms is not), kept
+    /// exactly in the trace; the reads are counted per ms, the bins under the gap
+    /// empty, summing to the iterations. With the 5 us hiccup threshold all three
+    /// gaps count.
+    #[test]
+    fn cputest_share_and_trace_of_a_hand_made_scan() {
+        let mut reads: Vec<u64> = (1..=2500).map(|k| 1000 * k).collect();
+        reads.extend((0..1500).map(|j| 5_500_001 + 1000 * j));
+        reads.push(7_999_001);
+        reads.extend((0..1601).map(|m| 8_399_001 + 1000 * m));
+        assert_eq!(*reads.last().unwrap(), 9_999_001);
+        let run = |threshold_ticks: u64| {
+            let mut it = reads.iter().copied();
+            let s = scan_reads(
+                || it.next().expect("a read"),
+                0,
+                ScanLimits {
+                    span_ticks: u64::MAX,
+                    max_iterations: reads.len() as u64,
+                    threshold_ticks,
+                    off_ticks: 1_000_000,
+                },
+                Some(TraceRecorder::new(0, 1_000_000, MAX_GAPS)),
+                || 0,
+                |d| d,
+                &AtomicBool::new(false),
+            )
+            .unwrap();
+            let clock = Clock::with_choice(crate::clock::ClockChoice::Monotonic).unwrap();
+            summarize(&clock, &s, 1)
+        };
+        let c = run(1_000_000);
+        assert_eq!(c.iterations, 5602);
+        assert_eq!((c.gaps, c.scheduled_off_gaps), (1, 1));
+        assert!((c.ran_share - (1.0 - 3_000_001.0 / 9_999_001.0)).abs() < 1e-12);
+        let t = c.trace.expect("a trace");
+        assert_eq!(t.gaps, vec![[2_500_000, 3_000_001]]);
+        assert_eq!(t.gaps_left_out, 0);
+        assert_eq!(
+            t.counts_per_ms,
+            vec![999, 1000, 501, 0, 0, 500, 1000, 1, 601, 1000]
+        );
+        assert_eq!(
+            t.counts_per_ms.iter().map(|&n| u64::from(n)).sum::<u64>(),
+            5602
+        );
+
+        let hiccups = run(5_000);
+        assert_eq!((hiccups.gaps, hiccups.scheduled_off_gaps), (3, 1));
+        assert!((hiccups.ran_share - (1.0 - 4_400_001.0 / 9_999_001.0)).abs() < 1e-12);
+        let t = hiccups.trace.expect("a trace");
+        assert_eq!(
+            t.gaps,
+            vec![
+                [2_500_000, 3_000_001],
+                [6_999_001, 1_000_000],
+                [7_999_001, 400_000]
+            ]
+        );
+    }
+
+    /// A traced scan is bounded in time: longer than the trace's bound is refused.
+    #[test]
+    fn a_traced_scan_is_bounded() {
+        let clock = Clock::calibrate();
+        let cpu = allowed_cpus()[0];
+        let err = measure(
+            &clock,
+            &[cpu],
+            MAX_TRACE_DURATION + Duration::from_millis(1),
+            CPUTEST_THRESHOLD,
+            true,
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert!(matches!(err, StealError::TraceTooLong { .. }), "{err}");
+    }
+
     /// With a threshold of one tick every iteration is a gap: the loop sees them all
     /// and stops at its iteration limit.
     #[test]
     fn threshold_of_one_tick_records_every_read() {
         let clock = Clock::calibrate();
-        let s = scan(&clock, u64::MAX, 100, 1, &AtomicBool::new(false)).unwrap();
+        let s = scan(&clock, u64::MAX, 100, 1, false, &AtomicBool::new(false)).unwrap();
         assert_eq!(s.iterations, 100);
         // Consecutive reads of a ticking clock differ by at least one tick nearly always;
         // a repeated value (a coarse clock) is the only way to miss one.
@@ -487,6 +669,7 @@ mod tests {
             &cpus,
             Duration::from_millis(50),
             DEFAULT_THRESHOLD,
+            false,
             &never,
         )
         .unwrap();
@@ -506,6 +689,7 @@ mod tests {
                 &[],
                 Duration::from_millis(1),
                 DEFAULT_THRESHOLD,
+                false,
                 &never
             ),
             Err(StealError::NoCpus)
@@ -530,6 +714,7 @@ mod tests {
                 &[cpu],
                 Duration::from_secs(60),
                 DEFAULT_THRESHOLD,
+                false,
                 &stop,
             )
         })
