@@ -408,6 +408,8 @@ scenario_tag! {
     MatrixTag => IsolationMatrix,
     /// `kind = "throughput-staircase"`.
     ThroughputTag => ThroughputStaircase,
+    /// `kind = "pair-suite"`.
+    PairSuiteTag => PairSuite,
 }
 
 /// Whether neighbors burn or idle at their levels.
@@ -679,4 +681,178 @@ pub enum ScenarioSchema {
     IsolationMatrix(MatrixFile),
     /// Throughput staircase.
     ThroughputStaircase(ThroughputStaircaseFile),
+    /// Pair suite.
+    PairSuite(PairSuiteFile),
+}
+
+/// `kind = "pair-suite"`: Wang & Ng's measurements of one pair (seed 003, §III.C),
+/// one after another so they do not disturb each other: CPUTest on the test tenant,
+/// then on the endpoint (the pair's other side), the RTT series, TCP, UDP and
+/// Badabing from the test tenant to the endpoint; one sample each, `repetitions`
+/// rounds. Every setting defaults to the seed's.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairSuiteFile {
+    /// The scenario kind.
+    pub kind: PairSuiteTag,
+    /// The measurements in the order they run, from "cputest", "rtt", "tcp",
+    /// "udp", "badabing". Default: all five, in that order (the seed's).
+    #[serde(default)]
+    pub measurements: Option<Spanned<Vec<String>>>,
+    /// CPUTest (§III.A, §IV).
+    #[serde(default)]
+    pub cputest: Option<PairCputestFile>,
+    /// The RTT series (§III.A, §V.B).
+    #[serde(default)]
+    pub rtt: Option<PairRttFile>,
+    /// TCPTest (§III.A, §V.A).
+    #[serde(default)]
+    pub tcp: Option<PairTcpFile>,
+    /// UDPTest (§III.A, §V.A).
+    #[serde(default)]
+    pub udp: Option<PairUdpFile>,
+    /// Badabing (§III.A, §VI).
+    #[serde(default)]
+    pub badabing: Option<PairBadabingFile>,
+}
+
+/// `[scenario.cputest]` of a pair suite: a `steal` scan with its timestamp trace,
+/// on each side of the pair in turn.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairCputestFile {
+    /// How long each side is watched, e.g. "3s". Default "3s" (the seed's loop of
+    /// 1 million iterations at under 3 µs each, l.164 and l.311).
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// A gap longer than this is a time scheduled off, e.g. "1ms". Default "1ms"
+    /// (l.311-313).
+    #[serde(default)]
+    pub threshold: Option<Spanned<String>>,
+    /// Keep the timestamp trace in the result (Fig. 1). Default true.
+    #[serde(default)]
+    pub trace: Option<bool>,
+}
+
+/// `[scenario.rtt]` of a pair suite: the RTT series.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairRttFile {
+    /// Probes sent, the dropped first ones included. Default 5000 (l.184).
+    #[serde(default)]
+    pub probes: Option<Spanned<u64>>,
+    /// Probes per second. Default 10 (l.183).
+    #[serde(default)]
+    pub rate: Option<Spanned<f64>>,
+    /// The first probes left out of the summary (kept in the log). Default 50
+    /// (l.469-471).
+    #[serde(default)]
+    pub skip: Option<Spanned<u64>>,
+    /// Probe size, bytes. Default 64 (ping's packet).
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// ICMP echo (the seed's ping, whose first packets the seed saw delayed)
+    /// instead of UDP ping-pong. Default false: UDP, which the seed found the same
+    /// but for those first packets (l.457-460) and which needs no privilege.
+    #[serde(default)]
+    pub icmp: Option<bool>,
+}
+
+/// `[scenario.tcp]` of a pair suite: TCPTest.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairTcpFile {
+    /// Stop after this many bytes, e.g. "800MB". Default "800MB" (l.266-267).
+    #[serde(default)]
+    pub bytes: Option<Spanned<String>>,
+    /// Stop at this time if the bytes are not sent by then, e.g. "60s". Default
+    /// "60s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Send and receive windows (SO_SNDBUF, SO_RCVBUF), e.g. "256K". Default
+    /// "256K" (l.207-208).
+    #[serde(default)]
+    pub window: Option<Spanned<String>>,
+    /// Sample the sender's TCP_INFO every this long, e.g. "10ms". Default "10ms".
+    #[serde(default)]
+    pub tcp_info: Option<Spanned<String>>,
+    /// A quiet period: nothing sent or received for longer than this, e.g.
+    /// "10ms". Default "10ms" (the seed's are tens of ms, l.397-398).
+    #[serde(default)]
+    pub quiet: Option<Spanned<String>>,
+    /// One throughput per this many bytes received, e.g. "256K". Default "256K"
+    /// (l.380-382).
+    #[serde(default)]
+    pub grain: Option<Spanned<String>>,
+    /// The full link rate bursts are judged against, e.g. "1G". Default: an
+    /// emulated network's `host_bw`, else "1G" (l.199-200).
+    #[serde(default)]
+    pub link: Option<Spanned<String>>,
+    /// The sender's pacing ceiling, e.g. "10G". Default: ten times `link`, which
+    /// a TCP sender does not reach: as fast as TCP goes, as the seed's TCPTest.
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+}
+
+/// `[scenario.udp]` of a pair suite: UDPTest.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairUdpFile {
+    /// Stop after this many bytes, e.g. "800MB". Default "800MB" (l.266-267).
+    #[serde(default)]
+    pub bytes: Option<Spanned<String>>,
+    /// Stop at this time if the bytes are not sent by then, e.g. "60s". Default
+    /// "60s".
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// The sending rate, e.g. "1G". Default: the link rate (`link`; the seed's
+    /// 1 Gbit/s, l.197-200).
+    #[serde(default)]
+    pub rate: Option<Spanned<String>>,
+    /// UDP payload bytes. Default 1472 (1500-byte IP packets, l.201).
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// Bytes sent back to back before each idle interval, e.g. "128K". Default
+    /// "128K" (l.197-198).
+    #[serde(default)]
+    pub pacing_chunk: Option<Spanned<String>>,
+    /// Socket buffer of sender and receiver, e.g. "128K". Default "128K" (l.202).
+    #[serde(default)]
+    pub socket_buffer: Option<Spanned<String>>,
+    /// One throughput per this many bytes received, e.g. "256K". Default "256K"
+    /// (l.380-382).
+    #[serde(default)]
+    pub grain: Option<Spanned<String>>,
+    /// The full link rate buffer bursts are judged against, e.g. "1G". Default:
+    /// an emulated network's `host_bw`, else "1G" (l.426-431).
+    #[serde(default)]
+    pub link: Option<Spanned<String>>,
+}
+
+/// `[scenario.badabing]` of a pair suite: Badabing.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PairBadabingFile {
+    /// Probing time, e.g. "60s". Default "60s" (one minute, l.268-269).
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
+    /// Slot length, e.g. "5ms". Default "5ms" (l.559, l.582-583).
+    #[serde(default)]
+    pub slot: Option<Spanned<String>>,
+    /// Probability a slot carries a probe, 0 to 1. Default 0.3 (l.583).
+    #[serde(default)]
+    pub probability: Option<Spanned<f64>>,
+    /// Packets per probe. Default 3 (l.584).
+    #[serde(default)]
+    pub packets: Option<Spanned<u32>>,
+    /// Packet size, bytes. Default 600 (Badabing's own; the seed does not say).
+    #[serde(default)]
+    pub msg_size: Option<Spanned<usize>>,
+    /// A slot within this of a loss is lossy, e.g. "50ms". Default "50ms" (l.598).
+    #[serde(default)]
+    pub tau: Option<Spanned<String>>,
+    /// A slot whose one-way delay exceeds max_owd × (1 − alpha) is lossy. Default
+    /// 0.005 (l.599).
+    #[serde(default)]
+    pub alpha: Option<Spanned<f64>>,
 }

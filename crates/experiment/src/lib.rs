@@ -1,7 +1,7 @@
 //! Experiments as code: the TOML experiment file, checked into a typed [`Experiment`].
 //!
 //! A file names its tenants, provider, repetitions and one scenario (neighbor
-//! staircase, thread sweep, load steps, isolation matrix, throughput staircase). Every mistake is reported
+//! staircase, thread sweep, load steps, isolation matrix, throughput staircase, pair suite). Every mistake is reported
 //! as a [`Diagnostic`] that names the file, line and column (unknown keys, wrong
 //! types, bad units, impossible sizes, bad ranges, unknown scenarios), so the user
 //! fixes the file before any agent starts.
@@ -14,6 +14,7 @@ pub mod aws;
 pub mod diagnostic;
 pub mod file;
 mod isolation;
+pub mod pair;
 pub mod plan;
 pub mod tenant;
 mod values;
@@ -32,9 +33,10 @@ pub use aws::{AgentInstall, AwsHost, AwsSpec};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
-    NeighborStateFile, NetworkMode, NicQueueFile, RoleFile, ScenarioSchema, Spanned, StaircaseFile,
-    SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
+    NeighborStateFile, NetworkMode, NicQueueFile, PairSuiteFile, RoleFile, ScenarioSchema, Spanned,
+    StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
 };
+pub use pair::{BadabingProbe, Cputest, Measurement, PairSuite, RttSeries, TcpTest, UdpTest};
 
 /// Default test and busy workload: the thesis' `cpu_burn` loop.
 /// Default UDP payload of load generators, bytes.
@@ -426,6 +428,8 @@ pub enum Scenario {
     IsolationMatrix(IsolationMatrix),
     /// See [`ThroughputStaircase`].
     ThroughputStaircase(ThroughputStaircase),
+    /// See [`PairSuite`].
+    PairSuite(PairSuite),
 }
 
 impl Scenario {
@@ -437,18 +441,19 @@ impl Scenario {
             Scenario::LoadSteps(_) => ScenarioKind::LoadSteps,
             Scenario::IsolationMatrix(_) => ScenarioKind::IsolationMatrix,
             Scenario::ThroughputStaircase(_) => ScenarioKind::ThroughputStaircase,
+            Scenario::PairSuite(_) => ScenarioKind::PairSuite,
         }
     }
 
     /// The levels (steps of one repetition), counted without building them; `None`
-    /// for the isolation matrix, whose levels the plan decides.
+    /// for the isolation matrix and the pair suite, whose levels the plan decides.
     fn levels(&self) -> Option<usize> {
         match self {
             Scenario::NeighborStaircase(s) => Some(s.levels.len() * s.states.len()),
             Scenario::ThreadSweep(s) => Some(s.threads.len()),
             Scenario::LoadSteps(s) => Some(s.levels_bps.len()),
             Scenario::ThroughputStaircase(s) => Some(s.levels.len()),
-            Scenario::IsolationMatrix(_) => None,
+            Scenario::IsolationMatrix(_) | Scenario::PairSuite(_) => None,
         }
     }
 
@@ -458,9 +463,10 @@ impl Scenario {
         match self {
             Scenario::NeighborStaircase(s) => s.unused == UnusedNeighbors::Absent,
             Scenario::ThroughputStaircase(_) => true,
-            Scenario::ThreadSweep(_) | Scenario::LoadSteps(_) | Scenario::IsolationMatrix(_) => {
-                false
-            }
+            Scenario::ThreadSweep(_)
+            | Scenario::LoadSteps(_)
+            | Scenario::IsolationMatrix(_)
+            | Scenario::PairSuite(_) => false,
         }
     }
 }
@@ -638,6 +644,21 @@ pub fn parse_on(file: &str, src: &str, host: &Host) -> Result<Experiment, Experi
                 cx.throughput_staircase(t, s, network)
                     .map(Scenario::ThroughputStaircase)
             })
+        }
+        ScenarioKind::PairSuite => {
+            let f = cx.deserialize::<ExperimentFile<PairSuiteFile>>()?;
+            let network = cx.network(&f)?;
+            let timeout_at = f.step_timeout.as_ref().map(Spanned::span);
+            let exp = cx.build(f, |cx, t, s| {
+                cx.pair_suite(t, s, network).map(Scenario::PairSuite)
+            })?;
+            let one_round = Experiment {
+                repetitions: 1,
+                warmup: 0,
+                ..exp.clone()
+            };
+            cx.pair_fits_timeout(&plan::expand(&one_round, 1), exp.step_timeout, timeout_at)?;
+            Ok(exp)
         }
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 mod isolation;
+mod pair;
 
 use crate::{
     Burn, BurnAmount, Busy, Experiment, LoadSteps, NeighborState, Role, Scenario, Staircase,
@@ -23,6 +24,8 @@ use nnb_format::{StepGroup, StepRecord};
 pub const SINK: &str = "@sink";
 /// Target placeholder for the endpoint's UDP reflector, resolved by the controller.
 pub const REFLECTOR: &str = "@reflector";
+/// Target placeholder for the endpoint's TCP sink, resolved by the controller.
+pub const TCP_SINK: &str = "@tcp-sink";
 
 /// One job on one tenant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,10 +43,11 @@ pub struct Step {
     pub id: String,
     /// Part of the scenario: `busy`/`idle` (staircase), `sweep`, `load`,
     /// `capacity`/`baseline`/`pair` (isolation matrix), `throughput` (throughput
-    /// staircase).
+    /// staircase), `cputest`/`rtt`/`tcp`/`udp`/`badabing` (pair suite).
     pub group: StepGroup,
-    /// Numeric level: neighbors, threads, aggregate load in bit/s, or Table 1 id
-    /// (0 for the isolation matrix's capacity step).
+    /// Numeric level: neighbors, threads, aggregate load in bit/s, Table 1 id
+    /// (0 for the isolation matrix's capacity step), or a pair suite's position in
+    /// its round (1-based).
     pub level: f64,
     /// The level as people read it, e.g. `neighbors=2`, `load=50M`, `a_s b_o`.
     pub level_label: String,
@@ -79,13 +83,20 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Whether any job sends to or probes the endpoint (which then runs `serve`).
+    /// Whether any job sends to or probes the endpoint (which then runs `serve`),
+    /// or runs on it (a pair suite's CPUTest on the pair's other side).
     pub fn needs_endpoint(&self) -> bool {
-        let uses = |a: &Assignment| match &a.job {
-            JobSpec::Latency { target, .. } | JobSpec::Load { target, .. } => {
-                target == SINK || target == REFLECTOR
-            }
-            _ => false,
+        let uses = |a: &Assignment| {
+            a.tenant == crate::tenant::ENDPOINT
+                || match &a.job {
+                    JobSpec::Latency { target, .. }
+                    | JobSpec::Load { target, .. }
+                    | JobSpec::Rtt { target, .. }
+                    | JobSpec::Badabing { target, .. } => {
+                        [SINK, REFLECTOR, TCP_SINK].contains(&target.as_str())
+                    }
+                    _ => false,
+                }
         };
         self.steps
             .iter()
@@ -139,6 +150,7 @@ pub fn expand(exp: &Experiment, host_cpus: usize) -> Plan {
         Scenario::LoadSteps(s) => b.load_steps(s),
         Scenario::IsolationMatrix(m) => b.matrix(m, host_cpus),
         Scenario::ThroughputStaircase(s) => b.throughput_staircase(s),
+        Scenario::PairSuite(s) => b.pair_suite(s),
     }
     Plan { steps: b.steps }
 }

@@ -2,4 +2,5 @@
 
 mod bounds;
 mod experiment_errors;
+mod pair_suite;
 mod plan_expansion;

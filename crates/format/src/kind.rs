@@ -25,25 +25,30 @@ pub enum Scenario {
     /// Every node sending at full rate as nodes join one at a time; each node's
     /// throughput per level (thesis 6.1).
     ThroughputStaircase,
+    /// Wang & Ng's measurements of one pair (seed 003, §III.C), one after another:
+    /// CPUTest on both sides, the RTT series, TCP, UDP and Badabing between them.
+    PairSuite,
 }
 
 impl Scenario {
     /// Every scenario kind, in the order the documentation lists them.
-    pub const ALL: [Scenario; 5] = [
+    pub const ALL: [Scenario; 6] = [
         Scenario::NeighborStaircase,
         Scenario::ThreadSweep,
         Scenario::LoadSteps,
         Scenario::IsolationMatrix,
         Scenario::ThroughputStaircase,
+        Scenario::PairSuite,
     ];
 
     /// The names of [`Scenario::ALL`], for messages listing what is accepted.
-    pub const NAMES: [&'static str; 5] = [
+    pub const NAMES: [&'static str; 6] = [
         Scenario::NeighborStaircase.name(),
         Scenario::ThreadSweep.name(),
         Scenario::LoadSteps.name(),
         Scenario::IsolationMatrix.name(),
         Scenario::ThroughputStaircase.name(),
+        Scenario::PairSuite.name(),
     ];
 
     /// The scenario's name in the format, e.g. `neighbor-staircase`.
@@ -54,6 +59,7 @@ impl Scenario {
             Scenario::LoadSteps => "load-steps",
             Scenario::IsolationMatrix => "isolation-matrix",
             Scenario::ThroughputStaircase => "throughput-staircase",
+            Scenario::PairSuite => "pair-suite",
         }
     }
 
@@ -120,11 +126,22 @@ pub enum StepGroup {
     Pair,
     /// Throughput staircase: every present node sending at full rate.
     Throughput,
+    /// Pair suite: Wang & Ng's CPUTest (a `steal` job with its trace) on one side
+    /// of the pair.
+    Cputest,
+    /// Pair suite: the RTT series between the pair (an `rtt` job).
+    Rtt,
+    /// Pair suite: TCPTest, a TCP `load` job between the pair.
+    Tcp,
+    /// Pair suite: UDPTest, a paced UDP `load` job between the pair.
+    Udp,
+    /// Pair suite: Badabing between the pair (a `badabing` job).
+    Badabing,
 }
 
 impl StepGroup {
     /// Every group.
-    pub const ALL: [StepGroup; 8] = [
+    pub const ALL: [StepGroup; 13] = [
         StepGroup::Busy,
         StepGroup::Idle,
         StepGroup::Sweep,
@@ -133,6 +150,11 @@ impl StepGroup {
         StepGroup::Baseline,
         StepGroup::Pair,
         StepGroup::Throughput,
+        StepGroup::Cputest,
+        StepGroup::Rtt,
+        StepGroup::Tcp,
+        StepGroup::Udp,
+        StepGroup::Badabing,
     ];
 
     /// The group's name in the format, e.g. `busy`.
@@ -146,6 +168,11 @@ impl StepGroup {
             StepGroup::Baseline => "baseline",
             StepGroup::Pair => "pair",
             StepGroup::Throughput => "throughput",
+            StepGroup::Cputest => "cputest",
+            StepGroup::Rtt => "rtt",
+            StepGroup::Tcp => "tcp",
+            StepGroup::Udp => "udp",
+            StepGroup::Badabing => "badabing",
         }
     }
 
@@ -389,6 +416,17 @@ mod tests {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{s}\""));
         }
         assert_eq!(Scenario::NAMES[2], "load-steps");
+        assert_eq!(Scenario::from_name("pair-suite"), Some(Scenario::PairSuite));
+        assert_eq!(
+            ["cputest", "rtt", "tcp", "udp", "badabing"].map(StepGroup::from_name),
+            [
+                Some(StepGroup::Cputest),
+                Some(StepGroup::Rtt),
+                Some(StepGroup::Tcp),
+                Some(StepGroup::Udp),
+                Some(StepGroup::Badabing)
+            ]
+        );
         for r in Role::ALL {
             assert_eq!(Role::from_name(r.name()), Some(r));
             assert_eq!(serde_json::to_string(&r).unwrap(), format!("\"{r}\""));
