@@ -111,6 +111,8 @@ enum Task {
         duration: Duration,
         /// Gap threshold.
         threshold: Duration,
+        /// Keep CPUTest's timestamp trace.
+        trace: bool,
     },
     /// A latency probe (stops early on request).
     Latency(ProbeConfig),
@@ -279,7 +281,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             cpus,
             duration_ms,
             threshold_ns,
-            options: _,
+            options,
         } => {
             let cpus = cpus.clone().unwrap_or_else(|| env.cpus.clone());
             if let Some(c) = cpus.iter().find(|c| !env.cpus.contains(c)) {
@@ -291,10 +293,15 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             if cpus.is_empty() || *duration_ms == 0 || *threshold_ns == 0 {
                 return Err("a steal job needs CPUs, a duration and a threshold above zero".into());
             }
+            let duration = Duration::from_millis(*duration_ms);
+            if options.trace {
+                steal::check_trace_duration(duration).map_err(|e| e.to_string())?;
+            }
             Ok(Task::Steal {
                 cpus,
-                duration: Duration::from_millis(*duration_ms),
+                duration,
                 threshold: Duration::from_nanos(*threshold_ns),
+                trace: options.trace,
             })
         }
         JobSpec::Latency {
@@ -557,9 +564,11 @@ impl Task {
                 cpus,
                 duration,
                 threshold,
+                trace,
             } => {
-                let report = steal::measure(clock(), &cpus, duration, threshold, &shared.stop)
-                    .map_err(|e| e.to_string())?;
+                let report =
+                    steal::measure(clock(), &cpus, duration, threshold, trace, &shared.stop)
+                        .map_err(|e| e.to_string())?;
                 to_json(&report)
             }
             Task::Latency(cfg) => latency_with_hdr_log(&cfg, shared),

@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState, LoadSampling};
+use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState, LoadSampling, StealOptions};
 use nnb_agent::{Agent, Token};
 use nnb_controller::client::AgentClient;
 use nnb_format::quality::Quality;
@@ -179,7 +179,58 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
             let total = q.mem_total_bytes;
             assert!(total.is_some_and(|b| b > 0), "mem_total_bytes: {raw}");
         }
-        JobResult::Steal(_) | JobResult::Rtt(_) | JobResult::Badabing(_) => {}
+        JobResult::Steal(s) => assert_steal_trace(spec, s.cpus.len(), raw),
+        JobResult::Rtt(_) | JobResult::Badabing(_) => {}
+    }
+}
+
+/// A traced steal job's `cpus[i].trace` (the analysis draws Wang & Ng's Fig. 1 from
+/// it): every kept gap longer than the threshold, the counts per ms summing to the
+/// iterations over the span, and the CPU share that of the gaps kept.
+fn assert_steal_trace(spec: &JobSpec, cpus: usize, raw: &Value) {
+    let JobSpec::Steal {
+        threshold_ns,
+        options,
+        ..
+    } = spec
+    else {
+        panic!("a steal result of {spec:?}");
+    };
+    assert!(options.trace, "the contract's steal job keeps its trace");
+    let list = raw["cpus"].as_array().expect("cpus");
+    assert_eq!(list.len(), cpus, "{raw}");
+    for cpu in list {
+        let trace = &cpu["trace"];
+        let num = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k}: {cpu}"));
+        let gaps = trace["gaps"]
+            .as_array()
+            .unwrap_or_else(|| panic!("gaps: {cpu}"));
+        let mut lost = 0.0;
+        for g in gaps {
+            let (at, len) = (g[0].as_f64(), g[1].as_f64());
+            let (Some(at), Some(len)) = (at, len) else {
+                panic!("a gap is [at_ns, len_ns]: {g}");
+            };
+            assert!(len > *threshold_ns as f64 - 1.0 && at >= 0.0, "{g}");
+            lost += len;
+        }
+        assert_eq!(num(trace, "gaps_left_out"), 0.0, "{cpu}");
+        let counts = trace["counts_per_ms"]
+            .as_array()
+            .unwrap_or_else(|| panic!("counts_per_ms: {cpu}"));
+        let total: f64 = counts.iter().filter_map(Value::as_f64).sum();
+        assert_eq!(total, num(cpu, "iterations"), "{cpu}");
+        let span_ms = num(cpu, "span_ns") / 1e6;
+        assert!(
+            (counts.len() as f64 - span_ms).abs() <= 2.0,
+            "{} bins over {span_ms} ms",
+            counts.len()
+        );
+        let share = 1.0 - lost / num(cpu, "span_ns");
+        assert!(
+            (share - num(cpu, "ran_share")).abs() < 1e-6,
+            "{share} from the trace: {cpu}"
+        );
     }
 }
 
@@ -336,6 +387,13 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             mode: "keep".into(),
             duration_ms: 300,
         },
+        // CPUTest: Wang & Ng's 1 ms threshold, with the timestamp trace.
+        JobSpec::Steal {
+            cpus: None,
+            duration_ms: 300,
+            threshold_ns: 1_000_000,
+            options: StealOptions { trace: true },
+        },
     ];
     let background = [
         JobSpec::Busy {
@@ -345,18 +403,10 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         load(None, None),
         JobSpec::Idle,
     ];
-    // A steal scan is never a step's measured or background job: the format reads
-    // nothing of its result but what every job ran under.
-    let steal = JobSpec::Steal {
-        cpus: None,
-        duration_ms: 50,
-        threshold_ns: 10_000,
-        options: Default::default(),
-    };
     let covered: BTreeSet<String> = measured
         .iter()
         .chain(&background)
-        .chain([&serve, &steal])
+        .chain([&serve])
         .map(|s| s.kind().to_string())
         .collect();
     assert_eq!(
@@ -371,15 +421,5 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
     for spec in &background {
         check_background(&c, spec, None).await;
     }
-    assert_eq!((steal.measured(), steal.background()), (None, None));
-    let id = start_job(&c, &steal).await;
-    let st = c
-        .wait(&id, JOB_TIMEOUT)
-        .await
-        .expect("the steal scan's end");
-    assert_eq!(st.state, JobState::Done, "{st:?}");
-    let raw = st.result.unwrap_or(Value::Null);
-    assert!(raw.is_object(), "{raw}");
-    assert_conditions("steal", &StepConditions::of(&raw));
     check_background(&c, &serve, Some(serve_id)).await;
 }
