@@ -5,6 +5,8 @@
 //! - [`table`]: one table type rendered as terminal text, Markdown, CSV and JSON;
 //! - [`tables`]: degradation, thread-sweep knees, isolation, latency vs load, throughput;
 //! - [`plot`]: SVG charts with plotters (lines, boxplots, HDR percentile plots);
+//! - [`wang_ng`]: Wang & Ng's instruments (CPUTest, RTT series, fine-grained throughput,
+//!   buffer bursts, TCP_INFO, Badabing) and the per-pair table;
 //! - [`report`]: everything a run supports, written to a directory with an index.
 
 pub mod plot;
@@ -12,3 +14,4 @@ pub mod read;
 pub mod report;
 pub mod table;
 pub mod tables;
+pub mod wang_ng;

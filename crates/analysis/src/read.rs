@@ -467,8 +467,20 @@ fn read_lines<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, LineError>,
 ) -> Result<Lines<T>, ReadError> {
-    let mut reader = BufReader::with_capacity(1 << 20, open_regular(path)?.0);
     let mut records = Vec::new();
+    let notes = each_line(path, parse, |number, r| records.push((number, r)))?;
+    Ok((records, notes))
+}
+
+/// [`read_lines`] one record at a time: `keep` gets each record with its line
+/// number as it is read, so a caller that keeps little of each holds little; returns
+/// the notes.
+fn each_line<T>(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<T, LineError>,
+    mut keep: impl FnMut(usize, T),
+) -> Result<Vec<String>, ReadError> {
+    let mut reader = BufReader::with_capacity(1 << 20, open_regular(path)?.0);
     let mut pending: Option<(usize, String)> = None;
     let mut buf = Vec::new();
     let mut number = 0;
@@ -496,7 +508,7 @@ fn read_lines<T>(
             Err(message) => Err(message),
         };
         match parsed {
-            Ok(r) => records.push((number, r)),
+            Ok(r) => keep(number, r),
             Err(message) => pending = Some((number, message)),
         }
     }
@@ -504,11 +516,10 @@ fn read_lines<T>(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let notes = pending
+    Ok(pending
         .map(|(at, message)| format!("{name}:{at}: torn last line ignored ({message})"))
         .into_iter()
-        .collect();
-    Ok((records, notes))
+        .collect())
 }
 
 /// Refuses a record with a value no measurement can have, naming its line: a `part`
@@ -736,7 +747,90 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
     DataFrame::new(records.len(), columns)
 }
 
+/// One measured record's raw `result` as `samples.jsonl` holds it, with what names
+/// it: read again on demand by [`Run::each_result`] for the analyses that need more
+/// of a result than its flat columns (Wang & Ng's traces and series).
+#[derive(Debug, Clone)]
+pub struct RawResult {
+    /// 1-based line of `samples.jsonl`.
+    pub line: usize,
+    /// The step id.
+    pub step: String,
+    /// 0-based position of the step in the plan.
+    pub step_index: usize,
+    /// The repetition.
+    pub rep: u32,
+    /// The tenant the job ran on.
+    pub tenant: String,
+    /// Its role.
+    pub role: Role,
+    /// The job's kind.
+    pub job: JobKind,
+    /// The raw result (`null` when the record has none).
+    pub result: Value,
+}
+
+/// The fields of a record that decide whether [`Run::each_result`] wants its result,
+/// read before the result itself is.
+#[derive(Debug, Deserialize)]
+struct ResultHead {
+    step: String,
+    tenant: String,
+    part: usize,
+    job: JobKind,
+    status: SampleStatus,
+    warmup: bool,
+}
+
 impl Run {
+    /// Calls `keep` with the raw result of every measured record (ok, not warm-up)
+    /// of the job kinds `kinds` that the run's table holds (complete steps, first
+    /// copies), in file order. `samples.jsonl` is read again a bounded line at a
+    /// time, and only the results of those kinds are parsed, one at a time.
+    pub fn each_result(
+        &self,
+        kinds: &[JobKind],
+        mut keep: impl FnMut(RawResult),
+    ) -> Result<(), ReadError> {
+        let path = self.dir.join(SAMPLES);
+        let steps: std::collections::HashSet<String> = self
+            .samples
+            .column("step")
+            .and_then(|c| Ok(c.str()?.iter().flatten().map(str::to_string).collect()))
+            .map_err(|source| ReadError::Frame {
+                path: path.clone(),
+                source,
+            })?;
+        let mut seen: std::collections::HashSet<(String, String, usize)> =
+            std::collections::HashSet::new();
+        // Every record's key, wanted or not: the first copy is the one the table has.
+        let parse = |line: &str| -> Result<(ResultHead, Option<Sample<Value>>), LineError> {
+            let head: ResultHead =
+                serde_json::from_str(line).map_err(|e| LineError::Invalid(e.to_string()))?;
+            let wanted =
+                kinds.contains(&head.job) && head.status == SampleStatus::Ok && !head.warmup;
+            let full = wanted.then(|| parse_sample::<Value>(line)).transpose()?;
+            Ok((head, full))
+        };
+        each_line(&path, parse, |line, (head, record)| {
+            let first = seen.insert((head.step, head.tenant, head.part));
+            let Some(r) = record.filter(|r| first && steps.contains(&r.step)) else {
+                return;
+            };
+            keep(RawResult {
+                line,
+                step: r.step,
+                step_index: r.step_index,
+                rep: r.rep,
+                tenant: r.tenant,
+                role: r.role,
+                job: r.job,
+                result: r.result.unwrap_or(Value::Null),
+            });
+        })?;
+        Ok(())
+    }
+
     /// The file a sample's `hdr_log` names: a relative path of plain names whose real
     /// path (symlinks resolved) is inside the run directory's; any other is refused.
     fn hdr_path(&self, rel: &str) -> Result<PathBuf, ReadError> {

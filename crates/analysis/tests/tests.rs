@@ -10,3 +10,4 @@ mod report;
 mod tables;
 mod truth;
 mod truth_audit;
+mod wang_ng;

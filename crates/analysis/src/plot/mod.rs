@@ -1,5 +1,6 @@
 //! SVG charts drawn with plotters: line charts (series with confidence bands and
-//! vertical markers), boxplots per level, and HDR percentile plots on a "nines" axis.
+//! vertical markers), boxplots per level, HDR percentile plots on a "nines" axis, and
+//! trace charts of long series with marks (thinned for drawing).
 //!
 //! Every chart is 900x560, has a title, axis titles with units (one SI prefix per
 //! axis), a legend, and ticks that cover the data. Each function returns the SVG text.
@@ -15,12 +16,16 @@ mod frame;
 mod line;
 mod percentile;
 mod style;
+mod trace;
 
 pub use boxplot::{box_chart, BoxChart};
 pub use line::{line_chart, LineChart, Series};
 pub use nnb_units::DisplayUnit;
 pub use percentile::{percentile_chart, PercentileChart};
 pub use style::series_color;
+pub use trace::{
+    decimate, trace_chart, TraceChart, TraceLine, TraceMarks, MAX_LINE_POINTS, MAX_MARKS,
+};
 
 /// Why a chart could not be drawn. `chart` is the chart's title.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +67,18 @@ pub enum PlotError {
         index: usize,
         /// The offending x.
         x: f64,
+    },
+    /// A value that a logarithmic y axis cannot show.
+    #[error("plot {chart:?}: series {series:?} value {index} is {y}, but a logarithmic y axis needs y > 0")]
+    NonPositiveLogY {
+        /// Title of the chart.
+        chart: String,
+        /// Name of the series.
+        series: String,
+        /// 0-based position of the value.
+        index: usize,
+        /// The offending y.
+        y: f64,
     },
     /// A percentile outside 0..=100.
     #[error("plot {chart:?}: series {series:?} has percentile {percentile}, outside 0..=100")]

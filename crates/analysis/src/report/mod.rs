@@ -406,6 +406,13 @@ fn run_section<'o>(out: &'o OutDir, dir: PathBuf, a: &Analysed) -> Result<Writer
         let chart = charts::isolation(&label, iso);
         w.plot("isolation", &chart.title, plot::line_chart(&chart))?;
     }
+    if let Some(wn) = &a.analyses.wang_ng {
+        let (figures, notes) = wn.figures(&label);
+        for (stem, chart) in figures {
+            w.plot(&stem, &chart.title, plot::trace_chart(&chart))?;
+        }
+        w.section.notes.extend(notes);
+    }
     Ok(w)
 }
 

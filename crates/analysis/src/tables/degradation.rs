@@ -102,6 +102,14 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
         return Ok(None);
     }
     let rows = measured(run, Role::Test)?;
+    // A pair suite measures different things one after another: no level of it
+    // degrades another (its tables are Wang & Ng's).
+    if rows
+        .iter()
+        .any(|r| crate::wang_ng::is_pair_suite_job(r.job))
+    {
+        return Ok(None);
+    }
     let Some(first) = rows.iter().find(|r| r.value.is_some()) else {
         return Ok(None);
     };

@@ -40,6 +40,7 @@ use polars::prelude::{col, lit, IntoLazy, SortMultipleOptions};
 
 use crate::read::{ReadError, Run, Scenario};
 use crate::table::Table;
+use crate::wang_ng::{wang_ng, WangNg};
 
 /// Why an analysis failed.
 #[derive(Debug, thiserror::Error)]
@@ -80,7 +81,8 @@ impl AnalysisError {
 }
 
 /// Every table the run's scenario supports, in a fixed order (degradation, achieved
-/// background, knees, isolation, latency, throughput), then the run's verdict. The
+/// background, knees, isolation, latency, throughput, Wang & Ng's), then the run's
+/// verdict. The
 /// first table's notes also carry what loading tolerated and how many failed steps
 /// were left out.
 pub fn run_tables(run: &Run) -> Result<Vec<Table>, AnalysisError> {
@@ -105,6 +107,8 @@ pub struct Analyses {
     pub throughput: Option<Throughput>,
     /// Every node's throughput as nodes join ([`node_throughput`]).
     pub node_throughput: Option<NodeThroughput>,
+    /// Wang & Ng's instruments and the per-pair table ([`crate::wang_ng::wang_ng`]).
+    pub wang_ng: Option<WangNg>,
     /// Steps that failed after their retries (left out of every statistic).
     failed: usize,
     /// The run's verdict ([`findings`]): what qualifies its numbers.
@@ -122,6 +126,7 @@ impl Analyses {
             latency: latency_vs_load(run)?,
             throughput: throughput(run)?,
             node_throughput: node_throughput(run)?,
+            wang_ng: wang_ng(run)?,
             failed: failed_steps(run)?,
             verdict: Vec::new(),
         };
@@ -140,6 +145,7 @@ impl Analyses {
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
         tables.extend(self.throughput.as_ref().map(Throughput::table));
         tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));
+        tables.extend(self.wang_ng.iter().flat_map(WangNg::tables));
         tables.push(verdict_table(&self.verdict));
         let mut notes = run.notes.clone();
         if self.failed > 0 {
