@@ -133,7 +133,7 @@ fn cputest_figure(label: &str, k: usize, m: &Measured<Steal>) -> Option<Figure> 
             ),
             x_label: "loop iteration".into(),
             x_unit: DisplayUnit::NONE,
-            y_label: format!("time (vertical jumps: gaps >= {threshold} ms)"),
+            y_label: format!("time (vertical jumps: gaps > {threshold} ms)"),
             y_unit: DisplayUnit::NANOSECONDS,
             log_y: false,
             lines,

@@ -25,9 +25,9 @@ pub(crate) struct StealCpu {
     /// Measured span, ns.
     #[serde(default)]
     pub span_ns: Option<f64>,
-    /// Share of wall time not inside gaps at or above the threshold, 0 to 1.
+    /// Share of wall time not inside gaps longer than the threshold, 0 to 1.
     pub ran_share: f64,
-    /// Gaps at or above the threshold.
+    /// Gaps longer than the threshold.
     #[serde(default)]
     pub gaps: Option<u64>,
     /// Longest gap, ns.
@@ -38,7 +38,7 @@ pub(crate) struct StealCpu {
     pub trace: Option<Trace>,
 }
 
-/// A CPUTest timestamp trace: every gap at or above the threshold, the rest as
+/// A CPUTest timestamp trace: every gap longer than the threshold, the rest as
 /// iterations per 1 ms bin from the scan's start.
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct Trace {
@@ -251,7 +251,7 @@ pub(crate) struct Badabing {
     pub packets_sent: u64,
     /// Packets lost.
     pub packets_lost: u64,
-    /// Badabing's loss frequency, 0 to 1.
+    /// Badabing's loss frequency (lossy slots / probed slots), 0 to 1.
     pub loss_frequency: f64,
     /// Lost probes / probes, 0 to 1.
     pub probe_loss_rate: f64,

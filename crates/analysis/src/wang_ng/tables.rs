@@ -32,19 +32,20 @@ fn who(o: &Origin) -> Cell {
 /// One CPU's share as the CPUTest table shows it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct CpuShare {
-    /// Percent of wall time not inside gaps at or above the threshold.
+    /// Percent of wall time not inside gaps longer than the threshold.
     pub share_pct: f64,
     /// Whether it was worked out from the trace (every gap kept) rather than read
     /// from the result's `ran_share`.
     pub from_trace: bool,
-    /// Gaps at or above the threshold.
+    /// Gaps longer than the threshold.
     pub gaps: Option<u64>,
     /// The longest, ns.
     pub longest_ns: Option<u64>,
 }
 
 /// The CPU share of one CPU as Wang & Ng define it: the share of wall time not
-/// inside gaps at or above `threshold_ns`. From the trace when it kept every gap and
+/// inside gaps longer than `threshold_ns` (an iteration of "more than 1 ms", seed
+/// l.311-313). From the trace when it kept every gap and
 /// the span is known (the result's `span_ns`, else its 1 ms bins), so that the table
 /// shows what the figure shows; else the result's `ran_share`.
 pub(crate) fn cpu_share(threshold_ns: u64, cpu: &StealCpu) -> CpuShare {
@@ -67,7 +68,7 @@ pub(crate) fn cpu_share(threshold_ns: u64, cpu: &StealCpu) -> CpuShare {
         .gaps
         .iter()
         .map(|g| g.1)
-        .filter(|len| *len >= threshold_ns)
+        .filter(|len| *len > threshold_ns)
         .collect();
     let off: f64 = gaps.iter().map(|g| *g as f64).sum();
     CpuShare {
@@ -143,7 +144,7 @@ pub(crate) fn rtt_stats(log: &[Probe], skip: u64) -> RttStats {
     }
 }
 
-/// Per tenant and CPU: the CPU share, the gaps at or above the threshold, the
+/// Per tenant and CPU: the CPU share, the gaps longer than the threshold, the
 /// longest, the threshold.
 pub(crate) fn cputest(w: &WangNg) -> Option<Table> {
     if w.cputest.is_empty() {
@@ -174,7 +175,7 @@ pub(crate) fn cputest(w: &WangNg) -> Option<Table> {
             "tenant",
             "cpu",
             "CPU share (%)",
-            "gaps >= threshold",
+            "gaps > threshold",
             "longest gap (ms)",
             "threshold (ms)",
             "share from",
@@ -183,7 +184,7 @@ pub(crate) fn cputest(w: &WangNg) -> Option<Table> {
         .to_vec(),
         rows,
         notes: vec![
-            "CPU share = share of wall time not inside gaps at or above the threshold \
+            "CPU share = share of wall time not inside gaps longer than the threshold \
              (their 1 ms: an iteration normally takes under 3 us)"
                 .into(),
             "share from `trace`: worked out from the timestamp trace (every gap kept); \
@@ -550,7 +551,8 @@ pub(crate) fn badabing(w: &WangNg) -> Option<Table> {
         .to_vec(),
         rows,
         notes: vec![
-            "lossy slot: a packet lost within tau of it, or a one-way delay above \
+            "loss frequency as the probe reports it (lossy slots / probed slots); lossy \
+             slot: a packet lost within tau of it, or a one-way delay above \
              max_owd x (1 - alpha), max_owd = the delay of the last successful packet \
              when a loss happened; probe loss rate = lost probes / probes"
                 .into(),
