@@ -45,6 +45,8 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     /// UDP latency probe: ping-pong, open-loop (--rate), or under neighbor load.
     Latency(cmd::latency::LatencyArgs),
+    /// Wang & Ng's RTT series: every probe's RTT in order, and its statistics (UDP or --icmp).
+    Rtt(cmd::rtt::RttArgs),
     /// Rate-paced UDP (or TCP) load generator.
     Load(cmd::load::LoadArgs),
     /// Paced random read/write disk load (fio randrw at a set IOPS, direct I/O).
@@ -114,6 +116,7 @@ fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
         Command::Steal(args) => cmd::steal::run(args, out),
         Command::Serve(args) => cmd::serve::run(args, out),
         Command::Latency(args) => cmd::latency::run(args, out),
+        Command::Rtt(args) => cmd::rtt::run(args, out),
         Command::Load(args) => cmd::load::run(args, out),
         Command::Disk(args) => cmd::disk::run(args, out),
         Command::Agent(args) => cmd::agent::run(args, out),

@@ -13,6 +13,7 @@ pub(crate) mod fetch;
 pub(crate) mod latency;
 pub(crate) mod load;
 pub(crate) mod memory;
+pub(crate) mod rtt;
 #[cfg(feature = "controller")]
 pub(crate) mod run;
 #[cfg(feature = "controller")]

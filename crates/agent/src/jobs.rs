@@ -612,7 +612,243 @@ impl JobSpec {
             JobSpec::Steal { duration_ms, .. } | JobSpec::Badabing { duration_ms, .. } => {
                 check_duration("duration_ms", *duration_ms)
             }
-            JobSpec::Rtt { .. } => Ok(()),
+            JobSpec::Rtt {
+                probes, rate_hz, ..
+            } => {
+                let ms = (*probes as f64) * 1000.0 / rate_hz;
+                (ms.is_finite() && ms >= 0.0).then_some(ms as u64)
+            }
+            JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
+        };
+        ms.map(std::time::Duration::from_millis)
+    }
+
+    /// The measured job kind whose result the results format reads of this job
+    /// (`burn`, `latency`, `load`, `disk`, `memory`); none for a job that only runs
+    /// in the background or is never measured in a step (`steal`).
+    pub fn measured(&self) -> Option<JobKind> {
+        self.kind().measured()
+    }
+
+    /// The background job kind whose final result the results format reads of this
+    /// job (`busy`, `load`, `idle`, `serve`); none for a job that is only measured.
+    pub fn background(&self) -> Option<BackgroundJob> {
+        self.kind().background()
+    }
+
+    /// The job's `kind` tag as it appears on the wire.
+    pub fn kind(&self) -> AgentJob {
+        match self {
+            JobSpec::Burn { .. } => AgentJob::Burn,
+            JobSpec::Steal { .. } => AgentJob::Steal,
+            JobSpec::Latency { .. } => AgentJob::Latency,
+            JobSpec::Load { .. } => AgentJob::Load,
+            JobSpec::Serve { .. } => AgentJob::Serve,
+            JobSpec::Busy { .. } => AgentJob::Busy,
+            JobSpec::Idle => AgentJob::Idle,
+            JobSpec::Disk { .. } => AgentJob::Disk,
+            JobSpec::Memory { .. } => AgentJob::Memory,
+            JobSpec::Rtt { .. } => AgentJob::Rtt,
+            JobSpec::Badabing { .. } => AgentJob::Badabing,
+        }
+    }
+}
+
+/// A request to start a job: the spec and how long it may run. An agent stops a
+/// job that outlives its deadline (cooperative jobs through their stop flag; others
+/// are marked [`JobState::TimedOut`] and abandoned).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobRequest {
+    /// What to run.
+    pub spec: JobSpec,
+    /// Milliseconds after the start at which the agent stops the job.
+    pub deadline_ms: u64,
+}
+
+/// Bounds on what one agent accepts, checked before anything is allocated or
+/// started: a request beyond one is a 400 (or, for the job pool, a 503) whose
+/// message names the limit.
+pub mod limits {
+    use std::time::Duration;
+
+    /// Most threads of one `burn` or `busy` job (placements allocate one slot per
+    /// thread, and unpinned threads may outnumber the CPUs).
+    pub const MAX_THREADS: usize = 1024;
+    /// Most operations in flight of one `disk` job (one thread each).
+    pub const MAX_QUEUE_DEPTH: usize = nnb_burn::disk::MAX_QUEUE_DEPTH;
+    /// Most worker processes of one `memory` job.
+    pub const MAX_WORKERS: usize = nnb_burn::memload::MAX_WORKERS;
+    /// Most streams of one `load` job (one socket and one thread each).
+    pub const MAX_STREAMS: usize = nnb_netlat::load::MAX_STREAMS;
+    /// Longest duration (run time or warm-up) a job may ask for, in milliseconds:
+    /// 7 days. Longer runs go on until stopped or until their deadline instead.
+    pub const MAX_DURATION_MS: u64 = nnb_units::MAX_DURATION.as_millis() as u64;
+    /// Highest aggregate rate of a `load` job, bits per second (1 Tbit/s).
+    pub const MAX_RATE_BPS: f64 = nnb_netlat::load::MAX_RATE_BPS;
+    /// Most jobs whose threads run at once on one agent (idle ones included); a
+    /// start beyond it is a 503 "busy".
+    pub const MAX_RUNNING_JOBS: usize = 64;
+    /// Finished jobs an agent remembers for collection; the oldest are forgotten
+    /// first (running jobs are always kept).
+    pub const MAX_FINISHED_JOBS: usize = 1024;
+    /// Largest file of one `disk` job, bytes (64 GiB); the experiment checker
+    /// bounds a disk load's `file_size` by it too.
+    pub const MAX_DISK_FILE: u64 = 64 << 30;
+    /// Most HTTP connections an agent holds open; a connection beyond it makes the
+    /// agent close its oldest one (so a flood of idle connections cannot lock out
+    /// a controller's new one). Fewer under a low open-files limit: see
+    /// [`FD_RESERVE`].
+    pub const MAX_CONNECTIONS: usize = 1024;
+    /// File descriptors an agent keeps out of its connection cap, for its jobs
+    /// (one `load` job at its most streams holds 256 sockets; disk files, memory
+    /// workers' pipes and the agent's own listener and runtime take a few): under
+    /// an open-files limit of N the agent holds at most N - 256 connections, so it
+    /// closes its oldest connection before `accept` runs out of descriptors.
+    pub const FD_RESERVE: usize = 256;
+    /// Fewest connections an agent holds whatever its open-files limit; below
+    /// `FD_RESERVE + MIN_CONNECTIONS` descriptors it relies on closing the oldest
+    /// connection whenever `accept` finds none left.
+    pub const MIN_CONNECTIONS: usize = 16;
+    /// A connection must send a request's whole header within this time, and an
+    /// idle keep-alive connection is closed after it.
+    pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// A request's body must have arrived within this time after its header; a
+    /// body still missing then is answered 408 and its connection closed.
+    pub const BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+    /// How long an agent that was told to shut down (or that closes a connection
+    /// over [`MAX_CONNECTIONS`]) lets requests in flight finish before it closes
+    /// their connections, and waits for its jobs' threads to end.
+    pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+}
+
+/// Why a `POST /jobs` body is not a job request the agent accepts (a 400).
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// Not JSON, or not the shape of a [`JobRequest`].
+    #[error("invalid job request: {0}")]
+    Json(#[from] serde_json::Error),
+    /// Valid JSON but a value out of bounds.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl JobRequest {
+    /// Decodes and checks a `POST /jobs` body: it must be a JSON object (not the
+    /// array form serde would take), its `spec` an object without unknown fields
+    /// (the unit variant `idle` included), its deadline above zero and every number
+    /// within [`limits`].
+    pub fn from_json(body: &[u8]) -> Result<JobRequest, RequestError> {
+        let value: serde_json::Value = serde_json::from_slice(body)?;
+        let spec = match &value {
+            serde_json::Value::Object(map) => map.get("spec"),
+            _ => return Err(invalid("a job request must be a JSON object")),
+        };
+        if let Some(serde_json::Value::Object(spec)) = spec {
+            if let Some(extra) = spec.keys().find(|k| *k != "kind").filter(|_| {
+                spec.get("kind").and_then(|k| k.as_str()) == Some(AgentJob::Idle.name())
+            }) {
+                return Err(invalid(&format!(
+                    "unknown field `{extra}`: an idle job takes no fields"
+                )));
+            }
+        } else if spec.is_some() {
+            return Err(invalid("`spec` must be a JSON object"));
+        }
+        // Typed decoding from the bytes, not the value: it refuses duplicate keys.
+        let req: JobRequest = serde_json::from_slice(body)?;
+        if req.deadline_ms == 0 {
+            return Err(invalid("deadline_ms must be above zero"));
+        }
+        req.spec.check_limits().map_err(RequestError::Invalid)?;
+        Ok(req)
+    }
+}
+
+fn invalid(message: &str) -> RequestError {
+    RequestError::Invalid(message.to_string())
+}
+
+/// Checks that a duration field is above zero and at most [`limits::MAX_DURATION_MS`].
+fn check_duration(field: &str, ms: u64) -> Result<(), String> {
+    if ms == 0 {
+        return Err(format!("{field} must be above zero"));
+    }
+    check_at_most(field, ms, limits::MAX_DURATION_MS, "ms (7 days)")
+}
+
+fn check_at_most<T: PartialOrd + std::fmt::Display>(
+    field: &str,
+    value: T,
+    max: T,
+    unit: &str,
+) -> Result<(), String> {
+    if value > max {
+        return Err(format!(
+            "{field} = {value} is above the agent's limit of {max} {unit}"
+        ));
+    }
+    Ok(())
+}
+
+impl JobSpec {
+    /// Checks the spec's numbers against [`limits`] (durations above zero and at
+    /// most 7 days, thread and stream counts, load rates whose datagram period
+    /// fits between 1 ns and the longest duration); the error names the field and
+    /// the limit. Checks that need the agent's machine (CPUs, addresses, workload
+    /// names) come after, when the agent prepares the job.
+    pub fn check_limits(&self) -> Result<(), String> {
+        match self {
+            JobSpec::Burn {
+                threads,
+                ops,
+                duration_ms,
+                duty,
+                ..
+            } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")?;
+                burn_work(*ops, *duration_ms, *duty).map(drop)
+            }
+            JobSpec::Disk {
+                file_size,
+                queue_depth,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("file_size", *file_size, limits::MAX_DISK_FILE, "bytes")?;
+                check_at_most(
+                    "queue_depth",
+                    *queue_depth,
+                    limits::MAX_QUEUE_DEPTH,
+                    "operations",
+                )?;
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Memory {
+                workers,
+                duration_ms,
+                ..
+            } => {
+                check_at_most("workers", *workers, limits::MAX_WORKERS, "processes")?;
+                check_duration("duration_ms", *duration_ms)
+            }
+            JobSpec::Busy { threads, .. } => {
+                check_at_most("threads", *threads, limits::MAX_THREADS, "threads")
+            }
+            JobSpec::Steal { duration_ms, .. } => check_duration("duration_ms", *duration_ms),
+            JobSpec::Badabing { duration_ms, .. } => {
+                check_duration("duration_ms", *duration_ms)?;
+                let any = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+                self.badabing_config(any, 0).map(drop)
+            }
+            JobSpec::Rtt {
+                probes,
+                rate_hz,
+                skip,
+                msg_size,
+                ..
+            } => nnb_netlat::probe::series::check_shape(*probes, *rate_hz, *skip, *msg_size),
             JobSpec::Latency {
                 duration_ms,
                 warmup_ms,

@@ -28,6 +28,7 @@ use nnb_burn::topology::Topology;
 use nnb_burn::workload::Workload;
 use nnb_netlat::hist::HistLog;
 use nnb_netlat::load::{self, LoadConfig};
+use nnb_netlat::probe::series::{self, SeriesConfig, SeriesMode};
 use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
 use nnb_sys::affinity::restrict_to_cpus;
@@ -116,6 +117,8 @@ enum Task {
     },
     /// A latency probe (stops early on request).
     Latency(ProbeConfig),
+    /// Wang & Ng's RTT series (stops sending early on request).
+    Rtt(SeriesConfig),
     /// A load generator (stops early on request).
     Load(LoadConfig),
     /// A reflector and a sink until stopped.
@@ -274,9 +277,30 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             ..ServeConfig::default()
         })),
         JobSpec::Idle => Ok(Task::Idle),
-        JobSpec::Rtt { .. } | JobSpec::Badabing { .. } => {
-            Err(format!("{} jobs are being built", spec.kind()))
+        JobSpec::Rtt {
+            target,
+            probes,
+            rate_hz,
+            skip,
+            msg_size,
+            icmp,
+        } => {
+            let (target, mode) = if *icmp {
+                (icmp_host(target)?, SeriesMode::Icmp)
+            } else {
+                (address(target)?, SeriesMode::Udp)
+            };
+            let cfg = SeriesConfig {
+                probes: *probes,
+                rate_hz: *rate_hz,
+                skip: *skip,
+                msg_size: *msg_size,
+                ..SeriesConfig::new(target, mode)
+            };
+            cfg.validate().map_err(|e| e.to_string())?;
+            Ok(Task::Rtt(cfg))
         }
+        JobSpec::Badabing { .. } => Err(format!("{} jobs are being built", spec.kind())),
         JobSpec::Steal {
             cpus,
             duration_ms,
@@ -447,6 +471,15 @@ fn widened<T: Send>(cpus: &[usize], f: impl FnOnce() -> T + Send) -> Result<T, S
     })
 }
 
+/// The host an ICMP `rtt` job echoes: "ip" or "ip:port" (the port is ignored).
+fn icmp_host(target: &str) -> Result<SocketAddr, String> {
+    target
+        .parse::<IpAddr>()
+        .map(|ip| SocketAddr::new(ip, 0))
+        .or_else(|_| address(target))
+        .map_err(|_| format!("target {target:?} is not an address like 10.0.0.5"))
+}
+
 fn to_json<T: Serialize>(v: &T) -> Outcome {
     serde_json::to_value(v).map_err(|e| format!("cannot encode the result as JSON: {e}"))
 }
@@ -488,6 +521,7 @@ impl Task {
             Task::Busy { placement, .. } => pinned(placement),
             Task::Steal { cpus, .. } => Some(cpus.clone()),
             Task::Latency(_)
+            | Task::Rtt(_)
             | Task::Load(_)
             | Task::Serve(_)
             | Task::Idle
@@ -572,6 +606,11 @@ impl Task {
                 to_json(&report)
             }
             Task::Latency(cfg) => latency_with_hdr_log(&cfg, shared),
+            Task::Rtt(cfg) => {
+                let report =
+                    series::run(&cfg, &shared.stop, &mut |_| {}).map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
             Task::Load(cfg) => {
                 let report = load::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
                 to_json(&report)

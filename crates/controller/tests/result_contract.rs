@@ -180,7 +180,8 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
             assert!(total.is_some_and(|b| b > 0), "mem_total_bytes: {raw}");
         }
         JobResult::Steal(s) => assert_steal_trace(spec, s.cpus.len(), raw),
-        JobResult::Rtt(_) | JobResult::Badabing(_) => {}
+        JobResult::Rtt(r) => assert_rtt_log(spec, r.summary.is_some(), raw),
+        JobResult::Badabing(_) => {}
     }
 }
 
@@ -232,6 +233,34 @@ fn assert_steal_trace(spec: &JobSpec, cpus: usize, raw: &Value) {
             "{share} from the trace: {cpu}"
         );
     }
+}
+
+/// An rtt job's per-probe log (the analysis draws Wang & Ng's Fig. 9 from it):
+/// every probe, in order, its RTT or null; the summary over those after `skip`.
+fn assert_rtt_log(spec: &JobSpec, summary: bool, raw: &Value) {
+    let JobSpec::Rtt { probes, skip, .. } = spec else {
+        panic!("an rtt result of {spec:?}");
+    };
+    assert_eq!(raw["mode"], "udp", "{raw}");
+    let log = raw["log"]
+        .as_array()
+        .unwrap_or_else(|| panic!("log: {raw}"));
+    assert_eq!(log.len() as u64, *probes, "{raw}");
+    for (i, p) in log.iter().enumerate() {
+        assert_eq!(p["seq"].as_u64(), Some(i as u64), "{p}");
+        assert!(p["sent_ns"].is_u64(), "{p}");
+        assert!(p["rtt_ns"].is_u64() || p["rtt_ns"].is_null(), "{p}");
+    }
+    let answered = log[*skip as usize..]
+        .iter()
+        .filter(|p| p["rtt_ns"].is_u64())
+        .count();
+    assert!(summary, "an rtt job's summary: {raw}");
+    assert_eq!(
+        raw["summary"]["kept"].as_u64(),
+        Some(answered as u64),
+        "{raw}"
+    );
 }
 
 /// What every job ran under (steal, uptime, frequency), as a sample's conditions
@@ -386,6 +415,15 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             workers: 1,
             mode: "keep".into(),
             duration_ms: 300,
+        },
+        // Wang & Ng's RTT series, short: 30 probes at 100/s, the first 5 dropped.
+        JobSpec::Rtt {
+            target: reflector.clone(),
+            probes: 30,
+            rate_hz: 100.0,
+            skip: 5,
+            msg_size: 64,
+            icmp: false,
         },
         // CPUTest: Wang & Ng's 1 ms threshold, with the timestamp trace.
         JobSpec::Steal {

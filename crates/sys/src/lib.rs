@@ -13,6 +13,7 @@ pub mod affinity;
 pub mod cgroup;
 pub mod clock;
 pub mod file;
+pub mod icmp;
 pub mod mmsg;
 pub mod owned;
 pub mod process;

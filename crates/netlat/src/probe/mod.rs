@@ -8,6 +8,7 @@
 
 pub mod openloop;
 pub mod pingpong;
+pub mod series;
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
