@@ -710,8 +710,9 @@ pub(crate) fn pairs(w: &WangNg) -> Option<Table> {
         rows,
         notes: vec![
             "one row per round; CPU share = mean over the side's CPUs; RTT over the kept \
-             probes; TCP and UDP = the sink's received payload rate; loss frequency = \
-             Badabing's lossy slots, probe loss rate = its lost probes / probes"
+             probes; TCP and UDP = the sink's received payload rate; largest buffer burst \
+             = data beyond the link rate; loss frequency = Badabing's lossy slots / probed \
+             slots, probe loss rate = its lost probes / probes"
                 .into(),
         ],
     })
@@ -745,6 +746,41 @@ mod tests {
 
     fn probe(seq: u64, rtt_ns: Option<u64>) -> Probe {
         Probe { seq, rtt_ns }
+    }
+
+    fn cpu(span_ns: Option<f64>, gaps_left_out: u64) -> StealCpu {
+        StealCpu {
+            cpu: Some(0),
+            span_ns,
+            ran_share: 0.5,
+            gaps: Some(9),
+            longest_gap_ns: Some(7),
+            trace: Some(super::super::results::Trace {
+                gaps: vec![(10 * BIN_NS, 25 * BIN_NS), (50 * BIN_NS, BIN_NS)],
+                counts_per_ms: vec![1; 100],
+                gaps_left_out,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_share_comes_from_a_whole_trace_else_from_the_result() {
+        // 25 ms of 100 ms (the span, else the 100 bins) off; the 1 ms gap is not
+        // longer than the 1 ms threshold.
+        for span in [Some(1e8), None] {
+            let s = cpu_share(BIN_NS, &cpu(span, 0));
+            assert!((s.share_pct - 75.0).abs() < 1e-9, "{s:?}");
+            assert_eq!(
+                (s.gaps, s.longest_ns, s.from_trace),
+                (Some(1), Some(25 * BIN_NS), true)
+            );
+        }
+        // Gaps left out of the trace: the result's own figures.
+        let s = cpu_share(BIN_NS, &cpu(Some(1e8), 3));
+        assert_eq!(
+            (s.share_pct, s.gaps, s.longest_ns, s.from_trace),
+            (50.0, Some(9), Some(7), false)
+        );
     }
 
     #[test]
