@@ -47,6 +47,8 @@ enum Command {
     Latency(cmd::latency::LatencyArgs),
     /// Wang & Ng's RTT series: every probe's RTT in order, and its statistics (UDP or --icmp).
     Rtt(cmd::rtt::RttArgs),
+    /// Badabing's loss probe: loss frequency beside probe loss, one-way delays and max_owd.
+    Badabing(cmd::badabing::BadabingArgs),
     /// Rate-paced UDP (or TCP) load generator.
     Load(cmd::load::LoadArgs),
     /// Paced random read/write disk load (fio randrw at a set IOPS, direct I/O).
@@ -117,6 +119,7 @@ fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
         Command::Serve(args) => cmd::serve::run(args, out),
         Command::Latency(args) => cmd::latency::run(args, out),
         Command::Rtt(args) => cmd::rtt::run(args, out),
+        Command::Badabing(args) => cmd::badabing::run(args, out),
         Command::Load(args) => cmd::load::run(args, out),
         Command::Disk(args) => cmd::disk::run(args, out),
         Command::Agent(args) => cmd::agent::run(args, out),

@@ -5,6 +5,7 @@ pub(crate) mod agent;
 pub(crate) mod analyze;
 #[cfg(feature = "aws")]
 pub(crate) mod aws;
+pub(crate) mod badabing;
 pub(crate) mod common;
 pub(crate) mod cpu;
 pub(crate) mod disk;

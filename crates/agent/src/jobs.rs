@@ -8,6 +8,7 @@
 
 use nnb_burn::burner::{Duty, Work};
 use nnb_format::{AgentJob, BackgroundJob, JobKind};
+use nnb_netlat::badabing::BadabingConfig;
 use serde::{Deserialize, Serialize};
 
 /// What an agent should run. Measuring jobs (`burn`, `steal`, `latency`) finish on
@@ -609,8 +610,11 @@ impl JobSpec {
             JobSpec::Busy { threads, .. } => {
                 check_at_most("threads", *threads, limits::MAX_THREADS, "threads")
             }
-            JobSpec::Steal { duration_ms, .. } | JobSpec::Badabing { duration_ms, .. } => {
-                check_duration("duration_ms", *duration_ms)
+            JobSpec::Steal { duration_ms, .. } => check_duration("duration_ms", *duration_ms),
+            JobSpec::Badabing { duration_ms, .. } => {
+                check_duration("duration_ms", *duration_ms)?;
+                let any = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+                self.badabing_config(any, 0).map(drop)
             }
             JobSpec::Rtt {
                 probes,
@@ -657,6 +661,45 @@ impl JobSpec {
             }
             JobSpec::Serve { .. } | JobSpec::Idle => Ok(()),
         }
+    }
+}
+
+impl JobSpec {
+    /// A `badabing` job's settings towards `target` with `seed`, checked by
+    /// [`BadabingConfig::validate`] (slots at most [`nnb_netlat::badabing::MAX_SLOTS`],
+    /// packets per probe, probability, α, τ, packet size): the one statement of its
+    /// rules, which the limits check and the runner both call. An error for another
+    /// kind of job.
+    pub fn badabing_config(
+        &self,
+        target: std::net::SocketAddr,
+        seed: u64,
+    ) -> Result<BadabingConfig, String> {
+        let JobSpec::Badabing {
+            duration_ms,
+            slot_us,
+            probability,
+            packets,
+            msg_size,
+            tau_us,
+            alpha,
+            ..
+        } = self
+        else {
+            return Err(format!("a {} job is not a badabing job", self.kind()));
+        };
+        let cfg = BadabingConfig {
+            duration: std::time::Duration::from_millis(*duration_ms),
+            slot: std::time::Duration::from_micros(*slot_us),
+            probability: *probability,
+            packets: *packets,
+            msg_size: *msg_size,
+            tau: std::time::Duration::from_micros(*tau_us),
+            alpha: *alpha,
+            ..BadabingConfig::new(target, seed)
+        };
+        cfg.validate().map_err(|e| e.to_string())?;
+        Ok(cfg)
     }
 }
 

@@ -26,6 +26,7 @@ use nnb_burn::placement::{self, PinStrategy, Placement};
 use nnb_burn::steal;
 use nnb_burn::topology::Topology;
 use nnb_burn::workload::Workload;
+use nnb_netlat::badabing::{self, BadabingConfig};
 use nnb_netlat::hist::HistLog;
 use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::probe::series::{self, SeriesConfig, SeriesMode};
@@ -129,6 +130,8 @@ enum Task {
     Disk(DiskSpec),
     /// A memory load.
     Memory(MemSpec),
+    /// Badabing's loss probe (stops early on request).
+    Badabing(BadabingConfig),
 }
 
 /// The result of a `burn` job: where the threads ran, the clock, and the burn.
@@ -300,7 +303,13 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             cfg.validate().map_err(|e| e.to_string())?;
             Ok(Task::Rtt(cfg))
         }
-        JobSpec::Badabing { .. } => Err(format!("{} jobs are being built", spec.kind())),
+        JobSpec::Badabing { target, .. } => {
+            let cfg = spec.badabing_config(address(target)?, badabing::fresh_seed())?;
+            Ok(Task::Badabing(BadabingConfig {
+                pin: env.cpus.first().copied(),
+                ..cfg
+            }))
+        }
         JobSpec::Steal {
             cpus,
             duration_ms,
@@ -526,7 +535,8 @@ impl Task {
             | Task::Serve(_)
             | Task::Idle
             | Task::Disk(_)
-            | Task::Memory(_) => None,
+            | Task::Memory(_)
+            | Task::Badabing(_) => None,
         }
     }
 
@@ -642,6 +652,10 @@ impl Task {
                     ),
                     e => e.to_string(),
                 })?;
+                to_json(&report)
+            }
+            Task::Badabing(cfg) => {
+                let report = badabing::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
                 to_json(&report)
             }
             Task::Memory(spec) => {

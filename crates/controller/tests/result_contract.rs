@@ -181,7 +181,7 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
         }
         JobResult::Steal(s) => assert_steal_trace(spec, s.cpus.len(), raw),
         JobResult::Rtt(r) => assert_rtt_log(spec, r.summary.is_some(), raw),
-        JobResult::Badabing(_) => {}
+        JobResult::Badabing(_) => assert_badabing_series(spec, raw),
     }
 }
 
@@ -261,6 +261,53 @@ fn assert_rtt_log(spec: &JobSpec, summary: bool, raw: &Value) {
         Some(answered as u64),
         "{raw}"
     );
+}
+
+/// A badabing job's result beyond the format's three figures (the analysis draws
+/// Wang & Ng's Figs 10 and 11 from it): its settings echoed, the seed of its slot
+/// draw, its counts, and one series entry per probed slot with the relative one-way
+/// delay and the max_owd estimate.
+fn assert_badabing_series(spec: &JobSpec, raw: &Value) {
+    let JobSpec::Badabing {
+        slot_us, packets, ..
+    } = spec
+    else {
+        panic!("a badabing result of {spec:?}");
+    };
+    let num = |k: &str| raw[k].as_u64().unwrap_or_else(|| panic!("{k}: {raw}"));
+    assert_eq!(raw["owd_relative"], Value::Bool(true), "{raw}");
+    assert_eq!(num("slot_ns"), slot_us * 1000, "{raw}");
+    assert_eq!(num("packets"), u64::from(*packets), "{raw}");
+    assert!(raw["seed"].is_u64() && raw["alpha"].is_f64(), "{raw}");
+    for k in [
+        "tau_ns",
+        "slots",
+        "lossy_slots",
+        "lost_probes",
+        "packets_lost",
+    ] {
+        num(k);
+    }
+    let series = raw["series"]
+        .as_array()
+        .unwrap_or_else(|| panic!("series: {raw}"));
+    assert!(!series.is_empty(), "probes in 300 ms: {raw}");
+    assert_eq!(series.len() as u64, num("probed_slots"), "{raw}");
+    assert_eq!(num("probes"), num("probed_slots"), "{raw}");
+    assert_eq!(
+        num("packets_sent"),
+        num("probes") * u64::from(*packets),
+        "{raw}"
+    );
+    for s in series {
+        assert!(
+            s["slot"].is_u64() && s["t_ns"].is_u64() && s["lost"].is_u64(),
+            "{s}"
+        );
+        assert!(s["owd_ns"].is_u64() || s["owd_ns"].is_null(), "{s}");
+        assert!(s["max_owd_ns"].is_u64() || s["max_owd_ns"].is_null(), "{s}");
+        assert!(s["lossy"].is_boolean(), "{s}");
+    }
 }
 
 /// What every job ran under (steal, uptime, frequency), as a sample's conditions
@@ -415,6 +462,17 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             workers: 1,
             mode: "keep".into(),
             duration_ms: 300,
+        },
+        // Badabing with the seed's settings, short: 60 slots of 5 ms.
+        JobSpec::Badabing {
+            target: reflector.clone(),
+            duration_ms: 300,
+            slot_us: 5_000,
+            probability: 0.3,
+            packets: 3,
+            msg_size: 64,
+            tau_us: 50_000,
+            alpha: 0.005,
         },
         // Wang & Ng's RTT series, short: 30 probes at 100/s, the first 5 dropped.
         JobSpec::Rtt {

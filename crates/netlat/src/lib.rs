@@ -4,6 +4,7 @@
 //! Measuring paths use plain threads with blocking or busy-polled sockets; no async
 //! runtime runs inside a timed loop.
 
+pub mod badabing;
 pub mod clock;
 pub mod hist;
 pub mod load;

@@ -52,6 +52,18 @@ pub const FLAG_REPORT_REQUEST: u16 = 1;
 /// [`crate::report::encode_series_request`]). A sink without series answers with its
 /// report, which a series reader refuses.
 pub const FLAG_SERIES: u16 = 2;
+/// On a [`Kind::Ping`] whose payload has room for a u64 ([`STAMP_LEN`]): ask the
+/// reflector to write its own receive time (nanoseconds of its clock,
+/// little-endian) into the first payload bytes of the pong, so the sender learns the
+/// one-way delay (less the clocks' offset) and not only the round trip (Badabing).
+/// A reflector without this flag's support answers with the payload unchanged and
+/// without [`FLAG_RECEIVE_STAMPED`].
+pub const FLAG_STAMP_RECEIVE: u16 = 4;
+/// On a [`Kind::Pong`]: the reflector wrote its receive time as
+/// [`FLAG_STAMP_RECEIVE`] asked.
+pub const FLAG_RECEIVE_STAMPED: u16 = 8;
+/// Bytes of the receive stamp at the start of a stamped pong's payload.
+pub const STAMP_LEN: usize = 8;
 
 impl Kind {
     fn from_u8(v: u8) -> Option<Self> {
@@ -176,6 +188,35 @@ impl Header {
             datagram[5] = Kind::Pong as u8;
         }
     }
+
+    /// When a valid datagram carries [`FLAG_STAMP_RECEIVE`] and a payload of at
+    /// least [`STAMP_LEN`] bytes: writes `received_ns` into the payload's first bytes
+    /// and sets [`FLAG_RECEIVE_STAMPED`], in place; otherwise leaves it alone. Returns
+    /// whether it stamped.
+    pub fn stamp_receive(datagram: &mut [u8], received_ns: u64) -> bool {
+        let asked = Header::decode(datagram).is_ok_and(|h| {
+            h.flags & FLAG_STAMP_RECEIVE != 0 && h.payload_len as usize >= STAMP_LEN
+        });
+        if asked {
+            let flags = u16::from_le_bytes([datagram[6], datagram[7]]) | FLAG_RECEIVE_STAMPED;
+            datagram[6..8].copy_from_slice(&flags.to_le_bytes());
+            datagram[HEADER_LEN..HEADER_LEN + STAMP_LEN]
+                .copy_from_slice(&received_ns.to_le_bytes());
+        }
+        asked
+    }
+
+    /// The receive time a reflector wrote into this pong ([`Header::stamp_receive`]),
+    /// or `None` when it carries no stamp.
+    pub fn receive_stamp(&self, datagram: &[u8]) -> Option<u64> {
+        let stamped =
+            self.flags & FLAG_RECEIVE_STAMPED != 0 && datagram.len() >= HEADER_LEN + STAMP_LEN;
+        stamped.then(|| {
+            let mut a = [0u8; STAMP_LEN];
+            a.copy_from_slice(&datagram[HEADER_LEN..HEADER_LEN + STAMP_LEN]);
+            u64::from_le_bytes(a)
+        })
+    }
 }
 
 #[cfg(test)]
@@ -228,6 +269,31 @@ mod tests {
                 actual: 1
             })
         );
+    }
+
+    #[test]
+    fn receive_stamp_only_when_asked_and_room() {
+        let mut asked = sample(STAMP_LEN as u32);
+        asked.flags = FLAG_STAMP_RECEIVE;
+        let mut buf = vec![0u8; HEADER_LEN + STAMP_LEN];
+        asked.encode(&mut buf);
+        assert!(Header::stamp_receive(&mut buf, 0x1122_3344_5566_7788));
+        let h = Header::decode(&buf).expect("still valid");
+        assert_eq!(h.flags, FLAG_STAMP_RECEIVE | FLAG_RECEIVE_STAMPED);
+        assert_eq!(h.receive_stamp(&buf), Some(0x1122_3344_5566_7788));
+        // An old ping (no flag) and a ping without room keep their bytes.
+        for (flags, payload) in [(0, STAMP_LEN), (FLAG_STAMP_RECEIVE, STAMP_LEN - 1)] {
+            let h = Header {
+                flags,
+                ..sample(payload as u32)
+            };
+            let mut buf = vec![7u8; HEADER_LEN + payload];
+            h.encode(&mut buf);
+            let before = buf.clone();
+            assert!(!Header::stamp_receive(&mut buf, 5));
+            assert_eq!(buf, before);
+            assert_eq!(h.receive_stamp(&buf), None);
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The UDP reflector: answers every valid ping with its pong (the same bytes, kind
 //! byte rewritten in place) to the sender, one datagram at a time; drops and counts
-//! the rest.
+//! the rest. A ping that asks for it ([`crate::wire::FLAG_STAMP_RECEIVE`], Badabing's
+//! one-way delays) also gets the reflector's receive time written into its payload.
 
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,8 +54,8 @@ pub(crate) fn run(
     }
     let mut buf = vec![0u8; nnb_sys::mmsg::BUF_LEN];
     while !stop.load(Ordering::Relaxed) {
-        let (len, peer) = match socket.recv_from(&mut buf) {
-            Ok(got) => got,
+        let (len, peer, received_ns) = match socket.recv_from(&mut buf) {
+            Ok((len, peer)) => (len, peer, crate::clock::now_ns()),
             Err(e) if mmsg::is_idle(&e) => {
                 std::hint::spin_loop();
                 continue;
@@ -67,6 +68,7 @@ pub(crate) fn run(
         let datagram = &mut buf[..len];
         let verdict = classify(datagram);
         let sent = verdict.is_ok() && {
+            Header::stamp_receive(datagram, received_ns);
             Header::turn_into_pong(datagram);
             match socket.send_to(datagram, peer) {
                 Ok(_) => true,
