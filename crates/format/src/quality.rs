@@ -26,7 +26,8 @@ pub struct Quality {
     pub streams: Vec<StreamUse>,
     /// A load's sink report over all streams.
     pub sink: Option<SinkUse>,
-    /// A load's sender totals.
+    /// A load's sender totals (an rtt series' `sent`, a count, is not: none).
+    #[serde(deserialize_with = "sender_totals")]
     pub sent: Option<SenderUse>,
     /// The steal on the job's CPUs while it ran (a burn's from version 2, every job's
     /// from version 4).
@@ -97,6 +98,13 @@ pub struct FreqUse {
     pub mhz: f64,
     /// `aperf-mperf`, `scaling-cur-freq` or `cpuinfo`.
     pub source: String,
+}
+
+/// A load's `sent` object; `None` for anything else, such as an rtt series' count
+/// of probes sent, which would otherwise fail the whole qualifiers' reading.
+fn sender_totals<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<SenderUse>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(SenderUse::deserialize(v).ok())
 }
 
 /// The length of a list (`None` for null).
@@ -328,6 +336,12 @@ impl Quality {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_rtt_series_count_of_probes_sent_leaves_the_other_qualifiers_readable() {
+        let q = super::Quality::of(&serde_json::json!({"sent": 30, "uptime_s": 12.5}));
+        assert_eq!((q.sent, q.uptime_s), (None, Some(12.5)));
+    }
+
     use super::*;
     use serde_json::{json, Value};
 
