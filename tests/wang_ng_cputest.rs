@@ -256,7 +256,10 @@ fn start_nibbler(
 /// period. The same scan over the 5 us hiccup threshold loses what the thread took
 /// (the kernel's count of its run time): a CPU share computed with a threshold far
 /// below the scheduler's slice, or one that counted every gap, would fail the first
-/// bound.
+/// bound. On a CPU busy with other work (a scan alone below 90%), whose slices a
+/// piece of the thread's may join into a gap longer than 1 ms, the share beside the
+/// thread must lose less than half of what the thread took from what it had alone
+/// (a 5 us share loses all of it).
 #[test]
 fn cputest_share_leaves_out_gaps_shorter_than_1_ms() {
     if !nnb_testkit::require(have_taskset(), "the CPUTest ground truth needs taskset") {
@@ -265,33 +268,33 @@ fn cputest_share_leaves_out_gaps_shorter_than_1_ms() {
     let _machine = hold_machine();
     let cpu = shared_cpu();
     static STOP: AtomicBool = AtomicBool::new(false);
-    STOP.store(false, Ordering::Relaxed);
-    let (nibbler, schedstat) = start_nibbler(cpu, &STOP);
     let mut tries = Vec::new();
-    let mut passed = false;
     for _ in 0..ATTEMPTS {
+        let alone = num(&scan(cpu, &["--cputest"]).0, "ran_share");
+        STOP.store(false, Ordering::Relaxed);
+        let (nibbler, schedstat) = start_nibbler(cpu, &STOP);
         let (took, (entry, trace)) = share_of(&schedstat, || scan(cpu, &["--cputest"]));
         let cputest = num(&entry, "ran_share");
         assert!((trace_share(&entry, &trace) - cputest).abs() < 1e-6);
         let (took_h, (hiccup_entry, _)) =
             share_of(&schedstat, || scan(cpu, &["--threshold", "5us"]));
+        STOP.store(true, Ordering::Relaxed);
+        nibbler.join().expect("the nibbler ends");
         let hiccup = num(&hiccup_entry, "ran_share");
         eprintln!(
-            "CPU {cpu}: CPUTest share {cputest:.4} while the nibbler ran {took:.4}; \
-             over 5 us gaps {hiccup:.4} while it ran {took_h:.4}"
+            "CPU {cpu}: CPUTest share alone {alone:.4}, beside the nibbler {cputest:.4} \
+             while it ran {took:.4}; over 5 us gaps {hiccup:.4} while it ran {took_h:.4}"
         );
-        tries.push((cputest, took, hiccup, took_h));
-        if cputest > 0.9 && took > 0.12 && hiccup < 1.0 - 0.8 * took_h {
-            passed = true;
-            break;
+        tries.push((alone, cputest, took, hiccup, took_h));
+        let least = if alone > 0.9 { 0.9 } else { alone - 0.5 * took };
+        if cputest > least && took > 0.12 && hiccup < 1.0 - 0.8 * took_h {
+            return;
         }
     }
-    STOP.store(true, Ordering::Relaxed);
-    nibbler.join().expect("the nibbler ends");
-    assert!(
-        passed,
-        "no attempt within bounds (CPUTest share > 0.9 while the nibbler ran > 0.12; \
-         the 5 us share below 1 - 0.8 x its run time): (CPUTest share, nibbler, 5 us \
-         share, nibbler) = {tries:?}"
+    panic!(
+        "no attempt within bounds (CPUTest share beside the nibbler > 0.9, or on a busy \
+         CPU above what it had alone less half the nibbler's run time, which must be > \
+         0.12; the 5 us share below 1 - 0.8 x its run time): (alone, CPUTest share, \
+         nibbler, 5 us share, nibbler) = {tries:?}"
     );
 }
