@@ -821,6 +821,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_badabing_job_is_bounded_by_its_slots_and_netlats_rules() {
+        let spec = |duration_ms, slot_us, probability, msg_size| JobSpec::Badabing {
+            target: "10.0.0.5:9000".into(),
+            duration_ms,
+            slot_us,
+            probability,
+            packets: 3,
+            msg_size,
+            tau_us: 50_000,
+            alpha: 0.005,
+        };
+        // The seed's settings: one minute of 5 ms slots.
+        assert_eq!(spec(60_000, 5_000, 0.3, 600).check_limits(), Ok(()));
+        for (s, why) in [
+            // A day of 5 ms slots is 17,280,000 slots: the series would be unbounded.
+            (
+                spec(86_400_000, 5_000, 0.3, 600),
+                "above the limit of 1000000",
+            ),
+            (spec(60_000, 5_000, 0.0, 600), "probability"),
+            (spec(60_000, 5_000, 0.3, 39), "receive stamp"),
+            (spec(60_000, 0, 0.3, 600), "slot"),
+            (spec(0, 5_000, 0.3, 600), "duration_ms must be above zero"),
+        ] {
+            let err = s.check_limits().expect_err(why);
+            assert!(err.contains(why), "{s:?}: {err}");
+        }
+    }
+
+    #[test]
     fn a_burn_is_fixed_work_or_fixed_time_and_only_fixed_time_has_a_duty() {
         assert_eq!(burn_work(Some(5), None, None), Ok((Work::Ops(5), None)));
         let (work, duty) = burn_work(None, Some(250), Some(0.5)).expect("fixed time at half");
