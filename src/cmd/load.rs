@@ -11,6 +11,7 @@ use anyhow::Context;
 use comfy_table::{Cell, CellAlignment};
 
 use crate::table::table;
+use nnb_netlat::grain::FineSettings;
 use nnb_netlat::load::{self, LoadConfig, LoadInterval, LoadReport, DEFAULT_BATCH};
 use nnb_netlat::sendbatch::GsoUse;
 use nnb_units::{format_bits_per_sec, format_si, parse_bytes, parse_duration, parse_rate, Rate};
@@ -67,9 +68,51 @@ pub(crate) struct LoadArgs {
     /// Print the achieved rates every INTERVAL (0 for none).
     #[arg(long, default_value = "1s", value_parser = parse_duration, value_name = "INTERVAL")]
     interval: Duration,
+    /// The receiver's fine-grained throughput: one rate per GRAIN bytes received
+    /// (Wang & Ng: 256K), a multiple of 16K; with --link, buffer bursts too.
+    /// Reported per stream as `fine` and `buffer_bursts`.
+    #[arg(long, value_parser = parse_bytes, value_name = "GRAIN")]
+    grain: Option<usize>,
+    /// The full link rate buffer bursts are judged against, bit/s (Wang & Ng: 1G):
+    /// a buffer burst period is a run of grains each received above it.
+    #[arg(long, value_parser = parse_link, value_name = "RATE")]
+    link: Option<f64>,
+    /// Stop after this many payload bytes over all streams (Wang & Ng: 800MB), or
+    /// at --duration, whichever comes first. Recorded as `bytes_bound`.
+    #[arg(long, value_parser = nnb_units::parse_size, value_name = "BYTES")]
+    bytes: Option<u64>,
+    /// Pacing granularity: each chunk of this many bytes goes out back to back,
+    /// then the sender idles to keep the mean rate (Wang & Ng's UDPTest: 128K).
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    pacing_chunk: Option<usize>,
+    /// Socket send buffer to ask for (SO_SNDBUF; TCP: the send window; Wang & Ng:
+    /// 128K for UDP, 256K for TCP). Default: 4M for UDP, the kernel's for TCP.
+    /// Asked and granted sizes are recorded in `socket`.
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    send_buffer: Option<usize>,
+    /// TCP: the receive window (SO_RCVBUF) the nnb TCP sink sets on its socket,
+    /// asked in the connection's hello (Wang & Ng: 256K).
+    #[arg(long, value_parser = parse_bytes, value_name = "BYTES")]
+    recv_buffer: Option<usize>,
+    /// TCP: sample the sender's TCP_INFO every INTERVAL (e.g. 1ms) and find its
+    /// quiet periods; reported as `tcp_info` and `quiet`.
+    #[arg(long, value_parser = parse_duration, value_name = "INTERVAL")]
+    tcp_info: Option<Duration>,
+    /// With --tcp-info: the shortest silence (nothing sent, nothing acknowledged)
+    /// that counts as a quiet period.
+    #[arg(long, default_value = "10ms", value_parser = parse_duration, value_name = "DURATION")]
+    quiet: Duration,
     /// One JSON object on stdout instead of tables.
     #[arg(long)]
     json: bool,
+}
+
+/// A link rate in bit/s (`1G`, `10Gbit/s`): a packet rate says nothing about bits.
+fn parse_link(s: &str) -> Result<f64, String> {
+    match parse_rate(s).map_err(|e| e.to_string())? {
+        Rate::BitsPerSec(bps) if bps.is_finite() && bps > 0.0 => Ok(bps),
+        _ => Err("a link rate is bit/s above zero, like 1G or 10Gbit/s".into()),
+    }
 }
 
 /// A rate, or as fast as possible.
@@ -118,7 +161,7 @@ pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
             (Some(s), addr)
         }
     };
-    let cfg = load_config(
+    let mut cfg = load_config(
         target,
         args.rate.0,
         args.duration,
@@ -133,6 +176,24 @@ pub(crate) fn run(args: LoadArgs, out: &mut Out) -> anyhow::Result<()> {
             flag: "nnb load",
         },
     )?;
+    if args.grain.is_some() || args.link.is_some() {
+        let seed = FineSettings::default();
+        let fine = FineSettings {
+            grain: args.grain.map_or(seed.grain, |g| g as u64),
+            link_bps: args.link.unwrap_or(seed.link_bps),
+        };
+        fine.validate()
+            .map_err(|e| usage(format!("nnb load --grain/--link: {e}")))?;
+        cfg.fine = Some(fine);
+    }
+    cfg.bytes = args.bytes;
+    cfg.pacing_chunk = args.pacing_chunk;
+    cfg.send_buffer = args.send_buffer;
+    cfg.recv_buffer = args.recv_buffer;
+    cfg.tcp_info = args.tcp_info;
+    cfg.quiet = args.quiet;
+    cfg.validate()
+        .map_err(|e| usage(format!("nnb load: {e}")))?;
     let stop = stop_on_signal()?;
     let env = environment();
     if !args.json {
@@ -208,6 +269,78 @@ fn print_interval(out: &mut Out, iv: &LoadInterval) -> io::Result<()> {
     Ok(())
 }
 
+/// Per stream, the fine-grained series' extent and the buffer bursts: how many
+/// periods, the largest and the total buffer burst data.
+fn print_fine(out: &mut Out, r: &LoadReport) -> io::Result<()> {
+    for s in &r.streams {
+        let (Some(f), Some(b)) = (&s.fine, &s.buffer_bursts) else {
+            continue;
+        };
+        let (low, high) = f
+            .points
+            .iter()
+            .fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+                (lo.min(p.bps), hi.max(p.bps))
+            });
+        writeln!(
+            out,
+            "stream {}: {} grains of {}B received ({} left out), {} to {} per grain; \
+             buffer bursts above {}: {} periods, largest {}B, total {}B",
+            s.stream,
+            f.points.len(),
+            format_si(f.grain_bytes as f64),
+            f.points_left_out,
+            format_bits_per_sec(if f.points.is_empty() { 0.0 } else { low }),
+            format_bits_per_sec(high),
+            format_bits_per_sec(b.link_bps),
+            b.periods.len(),
+            format_si(b.largest_burst_bytes as f64),
+            format_si(b.total_burst_bytes as f64),
+        )?;
+    }
+    Ok(())
+}
+
+/// The byte bound, the socket buffers asked for and granted, and the `TCP_INFO`
+/// summary: retransmissions, quiet periods and whether a retransmission came with
+/// any of them.
+fn print_wang_ng(out: &mut Out, r: &LoadReport) -> io::Result<()> {
+    let b = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| format_si(v as f64) + "B");
+    if let Some(bound) = r.bytes_bound {
+        writeln!(
+            out,
+            "byte bound: {} ({} sent)",
+            b(Some(bound)),
+            b(Some(r.sent.bytes))
+        )?;
+    }
+    if let Some(s) = &r.socket {
+        writeln!(
+            out,
+            "socket buffers (asked / granted as getsockopt reads it, Linux doubles): send {} / {}, receive {} / {}",
+            b(s.send_buffer_requested),
+            b(s.send_buffer_granted),
+            b(s.recv_buffer_requested),
+            b(s.recv_buffer_granted)
+        )?;
+    }
+    if let (Some(info), Some(q)) = (&r.tcp_info, &r.quiet) {
+        writeln!(
+            out,
+            "TCP_INFO every {} ms: {} samples, {} retransmissions; quiet periods (>= {:.1} ms): {}, longest {:.1} ms, total {:.1} ms, {} with a retransmission in or after",
+            info.interval_ms,
+            info.samples.len() as u64 + info.samples_left_out,
+            info.retransmissions,
+            q.threshold_ns as f64 / 1e6,
+            q.count,
+            q.longest_ns as f64 / 1e6,
+            q.total_ns as f64 / 1e6,
+            q.with_retransmission()
+        )?;
+    }
+    Ok(())
+}
+
 fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
     let mut t = table(["", "sender", "sink (received)"]);
     let sink = r.sink.as_ref();
@@ -247,12 +380,6 @@ fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
             sink.filter(|_| r.protocol == "udp")
                 .map_or_else(na, |s| format!("{} / {}", s.duplicates, s.reordered)),
         ),
-        (
-            "buffer bursts",
-            na(),
-            sink.filter(|_| r.protocol == "udp")
-                .map_or_else(na, |s| s.bursts.to_string()),
-        ),
         ("skipped after stalls", r.sent.skipped.to_string(), na()),
         ("send errors", r.sent.send_errors.to_string(), na()),
     ];
@@ -264,6 +391,8 @@ fn print_report(out: &mut Out, r: &LoadReport) -> io::Result<()> {
         ]);
     }
     writeln!(out, "{t}")?;
+    print_fine(out, r)?;
+    print_wang_ng(out, r)?;
     if let Some(target) = r.target_bps {
         writeln!(
             out,

@@ -136,7 +136,6 @@ struct StreamDelta<'a> {
     lost: u64,
     duplicates: u64,
     reordered: u64,
-    bursts: u64,
     garbage: u64,
 }
 
@@ -190,7 +189,6 @@ impl<'a> IntervalLine<'a> {
                     lost: r.seq.lost().saturating_sub(p.seq.lost()),
                     duplicates,
                     reordered: r.seq.reordered.saturating_sub(p.seq.reordered),
-                    bursts: r.bursts.saturating_sub(p.bursts),
                     garbage,
                 })
             })
@@ -281,7 +279,7 @@ impl Output {
             writeln!(
 
                 out,
-                "    {}#{:<4} {:>14}  rx {:>8}  lost {:>6}  dup {:>4}  reord {:>4}  bursts {:>3}  garbage {}",
+                "    {}#{:<4} {:>14}  rx {:>8}  lost {:>6}  dup {:>4}  reord {:>4}  garbage {}",
                 s.peer,
                 s.stream,
                 format_bits_per_sec(s.rate_bps),
@@ -289,7 +287,6 @@ impl Output {
                 s.lost,
                 s.duplicates,
                 s.reordered,
-                s.bursts,
                 s.garbage
             )?;
         }
@@ -322,7 +319,7 @@ impl Output {
             writeln!(
 
                 out,
-                "sink: {} streams ({} evicted), {} datagrams, {} lost ({:.3}%), {} dup, {} reordered, {} bursts, {} reports ({} short requests unanswered)",
+                "sink: {} streams ({} evicted), {} datagrams, {} lost ({:.3}%), {} dup, {} reordered, {} reports ({} short requests unanswered)",
                 t.streams_seen,
                 t.evicted_streams,
                 t.seq.received,
@@ -330,7 +327,6 @@ impl Output {
                 t.seq.loss_ratio() * 100.0,
                 t.seq.duplicates,
                 t.seq.reordered,
-                t.bursts,
                 t.reports_sent,
                 t.short_report_requests
             )?;
@@ -361,8 +357,7 @@ impl Output {
 /// The sink's streams as a table.
 fn stream_table(streams: &[StreamReport]) -> Table {
     let mut table = crate::table::table([
-        "peer", "stream", "received", "lost", "loss %", "dup", "reord", "bytes", "rate", "bursts",
-        "garbage",
+        "peer", "stream", "received", "lost", "loss %", "dup", "reord", "bytes", "rate", "garbage",
     ]);
     for r in streams {
         table.add_row([
@@ -375,7 +370,6 @@ fn stream_table(streams: &[StreamReport]) -> Table {
             r.seq.reordered.to_string(),
             r.bytes.to_string(),
             format_bits_per_sec(r.rate_bps),
-            r.bursts.to_string(),
             r.garbage.to_string(),
         ]);
     }

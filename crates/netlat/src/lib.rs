@@ -6,6 +6,7 @@
 
 pub mod badabing;
 pub mod clock;
+pub mod grain;
 pub mod hist;
 pub mod load;
 pub mod neighbor;
@@ -16,4 +17,5 @@ pub mod sampling;
 pub mod sendbatch;
 pub mod seq;
 pub mod serve;
+pub mod tcpinfo;
 pub mod wire;

@@ -20,6 +20,18 @@
 //! SFD, 12 inter-frame gap) bytes: what the datagrams occupy on an Ethernet link. For TCP the wire rate
 //! assumes full segments of [`TCP_MSS`] bytes with 32 bytes of TCP header
 //! (timestamps option), 20 of IPv4 and the same 38 of framing.
+//!
+//! # Wang & Ng's settings (seed 003, §III.A)
+//!
+//! Their UDPTest paces in chunks ([`LoadConfig::pacing_chunk`], 128 KB: the chunk
+//! goes out back to back, then the sender idles to keep the mean rate) of
+//! 1472-byte payloads (1500-byte IP packets) through a 128 KB socket buffer; their
+//! TCPTest uses 256 KB send and receive windows ([`LoadConfig::send_buffer`],
+//! [`LoadConfig::recv_buffer`]). Both send 800 MB ([`LoadConfig::bytes`]). A TCP
+//! load asking for a receive buffer says so in a hello ([`TCP_HELLO_MAGIC`]) that
+//! the nnb TCP sink reads before any data and applies to its socket; the buffers
+//! asked for and granted are in [`LoadReport::socket`]. A TCP load can sample its
+//! `TCP_INFO` and find its quiet periods ([`crate::tcpinfo`]).
 
 use nnb_units::wire::Framing;
 use std::io::{self, BufRead, BufReader, ErrorKind, Write};
@@ -32,15 +44,17 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::clock::{duration_ns, now_ns};
+use crate::grain::{BufferBursts, FineSeries, FineSettings, GrainEnds, MAX_CHECKPOINTS};
 use crate::pacing::Pacer;
 use crate::probe::connected_socket;
 use crate::report::{
-    decode_report, decode_series, encode_request, encode_series_request, SeriesPage, StreamReport,
-    MAX_PAGE_BINS,
+    decode_fine, decode_report, decode_series, encode_fine_request, encode_request,
+    encode_series_request, SeriesPage, StreamReport, MAX_FINE_ENDS, MAX_PAGE_BINS,
 };
 use crate::sampling::{ThroughputSamples, MAX_SAMPLES};
 use crate::sendbatch::{set_socket_buffer, BatchSender, Direction, GsoUse, SocketBuffer};
 use crate::serve::series::MAX_BINS;
+use crate::serve::tcp_sink::TcpAnswer;
 use crate::serve::TcpReport;
 use crate::wire::{HEADER_LEN, MAX_UDP_PAYLOAD};
 use nnb_units::Rate;
@@ -85,8 +99,27 @@ pub struct LoadConfig {
     pub batch: usize,
     /// After a stall, send what fell due at once instead of dropping it.
     pub catch_up: bool,
-    /// Socket send buffer to ask for, bytes.
-    pub send_buffer: usize,
+    /// Socket send buffer to ask for, bytes (`SO_SNDBUF`; TCP: the send window);
+    /// `None`: [`DEFAULT_UDP_SEND_BUFFER`] for UDP, the kernel's default (and its
+    /// autotuning) for TCP.
+    pub send_buffer: Option<usize>,
+    /// TCP: the receive buffer (the receive window) the sink is asked to set on its
+    /// socket (`SO_RCVBUF`), through the connection's hello. UDP: recorded only (the
+    /// UDP sink's buffer is its own setting, `nnb serve --recv-buffer`).
+    pub recv_buffer: Option<usize>,
+    /// Stop after this many payload bytes over all streams (shared evenly), or at
+    /// the duration, whichever comes first. UDP: the last datagram of a stream is
+    /// shorter to make the count exact (but at least the nnb header).
+    pub bytes: Option<u64>,
+    /// Pacing granularity, bytes: each chunk goes out back to back and the sender
+    /// idles until the next one is due ([`Pacer::with_chunk`]); `None` paces per
+    /// datagram (per 16 KiB unit for TCP).
+    pub pacing_chunk: Option<usize>,
+    /// TCP: sample the first stream's `TCP_INFO` every this long
+    /// ([`crate::tcpinfo::Sampler`]); `None` samples nothing.
+    pub tcp_info: Option<Duration>,
+    /// With `tcp_info`: the shortest silence that is a quiet period.
+    pub quiet: Duration,
     /// How long each report request attempt waits for the sink's answer.
     pub report_wait: Duration,
     /// Sample the throughput every this long (a whole number of the sink's 100 ms
@@ -94,6 +127,9 @@ pub struct LoadConfig {
     pub sample_interval: Option<Duration>,
     /// How many of the latest samples [`ThroughputSamples`]' means average.
     pub window: usize,
+    /// Read each stream's fine-grained throughput and buffer bursts back from the
+    /// sink after sending ([`crate::grain`]); `None` reads neither.
+    pub fine: Option<FineSettings>,
 }
 
 impl LoadConfig {
@@ -110,10 +146,16 @@ impl LoadConfig {
             gso: true,
             batch: DEFAULT_BATCH,
             catch_up: false,
-            send_buffer: 4 << 20,
+            send_buffer: None,
+            recv_buffer: None,
+            bytes: None,
+            pacing_chunk: None,
+            tcp_info: None,
+            quiet: crate::tcpinfo::DEFAULT_QUIET,
             report_wait: Duration::from_millis(200),
             sample_interval: None,
             window: DEFAULT_WINDOW,
+            fine: None,
         }
     }
 
@@ -154,6 +196,10 @@ impl LoadConfig {
         if let Some(interval) = self.sample_interval {
             self.validate_sampling(interval)?;
         }
+        self.validate_wang_ng()?;
+        if let Some(fine) = &self.fine {
+            fine.validate().map_err(LoadError::Invalid)?;
+        }
         if self.duration > nnb_units::MAX_DURATION {
             return bad(format!(
                 "the duration {:?} is longer than the {:?} nnb accepts",
@@ -183,6 +229,60 @@ impl LoadConfig {
         Ok(())
     }
 
+    /// Checks Wang & Ng's settings: the byte bound, the pacing chunk, the buffers,
+    /// `TCP_INFO` sampling and the quiet threshold.
+    fn validate_wang_ng(&self) -> Result<(), LoadError> {
+        let bad = |m: String| Err(LoadError::Invalid(m));
+        if let Some(b) = self.bytes {
+            if b < self.streams as u64 * HEADER_LEN as u64 {
+                return bad(format!(
+                    "a bound of {b} bytes leaves a stream less than the {HEADER_LEN}-byte nnb header"
+                ));
+            }
+        }
+        if let Some(c) = self.pacing_chunk {
+            if !(1..=MAX_BUFFER).contains(&c) {
+                return bad(format!(
+                    "a pacing chunk of {c} bytes: between 1 and {MAX_BUFFER}"
+                ));
+            }
+        }
+        for (name, b) in [("send", self.send_buffer), ("receive", self.recv_buffer)] {
+            if let Some(b) = b {
+                if !(MIN_BUFFER..=MAX_BUFFER).contains(&b) {
+                    return bad(format!(
+                        "a {name} buffer of {b} bytes: between {MIN_BUFFER} and {MAX_BUFFER}"
+                    ));
+                }
+            }
+        }
+        if let Some(i) = self.tcp_info {
+            if !self.tcp {
+                return bad("TCP_INFO sampling is for TCP loads".into());
+            }
+            if !(MIN_TCP_INFO..=MAX_TCP_INFO).contains(&i) {
+                return bad(format!(
+                    "a TCP_INFO interval of {i:?}: between {MIN_TCP_INFO:?} and {MAX_TCP_INFO:?}"
+                ));
+            }
+            if self.quiet < i || self.quiet > nnb_units::MAX_DURATION {
+                return bad(format!(
+                    "a quiet threshold of {:?}: at least the TCP_INFO interval {i:?}",
+                    self.quiet
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The byte bound of stream `index`: an even share of [`LoadConfig::bytes`],
+    /// the first streams taking one byte more each until the remainder is spent.
+    fn stream_bytes(&self, index: usize) -> Option<u64> {
+        let n = self.streams as u64;
+        self.bytes
+            .map(|b| b / n + u64::from((index as u64) < b % n))
+    }
+
     /// Wire bytes per payload byte on an Ethernet line ([`Framing::Line`]).
     fn wire_factor(&self) -> f64 {
         let ipv6 = self.target.is_ipv6();
@@ -192,6 +292,53 @@ impl LoadConfig {
             Framing::Line.bytes_per_datagram(self.msg_size, ipv6) as f64 / self.msg_size as f64
         }
     }
+}
+
+/// A UDP stream's send buffer when none is asked for: 4 MiB, room for bursts.
+pub const DEFAULT_UDP_SEND_BUFFER: usize = 4 << 20;
+/// Smallest socket buffer a load asks for: the kernel's minimum (`SOCK_MIN_RCVBUF`,
+/// about 2 KiB) rounded up.
+pub const MIN_BUFFER: usize = 4096;
+/// Largest socket buffer (and pacing chunk) a load asks for: 512 MiB, half of
+/// `i32::MAX` (the kernel doubles it).
+pub const MAX_BUFFER: usize = 512 << 20;
+/// Shortest `TCP_INFO` sampling interval.
+pub const MIN_TCP_INFO: Duration = Duration::from_micros(100);
+/// Longest `TCP_INFO` sampling interval.
+pub const MAX_TCP_INFO: Duration = Duration::from_secs(1);
+/// First bytes of the hello a TCP load sends before its data when it asks the sink
+/// for a receive buffer: the magic, then the buffer's size as a big-endian `u32`
+/// ([`TCP_HELLO_LEN`] bytes in all). Load data is zeros, so a sink tells a hello
+/// from data by its first byte.
+pub const TCP_HELLO_MAGIC: [u8; 8] = *b"NNBTCPH1";
+/// Length of the TCP hello: the magic and a `u32`.
+pub const TCP_HELLO_LEN: usize = 12;
+
+/// The TCP hello asking the sink for a receive buffer of `recv_buffer` bytes.
+pub fn tcp_hello(recv_buffer: u32) -> [u8; TCP_HELLO_LEN] {
+    let mut h = [0u8; TCP_HELLO_LEN];
+    h[..8].copy_from_slice(&TCP_HELLO_MAGIC);
+    h[8..].copy_from_slice(&recv_buffer.to_be_bytes());
+    h
+}
+
+/// The socket buffers a load asked for and what the kernel granted (the first
+/// stream's; every stream asks the same). Granted sizes are what `getsockopt`
+/// reads back: Linux doubles the size asked for (the extra half is its
+/// bookkeeping), so 256 KB asked reads 512 KB granted; a size above
+/// `net.core.wmem_max`/`rmem_max` (for a process without `CAP_NET_ADMIN`) reads
+/// twice the cap. `null` where not asked for or not known (a receive buffer of a
+/// UDP sink, or of a TCP sink that did not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SocketSettings {
+    /// Send buffer asked for, bytes.
+    pub send_buffer_requested: Option<u64>,
+    /// Send buffer as `getsockopt(SO_SNDBUF)` reads it.
+    pub send_buffer_granted: Option<u64>,
+    /// Receive buffer asked for, bytes.
+    pub recv_buffer_requested: Option<u64>,
+    /// Receive buffer as the sink's `getsockopt(SO_RCVBUF)` read it.
+    pub recv_buffer_granted: Option<u64>,
 }
 
 /// Most streams one load runs (one thread and one socket each).
@@ -279,10 +426,25 @@ pub struct StreamResult {
     pub sink: Option<StreamReport>,
     /// The TCP sink's view of this connection, when it answered.
     pub tcp_sink: Option<TcpReport>,
+    /// The buffers asked for and granted; summarized in [`LoadReport::socket`].
+    #[serde(skip)]
+    pub socket: SocketSettings,
+    /// This stream's `TCP_INFO` samples and quiet periods (the first TCP stream,
+    /// with [`LoadConfig::tcp_info`]); in [`LoadReport::tcp_info`] and
+    /// [`LoadReport::quiet`].
+    #[serde(skip)]
+    pub sampled: Option<crate::tcpinfo::Sampled>,
     /// The sink's arrival series of this stream (sampled loads), when every page
     /// came back; summed into [`LoadReport::samples`], not written out itself.
     #[serde(skip)]
     pub series: Option<Vec<SeriesPage>>,
+    /// The receiver's throughput per grain ([`LoadConfig::fine`]), when the sink
+    /// answered with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fine: Option<FineSeries>,
+    /// Buffer bursts against the link rate, from the same grains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buffer_bursts: Option<BufferBursts>,
 }
 
 /// The sink's view over all streams.
@@ -302,8 +464,6 @@ pub struct SinkView {
     pub duplicates: u64,
     /// Reordered datagrams (UDP).
     pub reordered: u64,
-    /// Buffer bursts (UDP, seed 003).
-    pub bursts: u64,
 }
 
 impl SinkView {
@@ -338,6 +498,18 @@ pub struct LoadReport {
     /// The throughput over time, sent and received, when the load was sampled.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub samples: Option<ThroughputSamples>,
+    /// The socket buffers asked for and granted, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub socket: Option<SocketSettings>,
+    /// The byte bound over all streams ([`LoadConfig::bytes`]), when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_bound: Option<u64>,
+    /// The first stream's `TCP_INFO` samples (TCP, with [`LoadConfig::tcp_info`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp_info: Option<crate::tcpinfo::TcpInfoReport>,
+    /// The quiet periods in those samples.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quiet: Option<crate::tcpinfo::QuietReport>,
 }
 
 /// One reporting interval of a running load, over all streams.
@@ -497,6 +669,7 @@ fn run_stream(
         end_ns,
         stop,
         live,
+        budget: cfg.stream_bytes(index),
     };
     if cfg.tcp {
         tcp_stream(job)
@@ -517,6 +690,8 @@ struct StreamJob<'a> {
     end_ns: u64,
     stop: &'a AtomicBool,
     live: &'a LiveCounters,
+    /// Payload bytes this stream may send ([`LoadConfig::bytes`]'s share).
+    budget: Option<u64>,
 }
 
 /// Totals of one stream from its counts and its sending time (see
@@ -547,10 +722,20 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         end_ns,
         stop,
         live,
+        budget,
     } = job;
     let sock =
         connected_socket(cfg.target).map_err(|(what, source)| LoadError::Io { what, source })?;
-    let send_buffer = set_socket_buffer(&sock, Direction::Send, cfg.send_buffer);
+    let asked = cfg.send_buffer.unwrap_or(DEFAULT_UDP_SEND_BUFFER);
+    let send_buffer = set_socket_buffer(&sock, Direction::Send, asked);
+    let socket = SocketSettings {
+        send_buffer_requested: cfg.send_buffer.map(|b| b as u64),
+        send_buffer_granted: cfg
+            .send_buffer
+            .and_then(|_| granted(&sock, Direction::Send)),
+        recv_buffer_requested: cfg.recv_buffer.map(|b| b as u64),
+        recv_buffer_granted: None,
+    };
     let local = sock
         .local_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
@@ -561,25 +746,46 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         cfg.catch_up,
     )
     .with_quantum(crate::pacing::LOAD_QUANTUM_NS);
-    let (mut seq, mut send_errors) = (0u64, 0u64);
+    if let Some(c) = cfg.pacing_chunk {
+        pacer = pacer.with_chunk(c.div_ceil(cfg.msg_size) as u64);
+    }
+    // With a byte bound: this many full datagrams, then the short ones.
+    let (mut full_left, mut short) = budget.map_or((u64::MAX, Vec::new()), |b| {
+        bounded_datagrams(b, cfg.msg_size)
+    });
+    let (mut seq, mut bytes, mut send_errors) = (0u64, 0u64, 0u64);
     let mut last_send_ns = None;
     crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
     let mut now = now_ns();
     while now < end_ns && !stop.load(Ordering::Relaxed) {
-        let n = pacer.due(now, sender.capacity());
+        let n = pacer.due(now, sender.capacity().min(full_left.max(1)));
         if n == 0 {
             pacer.wait(end_ns);
             now = now_ns();
             continue;
         }
-        match sender.send(stream, seq, n, now) {
+        let full = full_left > 0;
+        let (result, size) = if !full {
+            let Some(&len) = short.first() else { break };
+            let r = send_short(sender.socket(), stream, seq, len, now).map(|()| 1);
+            if r.is_ok() {
+                short.remove(0);
+            }
+            (r, len)
+        } else {
+            (sender.send(stream, seq, n, now), cfg.msg_size)
+        };
+        match result {
             Ok(sent) => {
                 seq += sent;
+                bytes += sent * size as u64;
+                if full && full_left != u64::MAX {
+                    full_left -= sent;
+                }
                 last_send_ns = Some(now_ns());
                 pacer.sent(sent);
                 live.datagrams.fetch_add(sent, Ordering::Relaxed);
-                live.bytes
-                    .fetch_add(sent * cfg.msg_size as u64, Ordering::Relaxed);
+                live.bytes.fetch_add(sent * size as u64, Ordering::Relaxed);
             }
             Err(e) if is_datagram_lost(&e) => {
                 // Nothing listens (ICMP unreachable): these slots are spent, unsent.
@@ -588,16 +794,25 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
             }
             Err(e) => return Err(io_err(format!("sending load stream {stream}"))(e)),
         }
+        if full_left == 0 && short.is_empty() {
+            break;
+        }
         now = now_ns();
     }
+    let now = now_ns();
     let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
-    let mut sent = totals(cfg, seq, seq * cfg.msg_size as u64, elapsed);
+    let mut sent = totals(cfg, seq, bytes, elapsed);
     sent.skipped = pacer.skipped();
     sent.send_errors = send_errors;
     let sink = request_report(sender.socket(), stream, seq, cfg.report_wait);
     let series = cfg
         .sample_interval
         .and_then(|_| request_series(sender.socket(), stream, cfg.report_wait));
+    let (fine, buffer_bursts) = measure_fine(
+        cfg.fine,
+        cfg.fine
+            .and_then(|f| request_fine(sender.socket(), stream, f.grain, cfg.report_wait)),
+    );
     Ok(StreamResult {
         stream,
         cpu,
@@ -607,7 +822,11 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         send_buffer: Some(send_buffer),
         sink,
         tcp_sink: None,
+        socket,
+        sampled: None,
         series,
+        fine,
+        buffer_bursts,
     })
 }
 
@@ -618,6 +837,47 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
 fn sending_ns(pacer: &Pacer, start_ns: u64, last_send_ns: Option<u64>, now_ns: u64) -> u64 {
     let sending = last_send_ns.unwrap_or(now_ns).saturating_sub(start_ns);
     pacer.span_ns().map_or(sending, |span| span.max(sending))
+}
+
+/// A byte bound in datagrams of `msg_size`: how many full ones, then the sizes of
+/// the short ones that make the count exact. A remainder of at least the nnb
+/// header is one short datagram; a smaller one is merged with the last full
+/// datagram and split in two (each at least the header) when that fits, and is
+/// padded to the header otherwise (at most `HEADER_LEN - 1` bytes over).
+fn bounded_datagrams(bytes: u64, msg_size: usize) -> (u64, Vec<usize>) {
+    let (full, tail) = (bytes / msg_size as u64, (bytes % msg_size as u64) as usize);
+    if tail == 0 {
+        (full, Vec::new())
+    } else if tail >= HEADER_LEN {
+        (full, vec![tail])
+    } else if full > 0 && msg_size + tail >= 2 * HEADER_LEN {
+        (full - 1, vec![msg_size + tail - HEADER_LEN, HEADER_LEN])
+    } else {
+        (full, vec![HEADER_LEN])
+    }
+}
+
+/// Sends one load datagram of `len` bytes (at least the nnb header) numbered `seq`.
+fn send_short(sock: &UdpSocket, stream: u32, seq: u64, len: usize, send_ts: u64) -> io::Result<()> {
+    let mut buf = vec![0u8; len.max(HEADER_LEN)];
+    crate::wire::Header {
+        kind: crate::wire::Kind::Load,
+        flags: 0,
+        seq,
+        send_ts,
+        stream,
+        payload_len: (buf.len() - HEADER_LEN) as u32,
+    }
+    .encode(&mut buf[..HEADER_LEN]);
+    sock.send(&buf).map(|_| ())
+}
+
+/// A socket buffer's size as `getsockopt` reads it (twice what was asked for on
+/// Linux); `None` when it cannot be read.
+fn granted(sock: &impl std::os::fd::AsFd, dir: Direction) -> Option<u64> {
+    nnb_sys::socket::buffer_size(sock, dir)
+        .ok()
+        .map(|b| b as u64)
 }
 
 /// Asks the sink for its report on `stream` (up to [`REPORT_ATTEMPTS`] times);
@@ -663,6 +923,50 @@ fn request_series(sock: &UdpSocket, stream: u32, wait: Duration) -> Option<Vec<S
         }
     }
     None
+}
+
+/// Reads the ends of the sink's grains of `stream` page by page (each page asked up
+/// to [`REPORT_ATTEMPTS`] times); `None` when a page does not come back, the sink
+/// refuses the grain or claims more ends than it keeps.
+fn request_fine(sock: &UdpSocket, stream: u32, grain: u64, wait: Duration) -> Option<GrainEnds> {
+    let mut ends = GrainEnds {
+        grain,
+        ..GrainEnds::default()
+    };
+    // The sink keeps at most MAX_CHECKPOINTS + 1 ends (the smallest grain).
+    let most = MAX_CHECKPOINTS + 1;
+    for _ in 0..=most.div_ceil(MAX_FINE_ENDS) {
+        let offset = ends.t_ns.len() as u64;
+        let page = ask(sock, wait, |_| {
+            let req = encode_fine_request(stream, offset, grain, now_ns());
+            (req, move |answer: &[u8]| match decode_fine(answer) {
+                Ok((h, page)) if h.stream == stream && page.offset == offset => Some(page),
+                _ => None,
+            })
+        })?;
+        if page.grain != grain || page.total > most as u64 {
+            return None;
+        }
+        ends.first_end = page.first_end;
+        let done = page.t_ns.is_empty() || offset + page.t_ns.len() as u64 >= page.total;
+        ends.t_ns.extend(page.t_ns);
+        if done {
+            return Some(ends);
+        }
+    }
+    None
+}
+
+/// A stream's fine-grained series and buffer bursts from the ends of its grains,
+/// when both the settings and the ends are there.
+fn measure_fine(
+    fine: Option<FineSettings>,
+    ends: Option<GrainEnds>,
+) -> (Option<FineSeries>, Option<BufferBursts>) {
+    match fine.zip(ends).and_then(|(f, e)| f.measure(&e)) {
+        Some((series, bursts)) => (Some(series), Some(bursts)),
+        None => (None, None),
+    }
 }
 
 /// Sends the request `attempt` builds (up to [`REPORT_ATTEMPTS`] times) and returns
@@ -714,12 +1018,39 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         end_ns,
         stop,
         live,
+        budget,
     } = job;
     let mut conn = TcpStream::connect_timeout(&cfg.target, Duration::from_secs(3))
         .map_err(io_err(format!("connecting to the TCP sink {}", cfg.target)))?;
     let local = conn
         .local_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
+    if let Some(b) = cfg.send_buffer {
+        if let Err(e) = nnb_sys::socket::set_buffer(&conn, Direction::Send, b) {
+            tracing::debug!("could not set the TCP send buffer to {b} bytes: {e}");
+        }
+    }
+    if let Some(b) = cfg.recv_buffer {
+        // Validated: at most MAX_BUFFER, which a u32 holds.
+        conn.write_all(&tcp_hello(b as u32))
+            .map_err(io_err(format!("sending the hello of TCP stream {stream}")))?;
+    }
+    let mut socket = SocketSettings {
+        send_buffer_requested: cfg.send_buffer.map(|b| b as u64),
+        send_buffer_granted: cfg
+            .send_buffer
+            .and_then(|_| granted(&conn, Direction::Send)),
+        recv_buffer_requested: cfg.recv_buffer.map(|b| b as u64),
+        recv_buffer_granted: None,
+    };
+    let sampler = match cfg.tcp_info.filter(|_| stream == 0) {
+        Some(every) => Some(
+            crate::tcpinfo::Sampler::start(&conn, every, cfg.quiet, start_ns).map_err(io_err(
+                format!("starting TCP_INFO sampling of stream {stream}"),
+            ))?,
+        ),
+        None => None,
+    };
     // The pacer counts TCP_UNIT-byte units: small enough for smooth pacing, large
     // enough that a write is worth its system call.
     let mut pacer = Pacer::new(
@@ -727,20 +1058,24 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         rate.map(|r| r.bits_per_sec(cfg.msg_size) / 8.0 / TCP_UNIT as f64),
         cfg.catch_up,
     );
+    if let Some(c) = cfg.pacing_chunk {
+        pacer = pacer.with_chunk(c.div_ceil(TCP_UNIT) as u64);
+    }
     let chunk = vec![0u8; TCP_CHUNK];
     let max_units = (TCP_CHUNK / TCP_UNIT) as u64;
     let (mut bytes, mut writes) = (0u64, 0u64);
+    let limit = budget.unwrap_or(u64::MAX);
     let mut last_send_ns = None;
     crate::clock::wait_until(start_ns, crate::pacing::LOAD_SPIN_NS);
     let mut now = now_ns();
-    while now < end_ns && !stop.load(Ordering::Relaxed) {
+    while now < end_ns && bytes < limit && !stop.load(Ordering::Relaxed) {
         let n = pacer.due(now, max_units);
         if n == 0 {
             pacer.wait(end_ns);
             now = now_ns();
             continue;
         }
-        let len = n as usize * TCP_UNIT;
+        let len = (n as usize * TCP_UNIT).min(usize::try_from(limit - bytes).unwrap_or(usize::MAX));
         conn.write_all(&chunk[..len])
             .map_err(io_err(format!("writing TCP stream {stream}")))?;
         pacer.sent(n);
@@ -765,7 +1100,14 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
     let mut sent = totals(cfg, writes, bytes.saturating_sub(drain.left), elapsed);
     sent.bytes = bytes;
     sent.skipped = pacer.skipped();
-    let tcp_sink = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);
+    let sampled = sampler.and_then(crate::tcpinfo::Sampler::finish);
+    let answer = tcp_report(conn, cfg.report_wait * REPORT_ATTEMPTS);
+    socket.recv_buffer_granted = answer.as_ref().and_then(|a| a.report.recv_buffer_granted);
+    let (fine, buffer_bursts) = measure_fine(
+        cfg.fine,
+        answer.as_ref().and_then(|a| a.checkpoints.clone()),
+    );
+    let tcp_sink = answer.map(|a| a.report);
     Ok(StreamResult {
         stream,
         cpu,
@@ -775,7 +1117,11 @@ fn tcp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
         send_buffer: None,
         sink: None,
         tcp_sink,
+        socket,
+        sampled,
         series: None,
+        fine,
+        buffer_bursts,
     })
 }
 
@@ -800,17 +1146,29 @@ fn drain_send_queue(conn: &TcpStream, deadline_ns: u64, stop: &AtomicBool) -> Dr
     }
 }
 
-/// Half-closes the connection and reads the TCP sink's one-line JSON report.
-fn tcp_report(conn: TcpStream, wait: Duration) -> Option<TcpReport> {
+/// Longest answer line read from a TCP sink: its checkpoints (at most
+/// [`MAX_CHECKPOINTS`] + 1 numbers of up to 20 digits) and report fit.
+const MAX_TCP_ANSWER: u64 = 4 << 20;
+
+/// Half-closes the connection and reads the TCP sink's one-line JSON answer (at most
+/// [`MAX_TCP_ANSWER`] bytes).
+fn tcp_report(conn: TcpStream, wait: Duration) -> Option<TcpAnswer> {
     conn.shutdown(Shutdown::Write).ok()?;
     conn.set_read_timeout(Some(wait)).ok()?;
     let mut line = String::new();
-    BufReader::new(conn).read_line(&mut line).ok()?;
+    BufReader::new(io::Read::take(conn, MAX_TCP_ANSWER))
+        .read_line(&mut line)
+        .ok()?;
     serde_json::from_str(line.trim()).ok()
 }
 
 /// Adds the streams up.
-fn summarize(cfg: &LoadConfig, streams: Vec<StreamResult>) -> LoadReport {
+fn summarize(cfg: &LoadConfig, mut streams: Vec<StreamResult>) -> LoadReport {
+    let first_sampled = streams.first_mut().and_then(|s| s.sampled.take());
+    let socket = streams
+        .first()
+        .filter(|_| cfg.send_buffer.is_some() || cfg.recv_buffer.is_some())
+        .map(|s| s.socket);
     let (datagrams, bytes) = streams
         .iter()
         .fold((0, 0), |(d, b), s| (d + s.sent.datagrams, b + s.sent.bytes));
@@ -835,7 +1193,6 @@ fn summarize(cfg: &LoadConfig, streams: Vec<StreamResult>) -> LoadReport {
             view.lost += expected.saturating_sub(r.seq.received);
             view.duplicates += r.seq.duplicates;
             view.reordered += r.seq.reordered;
-            view.bursts += r.bursts;
         }
         if let Some(t) = &s.tcp_sink {
             view.streams_reported += 1;
@@ -852,5 +1209,123 @@ fn summarize(cfg: &LoadConfig, streams: Vec<StreamResult>) -> LoadReport {
         streams,
         sink: (view.streams_reported > 0).then_some(view),
         samples: None,
+        socket,
+        bytes_bound: cfg.bytes,
+        tcp_info: first_sampled.as_ref().map(|s| s.tcp_info.clone()),
+        quiet: first_sampled.map(|s| s.quiet),
+    }
+}
+
+#[cfg(test)]
+mod wang_ng_tests {
+    use super::*;
+
+    #[test]
+    fn a_byte_bound_is_whole_datagrams_then_exact_short_ones() {
+        let sum = |(full, short): (u64, Vec<usize>), m: u64| {
+            full * m + short.iter().map(|&s| s as u64).sum::<u64>()
+        };
+        // 800 MB in 1472-byte datagrams: 543 478 full ones and one of 384 bytes.
+        assert_eq!(bounded_datagrams(800_000_000, 1472), (543_478, vec![384]));
+        assert_eq!(bounded_datagrams(2944, 1472), (2, vec![]));
+        // A remainder under the header: the last full datagram and it become two.
+        assert_eq!(bounded_datagrams(1472 + 10, 1472), (0, vec![1450, 32]));
+        for b in [32u64, 33, 63, 64, 100, 1_000, 1_481, 99_999] {
+            for m in [32usize, 40, 64, 1472] {
+                let split = bounded_datagrams(b, m);
+                assert!(split
+                    .1
+                    .iter()
+                    .all(|&s| s >= HEADER_LEN && s <= m.max(HEADER_LEN)));
+                // Exact, or padded up to the header when nothing else fits.
+                let total = sum(split, m as u64);
+                assert!(
+                    total >= b && total < b + HEADER_LEN as u64,
+                    "{b} {m}: {total}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_byte_bound_is_shared_evenly() {
+        let cfg = LoadConfig {
+            streams: 3,
+            bytes: Some(10),
+            ..LoadConfig::new("127.0.0.1:9".parse().expect("addr"), None)
+        };
+        let shares: Vec<_> = (0..3).map(|i| cfg.stream_bytes(i)).collect();
+        assert_eq!(shares, vec![Some(4), Some(3), Some(3)]);
+    }
+
+    #[test]
+    fn wang_ng_settings_are_checked() {
+        let base = LoadConfig::new("127.0.0.1:9".parse().expect("addr"), None);
+        let bad = |c: LoadConfig| c.validate().expect_err("refused").to_string();
+        assert!(bad(LoadConfig {
+            tcp_info: Some(Duration::from_millis(1)),
+            ..base.clone()
+        })
+        .contains("TCP"));
+        assert!(bad(LoadConfig {
+            send_buffer: Some(1),
+            ..base.clone()
+        })
+        .contains("send buffer"));
+        assert!(bad(LoadConfig {
+            bytes: Some(3),
+            ..base.clone()
+        })
+        .contains("header"));
+        assert!(bad(LoadConfig {
+            pacing_chunk: Some(0),
+            ..base.clone()
+        })
+        .contains("chunk"));
+        LoadConfig {
+            tcp: true,
+            tcp_info: Some(Duration::from_millis(1)),
+            send_buffer: Some(256 << 10),
+            recv_buffer: Some(256 << 10),
+            bytes: Some(800_000_000),
+            pacing_chunk: Some(128 << 10),
+            ..base
+        }
+        .validate()
+        .expect("the seed's settings");
+    }
+
+    #[test]
+    fn a_tcp_load_tells_the_sink_its_receive_window() {
+        let server = crate::serve::Server::start(&crate::serve::ServeConfig {
+            reflector_port: None,
+            sink_port: None,
+            ..Default::default()
+        })
+        .expect("serve");
+        let cfg = LoadConfig {
+            tcp: true,
+            bytes: Some(3_000_000),
+            send_buffer: Some(256 << 10),
+            recv_buffer: Some(256 << 10),
+            tcp_info: Some(Duration::from_millis(1)),
+            ..LoadConfig::new(server.tcp_addr().expect("tcp sink"), None)
+        };
+        let r = run(&cfg, &AtomicBool::new(false)).expect("load");
+        assert_eq!(r.sent.bytes, 3_000_000);
+        // The hello is not data: the sink counts exactly the bound.
+        assert_eq!(r.sink.as_ref().expect("sink answered").bytes, 3_000_000);
+        let s = r.socket.expect("socket");
+        assert_eq!(s.send_buffer_requested, Some(256 << 10));
+        assert_eq!(s.recv_buffer_requested, Some(256 << 10));
+        // Linux doubles what is asked for (root's FORCE option is not capped by
+        // net.core.rmem_max, anyone else's may be: the integration test, as root,
+        // holds it to exactly twice).
+        let granted = s.recv_buffer_granted.expect("the sink read its buffer back");
+        assert!(granted > 0 && granted <= 512 << 10, "{s:?}");
+        let info = r.tcp_info.expect("tcp_info");
+        assert!(!info.samples.is_empty());
+        assert_eq!(info.retransmissions, 0);
+        assert!(r.quiet.is_some());
     }
 }

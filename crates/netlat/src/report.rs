@@ -16,12 +16,48 @@
 //! a page of the stream's arrival series ([`crate::serve::series`]): at most
 //! [`MAX_PAGE_BINS`] bins from the offset in its `seq`, answered as the JSON of a
 //! [`SeriesPage`] under the same size rule.
+//!
+//! A fine request ([`encode_fine_request`], [`FLAG_FINE`] set) asks for a page of
+//! the ends of the stream's grains ([`crate::grain`]): the grain, in bytes, is the
+//! first 8 bytes (little-endian) of the request's padding, the offset its `seq`; the
+//! answer is the JSON of a [`FinePage`] of at most [`MAX_FINE_ENDS`] ends. The sink
+//! needs no grain before the data: it records arrival checkpoints and cuts them into
+//! grains when asked. A sink without fine requests answers with its report, which a
+//! fine reader refuses.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::seq::SeqStats;
 use crate::wire::{DecodeError, Header, Kind, FLAG_REPORT_REQUEST, FLAG_SERIES, HEADER_LEN};
+
+/// With [`FLAG_REPORT_REQUEST`] on a [`Kind::Load`]: ask for a page of the stream's
+/// grain ends instead of its report ([`encode_fine_request`]). Kept beside its
+/// protocol; the other flags are in [`crate::wire`].
+pub const FLAG_FINE: u16 = 16;
+
+/// Most grain ends one [`FinePage`] carries: 48 ends of up to 20 digits stay under
+/// [`MAX_REPORT_DATAGRAM`] with the page's other fields.
+pub const MAX_FINE_ENDS: usize = 48;
+
+/// One page of a stream's grain ends, a sink's answer to a fine request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FinePage {
+    /// Stream id from the wire header.
+    pub stream: u32,
+    /// Grain, bytes: the one asked for, or 0 when the sink refused it (not a whole
+    /// multiple of [`crate::grain::CHECKPOINT_BYTES`], or too large).
+    pub grain: u64,
+    /// Index of the stream's first grain end the sink still knows (see
+    /// [`crate::grain::GrainEnds::first_end`]).
+    pub first_end: u64,
+    /// Grain ends the sink knows in all.
+    pub total: u64,
+    /// Index of `t_ns[0]` among the known ends.
+    pub offset: u64,
+    /// Arrival of each end, ns after the stream's first arrival.
+    pub t_ns: Vec<u64>,
+}
 
 /// Largest report datagram (header and JSON) a sink sends.
 pub const MAX_REPORT_DATAGRAM: usize = 1200;
@@ -69,12 +105,6 @@ pub struct StreamReport {
     /// datagram's bytes excluded, as they arrived at the interval's start); 0 with
     /// fewer than two datagrams.
     pub rate_bps: f64,
-    /// Buffer bursts (seed 003): periods in which data arrived much faster than it
-    /// was sent. The rule is documented in [`crate::serve::burst`].
-    pub bursts: u64,
-    /// Bytes received during buffer bursts.
-    #[serde(default)]
-    pub burst_bytes: u64,
     /// Undecodable datagrams from this stream's sender address.
     pub garbage: u64,
 }
@@ -91,8 +121,6 @@ impl StreamReport {
             first_arrival_ns: 0,
             last_arrival_ns: 0,
             rate_bps: 0.0,
-            bursts: 0,
-            burst_bytes: 0,
             garbage: 0,
         }
     }
@@ -145,6 +173,51 @@ pub fn encode_series_request(stream: u32, offset: u64, send_ts: u64) -> [u8; REP
     }
     .encode(&mut buf);
     buf
+}
+
+/// A fine request for `stream`: grain ends from `offset` on (in the header's `seq`,
+/// echoed), for grains of `grain` bytes (the first 8 bytes of the padding), padded
+/// like [`encode_request`].
+pub fn encode_fine_request(
+    stream: u32,
+    offset: u64,
+    grain: u64,
+    send_ts: u64,
+) -> [u8; REPORT_REQUEST_LEN] {
+    let mut buf = encode_request(stream, offset, send_ts);
+    Header {
+        kind: Kind::Load,
+        flags: FLAG_REPORT_REQUEST | FLAG_FINE,
+        seq: offset,
+        send_ts,
+        stream,
+        payload_len: (REPORT_REQUEST_LEN - HEADER_LEN) as u32,
+    }
+    .encode(&mut buf);
+    buf[HEADER_LEN..HEADER_LEN + 8].copy_from_slice(&grain.to_le_bytes());
+    buf
+}
+
+/// The grain a fine request asks for; 0 when its datagram is too short to say.
+pub fn fine_request_grain(datagram: &[u8]) -> u64 {
+    datagram
+        .get(HEADER_LEN..HEADER_LEN + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// Builds the datagram answering the fine request `request` with `page` into `out`.
+pub fn encode_fine(
+    request: &Header,
+    page: &FinePage,
+    out: &mut Vec<u8>,
+) -> Result<(), ReportError> {
+    encode_answer(request, page, out)
+}
+
+/// Reads a received fine answer: its header and page.
+pub fn decode_fine(datagram: &[u8]) -> Result<(Header, FinePage), ReportError> {
+    decode_answer(datagram)
 }
 
 /// Builds the datagram answering the series request `request` with `page` into `out`.
@@ -255,6 +328,31 @@ mod tests {
         let report = StreamReport::empty("10.0.0.1:1".into(), 1);
         encode_report(&request, &report, &mut out).unwrap();
         assert!(decode_series(&out).is_err());
+    }
+
+    #[test]
+    fn a_full_fine_page_fits_one_datagram_and_carries_its_grain() {
+        let req = encode_fine_request(u32::MAX, 4000, 256 * 1024, 42);
+        let request = Header::decode(&req).unwrap();
+        assert_eq!(request.flags, FLAG_REPORT_REQUEST | FLAG_FINE);
+        assert_eq!((request.seq, fine_request_grain(&req)), (4000, 256 * 1024));
+        assert_eq!(fine_request_grain(&req[..HEADER_LEN + 4]), 0);
+        let page = FinePage {
+            stream: u32::MAX,
+            grain: u64::MAX,
+            first_end: u64::MAX,
+            total: u64::MAX,
+            offset: u64::MAX,
+            t_ns: vec![u64::MAX; MAX_FINE_ENDS],
+        };
+        let mut out = Vec::new();
+        encode_fine(&request, &page, &mut out).unwrap();
+        assert!(out.len() <= REPORT_REQUEST_LEN, "{}", out.len());
+        assert_eq!(decode_fine(&out).unwrap().1, page);
+        // An old sink answers a fine request with its report: not a page.
+        let report = StreamReport::empty("10.0.0.1:1".into(), 1);
+        encode_report(&request, &report, &mut out).unwrap();
+        assert!(decode_fine(&out).is_err());
     }
 
     #[test]

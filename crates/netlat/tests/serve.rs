@@ -5,7 +5,10 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream, UdpSocket};
 use std::time::{Duration, Instant};
 
-use nnb_netlat::report::{decode_report, encode_request, StreamReport};
+use nnb_netlat::report::{
+    decode_fine, decode_report, encode_fine_request, encode_request, StreamReport,
+};
+use nnb_netlat::serve::tcp_sink::TcpAnswer;
 use nnb_netlat::serve::{GarbageCounts, ServeConfig, ServeSnapshot, Server, TcpReport};
 use nnb_netlat::wire::{Header, Kind, HEADER_LEN, MAGIC, VERSION};
 
@@ -149,24 +152,37 @@ fn sink_counts_loss_duplicates_and_reordering_per_stream() {
     assert_eq!(sink.garbage.total(), 0);
 }
 
+/// The sink records where each 16 KiB of a stream arrived and cuts them into the
+/// grain a fine request asks for, after the data (it needs no grain in advance).
 #[test]
-fn sink_detects_data_arriving_faster_than_it_was_sent() {
+fn sink_answers_the_grain_ends_a_fine_request_asks_for() {
     let server = Server::start(&ServeConfig::default()).unwrap();
     let sink = server.sink_addr().unwrap();
     let sock = client();
-    // 100 datagrams stamped 1 ms apart (as if sent over 100 ms) but sent back to back:
-    // held data released at once, a buffer burst in seed 003's sense.
-    for seq in 0..100u64 {
+    // 256 datagrams of 1024 bytes: 256 KiB, ends 0..=16 of 16 KiB grains.
+    for seq in 0..256u64 {
         sock.send_to(
-            &datagram(Kind::Load, seq, seq * 1_000_000, 5, &[0; 100]),
+            &datagram(Kind::Load, seq, 0, 6, &[0; 1024 - HEADER_LEN]),
             sink,
         )
         .unwrap();
     }
-    let r = request_report(&sock, sink, 5);
-    assert_eq!(r.seq.received, 100);
-    assert!(r.bursts >= 1, "{r:?}");
-    assert!(r.burst_bytes >= 50 * 132, "{r:?}");
+    assert_eq!(request_report(&sock, sink, 6).bytes, 256 * 1024);
+    let mut buf = [0u8; 2048];
+    let mut fine = |grain: u64| {
+        sock.send_to(&encode_fine_request(6, 0, grain, 0), sink)
+            .unwrap();
+        let (len, _) = sock.recv_from(&mut buf).expect("no fine answer within 2 s");
+        decode_fine(&buf[..len]).unwrap().1
+    };
+    let page = fine(16 * 1024);
+    assert_eq!((page.grain, page.first_end, page.total), (16 * 1024, 0, 17));
+    assert_eq!(page.t_ns.len(), 17);
+    assert_eq!(page.t_ns[0], 0);
+    let page = fine(256 * 1024);
+    assert_eq!((page.total, page.t_ns.len()), (2, 2));
+    // Not a whole number of checkpoints: refused, grain 0.
+    assert_eq!(fine(100_000).grain, 0);
 }
 
 #[test]
@@ -354,8 +370,13 @@ fn tcp_sink_answers_its_view_after_half_close() {
                 s.shutdown(Shutdown::Write).unwrap();
                 let mut line = String::new();
                 BufReader::new(&s).read_line(&mut line).unwrap();
-                let report: TcpReport = serde_json::from_str(line.trim()).unwrap();
+                let answer: TcpAnswer = serde_json::from_str(line.trim()).unwrap();
+                let report = answer.report;
                 assert_eq!(report.bytes, total);
+                // Arrival checkpoints: one per 16 KiB received, and checkpoint 0.
+                let checkpoints = answer.checkpoints.expect("the sink's checkpoints");
+                assert_eq!(checkpoints.grain, 16 * 1024);
+                assert_eq!(checkpoints.t_ns.len() as u64, total / (16 * 1024) + 1);
                 assert_eq!(report.peer, s.local_addr().unwrap().to_string());
                 assert!(report.duration_ns > 0 && report.rate_bps > 0.0);
                 total

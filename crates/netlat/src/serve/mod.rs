@@ -8,7 +8,6 @@
 //! counters at any time; dropping the [`Server`] or calling [`Server::stop`] stops and
 //! joins its threads.
 
-pub mod burst;
 pub mod garbage;
 mod mmsg;
 pub mod reflector;

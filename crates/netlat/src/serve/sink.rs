@@ -1,6 +1,8 @@
 //! The UDP sink: counts load datagrams per (sender address, stream id) with loss,
-//! duplicates, reordering, bytes, arrival times, buffer bursts and an arrival series
-//! ([`super::series`]), in bounded memory, and answers report and series requests.
+//! duplicates, reordering, bytes, arrival times, an arrival series
+//! ([`super::series`]) and arrival checkpoints for fine-grained throughput and
+//! buffer bursts ([`crate::grain`]), in bounded memory, and answers report, series
+//! and fine requests.
 //!
 //! [`SinkState::handle`] is the whole per-datagram logic, free of sockets, so tests
 //! and the fuzz target drive it directly; [`run`] is the receive loop around it.
@@ -13,12 +15,15 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::burst::BurstDetector;
 use super::garbage::{GarbageCounts, GarbageKind};
 use super::mmsg::{self, RecvBatch, BATCH};
 use super::series::{ArrivalSeries, BIN_NS};
 use super::{lock, ArrivalClock};
-use crate::report::{encode_report, encode_series, SeriesPage, StreamReport, MAX_PAGE_BINS};
+use crate::grain::{validate_grain, Arrivals};
+use crate::report::{
+    encode_fine, encode_report, encode_series, fine_request_grain, FinePage, SeriesPage,
+    StreamReport, FLAG_FINE, MAX_FINE_ENDS, MAX_PAGE_BINS,
+};
 use crate::seq::{SeqStats, SeqTracker};
 use crate::wire::{Header, Kind, FLAG_REPORT_REQUEST, FLAG_SERIES};
 
@@ -46,8 +51,8 @@ struct StreamState {
     first_bytes: u64,
     first_ns: u64,
     last_ns: u64,
-    burst: BurstDetector,
     series: ArrivalSeries,
+    arrivals: Arrivals,
 }
 
 impl StreamState {
@@ -59,8 +64,8 @@ impl StreamState {
             first_bytes: 0,
             first_ns: now_ns,
             last_ns: now_ns,
-            burst: BurstDetector::default(),
             series: ArrivalSeries::default(),
+            arrivals: Arrivals::default(),
         }
     }
 
@@ -69,11 +74,9 @@ impl StreamState {
             self.first_bytes = len;
             self.first_ns = arrival_ns;
         }
-        if h.seq >= self.seq.stats().expected {
-            self.burst.on_datagram(h.send_ts, arrival_ns, len);
-        }
         self.seq.record(h.seq);
         self.series.record(arrival_ns, len);
+        self.arrivals.record(arrival_ns, len);
         self.bytes += len;
         self.last_ns = self.last_ns.max(arrival_ns);
     }
@@ -93,8 +96,6 @@ impl StreamState {
             first_arrival_ns: self.first_ns,
             last_arrival_ns: self.last_ns,
             rate_bps,
-            bursts: self.burst.bursts(),
-            burst_bytes: self.burst.burst_bytes(),
             garbage,
         }
     }
@@ -127,10 +128,6 @@ pub struct SinkTotals {
     pub seq: SeqStats,
     /// Load bytes received.
     pub bytes: u64,
-    /// Buffer bursts summed over streams.
-    pub bursts: u64,
-    /// Bytes received in buffer bursts.
-    pub burst_bytes: u64,
     /// Report requests answered.
     pub reports_sent: u64,
     /// Report requests left unanswered because they were smaller than the answer
@@ -143,8 +140,6 @@ impl SinkTotals {
     fn add_stream(&mut self, s: &StreamState) {
         self.seq.merge(&s.seq.stats());
         self.bytes += s.bytes;
-        self.bursts += s.burst.bursts();
-        self.burst_bytes += s.burst.burst_bytes();
     }
 }
 
@@ -205,7 +200,10 @@ impl SinkState {
             Err(e) => return self.garbage(peer, GarbageKind::from(&e)),
         };
         if header.flags & FLAG_REPORT_REQUEST != 0 {
-            let encoded = if header.flags & FLAG_SERIES != 0 {
+            let encoded = if header.flags & FLAG_FINE != 0 {
+                let grain = fine_request_grain(datagram);
+                encode_fine(&header, &self.fine_page(&peer, &header, grain), reply)
+            } else if header.flags & FLAG_SERIES != 0 {
                 encode_series(&header, &self.series_page(&peer, &header), reply)
             } else {
                 encode_report(&header, &self.stream_report(&peer, header.stream), reply)
@@ -266,6 +264,34 @@ impl SinkState {
             total: series.map_or(0, ArrivalSeries::len),
             offset,
             bytes: series.map_or_else(Vec::new, |s| s.page(offset, MAX_PAGE_BINS)),
+        }
+    }
+
+    /// The page of a stream's grain ends a fine request asks for (from the end in its
+    /// `seq`, grains of `grain` bytes); an empty one, with grain 0 when the grain is
+    /// refused, if the stream is unknown or the grain unusable.
+    fn fine_page(&self, peer: &SocketAddr, request: &Header, grain: u64) -> FinePage {
+        let usable = validate_grain(grain).is_ok();
+        let ends = self
+            .index
+            .get(&(*peer, request.stream))
+            .filter(|_| usable)
+            .map(|&i| self.slots[i].state.arrivals.grain_ends(grain))
+            .unwrap_or_default();
+        let offset = usize::try_from(request.seq).unwrap_or(usize::MAX);
+        FinePage {
+            stream: request.stream,
+            grain: if usable { grain } else { 0 },
+            first_end: ends.first_end,
+            total: ends.t_ns.len() as u64,
+            offset: request.seq,
+            t_ns: ends
+                .t_ns
+                .iter()
+                .skip(offset)
+                .take(MAX_FINE_ENDS)
+                .copied()
+                .collect(),
         }
     }
 
@@ -405,7 +431,10 @@ fn segments(buf: &[u8], segment: Option<usize>) -> impl Iterator<Item = &[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{decode_report, decode_series, encode_request, encode_series_request};
+    use crate::report::{
+        decode_fine, decode_report, decode_series, encode_fine_request, encode_request,
+        encode_series_request,
+    };
     use crate::wire::HEADER_LEN;
 
     fn load(seq: u64, stream: u32, len: usize) -> Vec<u8> {
@@ -479,6 +508,33 @@ mod tests {
         assert_eq!(decode_series(&reply).unwrap().1.total, 0);
         // Series requests are not load data.
         assert_eq!(s.snapshot().totals.bytes, 10_000);
+    }
+
+    #[test]
+    fn answers_fine_requests_with_grain_ends_page_by_page() {
+        let mut s = SinkState::new(16);
+        let peer: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let mut reply = Vec::new();
+        // 1024-byte datagrams 1 us apart from t = 500 us: 16 KiB grain k ends with
+        // datagram 16k - 1 (counted from 0), 16k - 1 us after the first; 1600 KiB
+        // make ends 0..=100.
+        for i in 0..1600u64 {
+            s.handle(peer, &load(i, 3, 1024), 500_000 + i * 1_000, &mut reply);
+        }
+        let grain = crate::grain::CHECKPOINT_BYTES;
+        let req = encode_fine_request(3, 48, grain, 0);
+        assert_eq!(s.handle(peer, &req, 0, &mut reply), SinkOutcome::Report);
+        let (h, page) = decode_fine(&reply).unwrap();
+        assert_eq!((h.seq, page.stream, page.grain), (48, 3, grain));
+        assert_eq!((page.first_end, page.total, page.offset), (0, 101, 48));
+        assert_eq!(page.t_ns.len(), MAX_FINE_ENDS);
+        assert_eq!(page.t_ns[0], 48 * 16_000 - 1_000);
+        // A grain that is no whole number of checkpoints is refused: grain 0.
+        s.handle(peer, &encode_fine_request(3, 0, 1000, 0), 0, &mut reply);
+        let page = decode_fine(&reply).unwrap().1;
+        assert_eq!((page.grain, page.total), (0, 0));
+        // Fine requests are not load data.
+        assert_eq!(s.snapshot().totals.bytes, 1600 * 1024);
     }
 
     #[test]

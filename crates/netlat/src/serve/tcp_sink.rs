@@ -1,6 +1,13 @@
 //! The TCP sink: accepts connections (one thread each, at most a bounded number at
 //! once), counts the bytes each one sends, and when the client half-closes (shuts
-//! down its write side) answers with one JSON line, a [`TcpReport`], then closes.
+//! down its write side) answers with one JSON line, a [`TcpAnswer`], then closes.
+//!
+//! Each read is timed on return and its bytes recorded as arrival checkpoints
+//! ([`crate::grain::Arrivals`]); the answer carries them as the ends of 16 KiB
+//! grains, from which the load cuts its fine-grained series and buffer bursts for
+//! any grain it likes. A read is the receiving application's view (what the
+//! seed's TCPTest receiver saw), not the wire's: reads are at most [`READ_BYTES`],
+//! so a 256 KiB grain spans several of them.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -13,6 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{lock, monotonic_ns};
+use crate::grain::{Arrivals, GrainEnds, CHECKPOINT_BYTES};
 
 /// Default bound on connections served at once; more are closed on accept.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
@@ -31,6 +39,9 @@ pub(crate) struct Limits {
 const RECENT: usize = 64;
 /// How often blocked accept and read calls wake to check for a stop.
 const POLL: Duration = Duration::from_millis(100);
+/// Most bytes one read takes (64 KiB): a quarter of the seed's grain, so a grain's
+/// end is timed by the read that completed it, not by a read of several grains.
+pub const READ_BYTES: usize = 64 * 1024;
 
 /// The sink's view of one finished TCP connection; also the JSON line it answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,6 +57,24 @@ pub struct TcpReport {
     /// overstate the rate. 0 when fewer than two reads returned data (too short to
     /// time).
     pub rate_bps: f64,
+    /// The receive buffer a load's hello asked for ([`crate::load::tcp_hello`]), as
+    /// `getsockopt(SO_RCVBUF)` read it back after setting it (Linux doubles the
+    /// size asked for); absent without a hello.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_buffer_granted: Option<u64>,
+}
+
+/// The line a TCP sink answers: its [`TcpReport`] and the connection's arrival
+/// checkpoints (the ends of its [`CHECKPOINT_BYTES`] grains).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TcpAnswer {
+    /// What the sink saw.
+    #[serde(flatten)]
+    pub report: TcpReport,
+    /// Ends of the connection's 16 KiB grains, for [`GrainEnds::coarsen`]; absent
+    /// from a sink older than this field.
+    #[serde(default)]
+    pub checkpoints: Option<GrainEnds>,
 }
 
 /// The TCP sink's counters.
@@ -160,7 +189,9 @@ fn serve_connection(
     shared: &TcpShared,
 ) -> io::Result<()> {
     stream.set_read_timeout(Some(POLL.min(idle_timeout)))?;
-    let mut buf = vec![0u8; 256 * 1024];
+    let recv_buffer_granted = read_hello(&mut stream, idle_timeout, stop)?;
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut arrivals = Arrivals::default();
     let (mut bytes, mut first_bytes, mut first_ns, mut last_ns) = (0u64, 0u64, 0u64, 0u64);
     let idle_ns = u64::try_from(idle_timeout.as_nanos()).unwrap_or(u64::MAX);
     let mut active_ns = monotonic_ns();
@@ -175,6 +206,7 @@ fn serve_connection(
                     first_bytes = n as u64;
                 }
                 bytes += n as u64;
+                arrivals.record(last_ns, n as u64);
                 shared.bytes.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e)
@@ -208,8 +240,13 @@ fn serve_connection(
         } else {
             (bytes - first_bytes) as f64 * 8e9 / duration_ns as f64
         },
+        recv_buffer_granted,
     };
-    let mut line = serde_json::to_vec(&report).map_err(io::Error::other)?;
+    let answer = TcpAnswer {
+        report: report.clone(),
+        checkpoints: Some(arrivals.grain_ends(CHECKPOINT_BYTES)),
+    };
+    let mut line = serde_json::to_vec(&answer).map_err(io::Error::other)?;
     line.push(b'\n');
     {
         let mut recent = lock(&shared.recent);
@@ -220,4 +257,57 @@ fn serve_connection(
     }
     stream.write_all(&line)?;
     stream.shutdown(Shutdown::Both)
+}
+
+/// Reads a load's hello ([`crate::load::TCP_HELLO_MAGIC`] and a receive buffer
+/// size) when the connection starts with one, before any data, and sets that
+/// receive buffer (the receive window) on the socket; returns it as `SO_RCVBUF`
+/// reads back. A connection whose first bytes are not the magic is left unread
+/// (`None`). Waits at most `idle_timeout` for a hello's missing bytes.
+fn read_hello(
+    stream: &mut TcpStream,
+    idle_timeout: Duration,
+    stop: &AtomicBool,
+) -> io::Result<Option<u64>> {
+    use crate::load::{TCP_HELLO_LEN, TCP_HELLO_MAGIC};
+    let mut head = [0u8; TCP_HELLO_LEN];
+    let give_up =
+        monotonic_ns().saturating_add(u64::try_from(idle_timeout.as_nanos()).unwrap_or(u64::MAX));
+    loop {
+        match stream.peek(&mut head) {
+            Ok(0) => return Ok(None),
+            Ok(n) => {
+                let m = n.min(TCP_HELLO_MAGIC.len());
+                if head[..m] != TCP_HELLO_MAGIC[..m] {
+                    return Ok(None);
+                }
+                if n == TCP_HELLO_LEN {
+                    break;
+                }
+                // Part of a hello: the rest is on its way.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        if stop.load(Ordering::Relaxed) || monotonic_ns() >= give_up {
+            return Ok(None);
+        }
+    }
+    stream.read_exact(&mut head)?;
+    let mut size = [0u8; 4];
+    size.copy_from_slice(&head[TCP_HELLO_MAGIC.len()..]);
+    let asked = u32::from_be_bytes(size) as usize;
+    let dir = nnb_sys::socket::Direction::Receive;
+    if let Err(e) = nnb_sys::socket::set_buffer(&*stream, dir, asked) {
+        tracing::debug!("could not set a TCP receive buffer of {asked} bytes: {e}");
+    }
+    Ok(nnb_sys::socket::buffer_size(&*stream, dir)
+        .ok()
+        .map(|b| b as u64))
 }
