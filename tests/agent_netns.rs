@@ -97,6 +97,7 @@ async fn serve(ep: &AgentClient, deadline_ms: u64) -> (String, String, String) {
             spec: JobSpec::Serve {
                 reflector_port: 0,
                 sink_port: 0,
+                tcp_port: None,
             },
             deadline_ms,
         })

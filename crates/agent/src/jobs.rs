@@ -100,6 +100,9 @@ pub enum JobSpec {
         reflector_port: u16,
         /// UDP sink port (0 = ephemeral).
         sink_port: u16,
+        /// TCP sink port (0 = ephemeral); absent: no TCP sink.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tcp_port: Option<u16>,
     },
     /// A burner of `workload` on `threads` of the agent's CPUs, until stopped: a
     /// busy neighbor.

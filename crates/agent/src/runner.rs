@@ -177,6 +177,9 @@ pub(super) struct ServeAddrs {
     pub reflector: Option<SocketAddr>,
     /// Bound sink address.
     pub sink: Option<SocketAddr>,
+    /// Bound TCP sink address, when the job asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<SocketAddr>,
 }
 
 fn clock() -> &'static Clock {
@@ -272,11 +275,12 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
         JobSpec::Serve {
             reflector_port,
             sink_port,
+            tcp_port,
         } => Ok(Task::Serve(ServeConfig {
             bind: env.bind_ip,
             reflector_port: Some(*reflector_port),
             sink_port: Some(*sink_port),
-            tcp_port: None,
+            tcp_port: *tcp_port,
             ..ServeConfig::default()
         })),
         JobSpec::Idle => Ok(Task::Idle),
@@ -362,8 +366,16 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             msg_size,
             duration_ms,
             sampling,
-            options: _,
+            options,
         } => {
+            let size = |v: Option<u64>| v.map(|b| usize::try_from(b).unwrap_or(usize::MAX));
+            let fine = (options.grain.is_some() || options.link_bps.is_some()).then(|| {
+                let seed = nnb_netlat::grain::FineSettings::default();
+                nnb_netlat::grain::FineSettings {
+                    grain: options.grain.unwrap_or(seed.grain),
+                    link_bps: options.link_bps.unwrap_or(seed.link_bps),
+                }
+            });
             let cfg = LoadConfig {
                 streams: *streams,
                 msg_size: *msg_size,
@@ -371,6 +383,16 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
                 cpus: env.cpus.clone(),
                 sample_interval: sampling.map(|s| Duration::from_millis(s.interval_ms)),
                 window: sampling.map_or(load::DEFAULT_WINDOW, |s| s.window),
+                tcp: options.tcp,
+                bytes: options.bytes,
+                pacing_chunk: size(options.pacing_chunk),
+                send_buffer: size(options.send_buffer),
+                recv_buffer: size(options.recv_buffer),
+                tcp_info: options.tcp_info_ms.map(Duration::from_millis),
+                quiet: options
+                    .quiet_us
+                    .map_or(nnb_netlat::tcpinfo::DEFAULT_QUIET, Duration::from_micros),
+                fine,
                 ..LoadConfig::new(address(target)?, Some(Rate::BitsPerSec(*rate_bps)))
             };
             cfg.validate().map_err(|e| e.to_string())?;
@@ -630,6 +652,7 @@ impl Task {
                 shared.publish(to_json(&ServeAddrs {
                     reflector: server.reflector_addr(),
                     sink: server.sink_addr(),
+                    tcp: server.tcp_addr(),
                 })?);
                 while !shared.should_stop() {
                     std::thread::sleep(POLL);

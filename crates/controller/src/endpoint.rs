@@ -1,7 +1,7 @@
 //! The endpoint: the agent standing for the world outside the host. Its `serve` job
 //! (a UDP reflector and sink) is started once per session and kept, so its final
 //! snapshot is recorded when the session ends; the measured and background jobs'
-//! `@reflector` / `@sink` targets resolve to its bound addresses.
+//! `@reflector` / `@sink` / `@tcp-sink` targets resolve to its bound addresses.
 
 use std::time::Duration;
 
@@ -13,7 +13,7 @@ use super::{ControllerError, BACKGROUND_DEADLINE};
 use crate::client::AgentApi;
 use crate::provider::Tenant;
 use nnb_agent::jobs::{JobRequest, JobSpec};
-use nnb_experiment::plan::{REFLECTOR, SINK};
+use nnb_experiment::plan::{REFLECTOR, SINK, TCP_SINK};
 use nnb_format::{BackgroundJob, Role};
 
 /// How long the endpoint's `serve` job may take to publish its addresses.
@@ -24,6 +24,9 @@ const SERVE_START: Duration = Duration::from_secs(10);
 pub(crate) struct Endpoint {
     reflector: String,
     sink: String,
+    /// The TCP sink, when the serve job published one (an agent older than the
+    /// `tcp_port` field publishes none).
+    tcp_sink: Option<String>,
     /// The `serve` job, stopped and recorded when the session ends.
     pub(super) job: Running,
 }
@@ -49,6 +52,7 @@ impl Endpoint {
             spec: JobSpec::Serve {
                 reflector_port,
                 sink_port,
+                tcp_port: Some(0),
             },
             deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
         };
@@ -80,6 +84,7 @@ impl Endpoint {
                 return Ok(Endpoint {
                     reflector: reachable(reflector),
                     sink: reachable(sink),
+                    tcp_sink: addr("tcp").map(reachable),
                     job,
                 });
             }
@@ -95,13 +100,20 @@ impl Endpoint {
     /// `spec` with the target placeholders replaced by the bound addresses.
     pub(crate) fn resolve(this: Option<&Endpoint>, spec: &JobSpec) -> JobSpec {
         let mut spec = spec.clone();
-        if let (Some(ep), JobSpec::Latency { target, .. } | JobSpec::Load { target, .. }) =
-            (this, &mut spec)
+        if let (
+            Some(ep),
+            JobSpec::Latency { target, .. }
+            | JobSpec::Load { target, .. }
+            | JobSpec::Rtt { target, .. }
+            | JobSpec::Badabing { target, .. },
+        ) = (this, &mut spec)
         {
             if target == SINK {
                 *target = ep.sink.clone();
             } else if target == REFLECTOR {
                 *target = ep.reflector.clone();
+            } else if let (true, Some(tcp)) = (target == TCP_SINK, &ep.tcp_sink) {
+                *target = tcp.clone();
             }
         }
         spec

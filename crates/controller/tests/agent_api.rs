@@ -312,6 +312,7 @@ async fn serve(c: &AgentClient) -> (String, String, String) {
         JobSpec::Serve {
             reflector_port: 0,
             sink_port: 0,
+            tcp_port: None,
         },
         60_000,
     )

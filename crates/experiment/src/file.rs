@@ -455,7 +455,83 @@ pub struct BusyFile {
     /// load: UDP payload bytes. Default 1400.
     #[serde(default)]
     pub msg_size: Option<Spanned<usize>>,
+    /// load: Wang & Ng's transport: "udp" (default) or "tcp" (to the endpoint's TCP sink).
+    #[serde(default)]
+    pub protocol: Option<Spanned<String>>,
+    /// Socket send buffer (TCP: the send window), e.g. "256K" or 262144.
+    #[serde(default)]
+    pub send_buffer: Option<Spanned<SizeFile>>,
+    /// TCP: the receive window the sink sets, e.g. "256K"; UDP: recorded only.
+    #[serde(default)]
+    pub recv_buffer: Option<Spanned<SizeFile>>,
+    /// Stop each load after this many payload bytes, e.g. "800MB".
+    #[serde(default)]
+    pub bytes: Option<Spanned<SizeFile>>,
+    /// Pacing granularity: bytes sent back to back before each idle, e.g. "128K".
+    #[serde(default)]
+    pub pacing_chunk: Option<Spanned<SizeFile>>,
 }
+
+/// A size in bytes in an experiment file: an integer, or a string with a unit as
+/// [`nnb_units::parse_size`] reads it ("256K" = 262,144, "800MB" = 800,000,000).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum SizeFile {
+    /// Bytes.
+    Bytes(u64),
+    /// A size with its unit.
+    Text(String),
+}
+
+/// Wang & Ng's settings of a load (seed 003 §III.A: TCP or UDP, socket buffers, a
+/// byte bound, a pacing granularity): the same keys wherever an experiment file
+/// describes a load (a busy `load` neighbor, load-steps neighbors, throughput-
+/// staircase nodes). Read into a job's `LoadOptions` in one place
+/// (`Checker::load_options` in the crate root); a scenario with these keys hands
+/// them over through `load_settings()`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadSettingsFile<'a> {
+    /// `protocol`.
+    pub protocol: Option<&'a Spanned<String>>,
+    /// `send_buffer`.
+    pub send_buffer: Option<&'a Spanned<SizeFile>>,
+    /// `recv_buffer`.
+    pub recv_buffer: Option<&'a Spanned<SizeFile>>,
+    /// `bytes`.
+    pub bytes: Option<&'a Spanned<SizeFile>>,
+    /// `pacing_chunk`.
+    pub pacing_chunk: Option<&'a Spanned<SizeFile>>,
+}
+
+impl LoadSettingsFile<'_> {
+    /// The span of the first key given, if any.
+    pub fn first_span(&self) -> Option<Range<usize>> {
+        (self.protocol.map(Spanned::span))
+            .or(self.send_buffer.map(Spanned::span))
+            .or(self.recv_buffer.map(Spanned::span))
+            .or(self.bytes.map(Spanned::span))
+            .or(self.pacing_chunk.map(Spanned::span))
+    }
+}
+
+/// `load_settings()` for each file struct that carries the load keys.
+macro_rules! load_settings {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// This load's Wang & Ng settings.
+            pub fn load_settings(&self) -> LoadSettingsFile<'_> {
+                LoadSettingsFile {
+                    protocol: self.protocol.as_ref(),
+                    send_buffer: self.send_buffer.as_ref(),
+                    recv_buffer: self.recv_buffer.as_ref(),
+                    bytes: self.bytes.as_ref(),
+                    pacing_chunk: self.pacing_chunk.as_ref(),
+                }
+            }
+        }
+    )*};
+}
+load_settings!(BusyFile, LoadStepsFile, ThroughputStaircaseFile);
 
 /// `kind = "neighbor-staircase"`: add neighbors up to N, measure the test tenant at
 /// each level (thesis 5.2).
@@ -540,6 +616,21 @@ pub struct LoadStepsFile {
     /// Load datagram payload bytes. Default 1400.
     #[serde(default)]
     pub msg_size: Option<Spanned<usize>>,
+    /// Wang & Ng's transport: "udp" (default) or "tcp" (to the endpoint's TCP sink).
+    #[serde(default)]
+    pub protocol: Option<Spanned<String>>,
+    /// Socket send buffer (TCP: the send window), e.g. "256K" or 262144.
+    #[serde(default)]
+    pub send_buffer: Option<Spanned<SizeFile>>,
+    /// TCP: the receive window the sink sets, e.g. "256K"; UDP: recorded only.
+    #[serde(default)]
+    pub recv_buffer: Option<Spanned<SizeFile>>,
+    /// Stop each load after this many payload bytes, e.g. "800MB".
+    #[serde(default)]
+    pub bytes: Option<Spanned<SizeFile>>,
+    /// Pacing granularity: bytes sent back to back before each idle, e.g. "128K".
+    #[serde(default)]
+    pub pacing_chunk: Option<Spanned<SizeFile>>,
     /// The latency probe.
     #[serde(default)]
     pub probe: Option<ProbeFile>,
@@ -647,6 +738,22 @@ pub struct ThroughputStaircaseFile {
     /// "5G" for an m5.4xlarge. Default: the test node's rate alone (level 0).
     #[serde(default)]
     pub baseline: Option<Spanned<String>>,
+    /// Wang & Ng's transport: "udp" only (the nodes' throughput is sampled from the
+    /// UDP sink's arrival series); the key exists so that "tcp" is refused by name.
+    #[serde(default)]
+    pub protocol: Option<Spanned<String>>,
+    /// Socket send buffer (TCP: the send window), e.g. "256K" or 262144.
+    #[serde(default)]
+    pub send_buffer: Option<Spanned<SizeFile>>,
+    /// TCP: the receive window the sink sets, e.g. "256K"; UDP: recorded only.
+    #[serde(default)]
+    pub recv_buffer: Option<Spanned<SizeFile>>,
+    /// Stop each load after this many payload bytes, e.g. "800MB".
+    #[serde(default)]
+    pub bytes: Option<Spanned<SizeFile>>,
+    /// Pacing granularity: bytes sent back to back before each idle, e.g. "128K".
+    #[serde(default)]
+    pub pacing_chunk: Option<Spanned<SizeFile>>,
 }
 
 /// Only the scenario's `kind`, read first to pick the scenario type.

@@ -262,7 +262,7 @@ pub enum Busy {
         /// Threads; `None` = the neighbor's vCPUs.
         threads: Option<usize>,
     },
-    /// UDP load towards the sink until stopped.
+    /// UDP (or TCP) load towards the sink until stopped.
     Load {
         /// Each neighbor's rate, bit/s.
         rate_bps: f64,
@@ -270,6 +270,9 @@ pub enum Busy {
         streams: usize,
         /// Payload bytes.
         msg_size: usize,
+        /// Wang & Ng's settings (protocol, buffers, byte bound, pacing chunk).
+        #[serde(skip_serializing_if = "nnb_agent::jobs::LoadOptions::is_default")]
+        options: nnb_agent::jobs::LoadOptions,
     },
 }
 
@@ -333,6 +336,9 @@ pub struct LoadSteps {
     pub streams: usize,
     /// Load payload bytes.
     pub msg_size: usize,
+    /// Wang & Ng's settings of the neighbors' loads.
+    #[serde(skip_serializing_if = "nnb_agent::jobs::LoadOptions::is_default")]
+    pub options: nnb_agent::jobs::LoadOptions,
     /// The probe.
     pub probe: Probe,
 }
@@ -412,6 +418,9 @@ pub struct ThroughputStaircase {
     /// The bandwidth the degradation is measured against, bit/s; `None` = level 0's
     /// rate.
     pub baseline_bps: Option<f64>,
+    /// Wang & Ng's settings of the nodes' loads (UDP only: sampled).
+    #[serde(skip_serializing_if = "nnb_agent::jobs::LoadOptions::is_default")]
+    pub options: nnb_agent::jobs::LoadOptions,
 }
 
 /// The scenario of an experiment.
@@ -1260,11 +1269,13 @@ impl Checker<'_> {
             BusyKindFile::Burner => {
                 let load_only = (b.rate.as_ref().map(Spanned::span))
                     .or(b.streams.as_ref().map(Spanned::span))
-                    .or(b.msg_size.as_ref().map(Spanned::span));
+                    .or(b.msg_size.as_ref().map(Spanned::span))
+                    .or(b.load_settings().first_span());
                 if let Some(span) = load_only {
                     return Err(self.error(
                         span,
-                        "`rate`, `streams` and `msg_size` apply to kind = \"load\"",
+                        "`rate`, `streams`, `msg_size`, `protocol`, `send_buffer`, \
+                         `recv_buffer`, `bytes` and `pacing_chunk` apply to kind = \"load\"",
                     ));
                 }
                 let workload = self.workload(&b.workload)?;
@@ -1293,9 +1304,64 @@ impl Checker<'_> {
                     rate_bps: self.at(rate, values::positive_rate(rate.get_ref()))?,
                     streams: self.streams(&b.streams)?,
                     msg_size: self.msg_size(&b.msg_size, DEFAULT_LOAD_MSG)?,
+                    options: self.load_options(b.load_settings())?,
                 })
             }
         }
+    }
+
+    /// Wang & Ng's load settings of an experiment file ([`file::LoadSettingsFile`])
+    /// as a load job's options, each mistake reported at its value: `protocol` is
+    /// "tcp" or "udp"; sizes are bytes (an integer, or a string with a unit) with
+    /// the socket buffers between [`nnb_netlat::load::MIN_BUFFER`] and
+    /// [`nnb_netlat::load::MAX_BUFFER`], the pacing chunk at most the latter, and
+    /// the byte bound above zero.
+    pub(crate) fn load_options(
+        &self,
+        f: file::LoadSettingsFile<'_>,
+    ) -> Result<nnb_agent::jobs::LoadOptions, ExperimentError> {
+        use nnb_netlat::load::{MAX_BUFFER, MIN_BUFFER};
+        let tcp = match f.protocol {
+            None => false,
+            Some(p) => match p.get_ref().as_str() {
+                "tcp" => true,
+                "udp" => false,
+                other => {
+                    return Err(self.error(
+                        p.span(),
+                        format!("protocol = {other:?}: \"tcp\" or \"udp\""),
+                    ))
+                }
+            },
+        };
+        let size = |v: Option<&Spanned<file::SizeFile>>, what: &str, least: u64, most: u64| {
+            v.map(|v| {
+                let n = match v.get_ref() {
+                    file::SizeFile::Bytes(n) => Ok(*n),
+                    file::SizeFile::Text(t) => nnb_units::parse_size(t).map_err(|e| e.to_string()),
+                };
+                self.at(
+                    v,
+                    n.and_then(|n| {
+                        if (least..=most).contains(&n) {
+                            Ok(n)
+                        } else {
+                            Err(format!("{what} = {n} bytes: between {least} and {most}"))
+                        }
+                    }),
+                )
+            })
+            .transpose()
+        };
+        let (lo, hi) = (MIN_BUFFER as u64, MAX_BUFFER as u64);
+        Ok(nnb_agent::jobs::LoadOptions {
+            tcp,
+            send_buffer: size(f.send_buffer, "send_buffer", lo, hi)?,
+            recv_buffer: size(f.recv_buffer, "recv_buffer", lo, hi)?,
+            bytes: size(f.bytes, "bytes", 1, u64::MAX)?,
+            pacing_chunk: size(f.pacing_chunk, "pacing_chunk", 1, hi)?,
+            ..Default::default()
+        })
     }
 
     /// The throughput staircase; `network` sets the default rate (twice an emulated
@@ -1342,7 +1408,16 @@ impl Checker<'_> {
                 n
             }
         };
+        let options = self.load_options(s.load_settings())?;
+        if let (true, Some(p)) = (options.tcp, &s.protocol) {
+            return Err(self.error(
+                p.span(),
+                "a throughput staircase samples each node's throughput from the UDP sink's \
+                 arrival series: its loads are UDP",
+            ));
+        }
         Ok(ThroughputStaircase {
+            options,
             levels,
             rate_bps,
             streams: self.streams(&s.streams)?,
@@ -1391,8 +1466,10 @@ impl Checker<'_> {
             )));
         }
         let levels_bps = self.at(&s.levels, values::rate_list(s.levels.get_ref()))?;
+        let options = self.load_options(s.load_settings())?;
         let probe = s.probe.unwrap_or_default();
         Ok(LoadSteps {
+            options,
             levels_bps,
             streams: self.streams(&s.streams)?,
             msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,

@@ -290,7 +290,7 @@ impl Builder<'_> {
                 let each = bps / neighbors.len() as f64;
                 measure.extend(neighbors.iter().map(|n| Assignment {
                     tenant: n.clone(),
-                    job: load(each, s.streams, s.msg_size, Some(span)),
+                    job: load_with(each, s.streams, s.msg_size, Some(span), &s.options),
                 }));
             }
             self.level(Level {
@@ -329,7 +329,7 @@ impl Builder<'_> {
                         msg_size: s.msg_size,
                         duration_ms: Some(nnb_units::millis(s.duration)),
                         sampling: Some(sampling),
-                        options: LoadOptions::default(),
+                        options: s.options,
                     },
                 })
                 .collect();
@@ -365,19 +365,39 @@ fn busy_job(busy: &Busy, t: &TenantDef) -> JobSpec {
             rate_bps,
             streams,
             msg_size,
-        } => load(*rate_bps, *streams, *msg_size, None),
+            options,
+        } => load_with(*rate_bps, *streams, *msg_size, None, options),
     }
 }
 
+/// A UDP load towards the endpoint's sink with the default settings.
 fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duration>) -> JobSpec {
+    load_with(
+        rate_bps,
+        streams,
+        msg_size,
+        duration,
+        &LoadOptions::default(),
+    )
+}
+
+/// A load with Wang & Ng's `options`: a TCP one goes to the endpoint's TCP sink
+/// ([`TCP_SINK`]), a UDP one to its UDP sink.
+fn load_with(
+    rate_bps: f64,
+    streams: usize,
+    msg_size: usize,
+    duration: Option<Duration>,
+    options: &LoadOptions,
+) -> JobSpec {
     JobSpec::Load {
-        target: SINK.to_string(),
+        target: if options.tcp { TCP_SINK } else { SINK }.to_string(),
         rate_bps,
         streams,
         msg_size,
         duration_ms: duration.map(nnb_units::millis),
         sampling: None,
-        options: LoadOptions::default(),
+        options: *options,
     }
 }
 
