@@ -312,12 +312,12 @@ impl Checker<'_> {
         let link_bps = self.rate_or(&f.link, link_default)?;
         Ok(TcpTest {
             rate_bps: self.rate_or(&f.rate, TCP_CEILING * link_bps)?,
-            bytes: self.bytes(&f.bytes, SEED_BYTES, "bytes")?,
+            bytes: self.bytes(&f.bytes, SEED_BYTES, "bytes", (1, u64::MAX))?,
             duration: self.nonzero_duration(&f.duration, Duration::from_secs(60), "duration")?,
-            window: self.bytes(&f.window, SEED_TCP_WINDOW, "window")?,
+            window: self.buffer(&f.window, SEED_TCP_WINDOW, "window")?,
             tcp_info: self.nonzero_duration(&f.tcp_info, Duration::from_millis(10), "tcp_info")?,
             quiet: self.nonzero_duration(&f.quiet, Duration::from_millis(10), "quiet")?,
-            grain: self.bytes(&f.grain, SEED_GRAIN, "grain")?,
+            grain: self.grain(&f.grain)?,
             link_bps,
         })
     }
@@ -325,13 +325,18 @@ impl Checker<'_> {
     fn udp_test(&self, f: PairUdpFile, link_default: f64) -> Result<UdpTest, ExperimentError> {
         let link_bps = self.rate_or(&f.link, link_default)?;
         Ok(UdpTest {
-            bytes: self.bytes(&f.bytes, SEED_BYTES, "bytes")?,
+            bytes: self.bytes(&f.bytes, SEED_BYTES, "bytes", (1, u64::MAX))?,
             duration: self.nonzero_duration(&f.duration, Duration::from_secs(60), "duration")?,
             rate_bps: self.rate_or(&f.rate, link_bps)?,
             msg_size: self.msg_size(&f.msg_size, SEED_UDP_PAYLOAD)?,
-            pacing_chunk: self.bytes(&f.pacing_chunk, SEED_PACING_CHUNK, "pacing_chunk")?,
-            socket_buffer: self.bytes(&f.socket_buffer, SEED_UDP_BUFFER, "socket_buffer")?,
-            grain: self.bytes(&f.grain, SEED_GRAIN, "grain")?,
+            pacing_chunk: self.bytes(
+                &f.pacing_chunk,
+                SEED_PACING_CHUNK,
+                "pacing_chunk",
+                (1, nnb_netlat::load::MAX_BUFFER as u64),
+            )?,
+            socket_buffer: self.buffer(&f.socket_buffer, SEED_UDP_BUFFER, "socket_buffer")?,
+            grain: self.grain(&f.grain)?,
             link_bps,
         })
     }
@@ -354,22 +359,46 @@ impl Checker<'_> {
         })
     }
 
-    /// A size in bytes above zero ("256K", "800MB"), or `default`.
+    /// A size in bytes ("256K", "800MB") within `least..=most`, or `default`.
     fn bytes(
         &self,
         v: &Option<Spanned<String>>,
         default: u64,
         what: &str,
+        (least, most): (u64, u64),
     ) -> Result<u64, ExperimentError> {
         let Some(v) = v else { return Ok(default) };
         let n = self.at(
             v,
             nnb_units::parse_size(v.get_ref()).map_err(|e| e.to_string()),
         )?;
-        if n == 0 {
-            return Err(self.error(v.span(), format!("{what} must be above zero")));
+        if !(least..=most).contains(&n) {
+            return Err(self.error(
+                v.span(),
+                format!("{what} = {n} bytes: between {least} and {most}"),
+            ));
         }
         Ok(n)
+    }
+
+    /// A socket buffer or window: what a load's socket may ask for.
+    fn buffer(
+        &self,
+        v: &Option<Spanned<String>>,
+        default: u64,
+        what: &str,
+    ) -> Result<u64, ExperimentError> {
+        use nnb_netlat::load::{MAX_BUFFER, MIN_BUFFER};
+        self.bytes(v, default, what, (MIN_BUFFER as u64, MAX_BUFFER as u64))
+    }
+
+    /// The fine-grained throughput's grain, as the receiver accepts it.
+    fn grain(&self, v: &Option<Spanned<String>>) -> Result<u64, ExperimentError> {
+        let g = self.bytes(v, SEED_GRAIN, "grain", (1, u64::MAX))?;
+        match v {
+            Some(v) => self.at(v, nnb_netlat::grain::validate_grain(g).map(|()| g)),
+            None => Ok(g),
+        }
     }
 
     /// A bit rate above zero, or `default`.

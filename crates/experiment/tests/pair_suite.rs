@@ -313,7 +313,19 @@ fn bad_pair_suites_are_refused_at_their_key() {
         ("[scenario.badabing]\nalpha = -0.1\n", "alpha is a share"),
         (
             "[scenario.udp]\nsocket_buffer = \"0\"\n",
-            "socket_buffer must be above zero",
+            "socket_buffer = 0 bytes: between 4096",
+        ),
+        (
+            "[scenario.tcp]\nwindow = \"1G\"\n",
+            "window = 1073741824 bytes: between",
+        ),
+        (
+            "[scenario.udp]\ngrain = \"1000\"\n",
+            "a grain of 1000 bytes",
+        ),
+        (
+            "[scenario.tcp]\nbytes = \"0\"\n",
+            "bytes = 0 bytes: between 1",
         ),
         ("[scenario.udp]\nrate = \"fast\"\n", "fast"),
         (
