@@ -14,6 +14,7 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nnb_burn::clock::{Clock, ClockChoice};
+use nnb_burn::cputrace::MAX_GAPS;
 use nnb_burn::steal::{scan, DEFAULT_THRESHOLD};
 use nnb_burn::workload::{Workload, FMA_CHAINS};
 
@@ -63,7 +64,7 @@ fn steal_loop(c: &mut Criterion) {
     g.throughput(Throughput::Elements(ITERATIONS));
     let never = std::sync::atomic::AtomicBool::new(false);
     // Untraced, and with CPUTest's timestamp trace (a compare per read, a bin a ms).
-    for (name, trace) in [("iteration", false), ("iteration_traced", true)] {
+    for (name, trace) in [("iteration", None), ("iteration_traced", Some(MAX_GAPS))] {
         g.bench_function(name, |b| {
             b.iter(|| {
                 scan(&clock, u64::MAX, ITERATIONS, threshold, trace, &never).map(|s| s.iterations)

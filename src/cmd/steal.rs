@@ -69,9 +69,6 @@ pub(crate) fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
     if threshold >= duration {
         return Err(usage("--threshold must be shorter than --duration"));
     }
-    if args.trace.is_some() {
-        check_trace_duration(duration).map_err(|e| usage(format!("--trace: {e}")))?;
-    }
     let topo = Topology::host().context("reading this machine's CPU topology")?;
     let mine = allowed_cpus();
     let allowed: Vec<usize> = topo
@@ -93,6 +90,9 @@ pub(crate) fn run(args: StealArgs, out: &mut Out) -> anyhow::Result<()> {
     )
     .context("--cpus")?;
     let cpus: Vec<usize> = placement.slots.iter().filter_map(|s| s.cpu).collect();
+    if args.trace.is_some() {
+        check_trace_duration(duration, cpus.len()).map_err(|e| usage(format!("--trace: {e}")))?;
+    }
 
     let clock = Clock::calibrate();
     if let Some(w) = &clock.info().warning {

@@ -332,7 +332,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             }
             let duration = Duration::from_millis(*duration_ms);
             if options.trace {
-                steal::check_trace_duration(duration).map_err(|e| e.to_string())?;
+                steal::check_trace_duration(duration, cpus.len()).map_err(|e| e.to_string())?;
             }
             Ok(Task::Steal {
                 cpus,

@@ -8,9 +8,9 @@
 //! number of reads in each millisecond since the scan's start. Time against
 //! iteration is the running sum of the counts, with the gaps as the steps.
 //!
-//! Bounds: at most [`MAX_GAPS`] gaps are kept (later ones are counted in
-//! `gaps_left_out`), and a traced scan lasts at most [`MAX_TRACE_DURATION`] (10 min,
-//! 600,000 bins of 4 bytes). The bins stop at [`MAX_BINS`] (twice that): a read
+//! Bounds: at most [`MAX_GAPS`] gaps are kept over a scan's CPUs (later ones are
+//! counted in `gaps_left_out`), and a traced scan's duration times its CPUs is at
+//! most [`MAX_TRACE_DURATION`] (10 min, 600,000 bins of 4 bytes). The bins stop at [`MAX_BINS`] (twice that): a read
 //! later than that (only after a gap of minutes at the scan's very end) counts in
 //! the last bin, so the counts always sum to the scan's iterations.
 
@@ -23,9 +23,12 @@ use crate::clock::Clock;
 /// Width of a count bin: Wang & Ng's threshold, so a bin with no reads is a
 /// millisecond the loop did not run.
 pub const BIN: Duration = Duration::from_millis(1);
-/// Most gaps a trace keeps (16 MB); later ones are only counted.
-pub const MAX_GAPS: usize = 1_000_000;
-/// Longest scan that may keep a trace: 600,000 bins of [`BIN`].
+/// Most gaps the traces of one scan keep over all its CPUs (about 5 MB of JSON),
+/// shared out evenly; later ones are only counted. A job's result is one line of
+/// `samples.jsonl`, which `nnb analyze` reads up to 16 MiB.
+pub const MAX_GAPS: usize = 200_000;
+/// Most CPU time a scan may trace, its duration times its CPUs: 600,000 bins of
+/// [`BIN`] (about 4 MB of JSON) over all its CPUs.
 pub const MAX_TRACE_DURATION: Duration = Duration::from_secs(600);
 /// Most bins a trace holds (see the module documentation).
 pub const MAX_BINS: usize = 1_200_000;

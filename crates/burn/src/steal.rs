@@ -69,9 +69,9 @@ pub enum StealError {
         source: PinError,
     },
     /// A traced scan longer than the trace's bound.
-    #[error("a traced steal scan lasts at most {max:?}, not {asked:?}")]
+    #[error("a traced steal scan of these CPUs lasts at most {max:?} (10 min over all CPUs), not {asked:?}")]
     TraceTooLong {
-        /// The bound, [`MAX_TRACE_DURATION`].
+        /// The bound, [`MAX_TRACE_DURATION`] over the CPUs.
         max: Duration,
         /// The duration asked for.
         asked: Duration,
@@ -122,7 +122,7 @@ const STOP_CHECK: u64 = 1 << 16;
 
 /// Reads the clock in a tight loop for `span_ticks` or `max_iterations` (or until
 /// `stop` is raised), recording every gap longer than `threshold_ticks`, and with
-/// `trace` the timestamp trace. The loop body is one clock read, a subtraction and
+/// `trace` the timestamp trace, keeping at most that many gaps. The loop body is one clock read, a subtraction and
 /// three compares; gaps (rare) cost a histogram update and a `getrusage`, which
 /// tells in-guest preemption from the rest (see the module documentation), and a
 /// traced scan closes a count bin once a millisecond. The reads happen in the loop,
@@ -132,11 +132,12 @@ pub fn scan(
     span_ticks: u64,
     max_iterations: u64,
     threshold_ticks: u64,
-    trace: bool,
+    trace: Option<usize>,
     stop: &AtomicBool,
 ) -> Result<Scan, StealError> {
     let start = clock.now();
-    let trace = trace.then(|| TraceRecorder::new(start, clock.duration_to_ticks(BIN), MAX_GAPS));
+    let trace =
+        trace.map(|max_gaps| TraceRecorder::new(start, clock.duration_to_ticks(BIN), max_gaps));
     let switches = || nnb_sys::process::thread_involuntary_switches().unwrap_or(0);
     scan_reads(
         || clock.now(),
@@ -369,11 +370,13 @@ fn read_throttled_ns(path: Option<&Path>) -> Option<u64> {
     parse_throttled_ns(&std::fs::read_to_string(path?).ok()?)
 }
 
-/// Refuses a traced scan longer than the trace's bound ([`MAX_TRACE_DURATION`]).
-pub fn check_trace_duration(duration: Duration) -> Result<(), StealError> {
-    if duration > MAX_TRACE_DURATION {
+/// Refuses a traced scan of `cpus` CPUs whose duration times its CPUs is above the
+/// trace's bound ([`MAX_TRACE_DURATION`]).
+pub fn check_trace_duration(duration: Duration, cpus: usize) -> Result<(), StealError> {
+    let max = MAX_TRACE_DURATION / u32::try_from(cpus.max(1)).unwrap_or(u32::MAX);
+    if duration > max {
         return Err(StealError::TraceTooLong {
-            max: MAX_TRACE_DURATION,
+            max,
             asked: duration,
         });
     }
@@ -395,8 +398,9 @@ pub fn measure(
         return Err(StealError::NoCpus);
     }
     if trace {
-        check_trace_duration(duration)?;
+        check_trace_duration(duration, cpus.len())?;
     }
+    let trace = trace.then(|| MAX_GAPS / cpus.len());
     let threshold_ticks = clock.duration_to_ticks(threshold).max(1);
     let gate = Gate::new(cpus.len());
     let cpu_stat = own_cpu_stat();
@@ -642,6 +646,14 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, StealError::TraceTooLong { .. }), "{err}");
+        // Over two CPUs the bound is half as long each: the traces' size is what is
+        // bounded, and each CPU keeps its own.
+        let half = MAX_TRACE_DURATION / 2 + Duration::from_millis(1);
+        assert!(matches!(
+            check_trace_duration(half, 2),
+            Err(StealError::TraceTooLong { max, .. }) if max == MAX_TRACE_DURATION / 2
+        ));
+        assert!(check_trace_duration(MAX_TRACE_DURATION / 2, 2).is_ok());
     }
 
     /// With a threshold of one tick every iteration is a gap: the loop sees them all
@@ -649,7 +661,7 @@ mod tests {
     #[test]
     fn threshold_of_one_tick_records_every_read() {
         let clock = Clock::calibrate();
-        let s = scan(&clock, u64::MAX, 100, 1, false, &AtomicBool::new(false)).unwrap();
+        let s = scan(&clock, u64::MAX, 100, 1, None, &AtomicBool::new(false)).unwrap();
         assert_eq!(s.iterations, 100);
         // Consecutive reads of a ticking clock differ by at least one tick nearly always;
         // a repeated value (a coarse clock) is the only way to miss one.

@@ -464,6 +464,13 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             mode: "keep".into(),
             duration_ms: 300,
         },
+        // CPUTest: Wang & Ng's 1 ms threshold, with the timestamp trace.
+        JobSpec::Steal {
+            cpus: None,
+            duration_ms: 300,
+            threshold_ns: 1_000_000,
+            options: StealOptions { trace: true },
+        },
         // Badabing with the seed's settings, short: 60 slots of 5 ms.
         JobSpec::Badabing {
             target: reflector.clone(),
@@ -483,13 +490,6 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             skip: 5,
             msg_size: 64,
             icmp: false,
-        },
-        // CPUTest: Wang & Ng's 1 ms threshold, with the timestamp trace.
-        JobSpec::Steal {
-            cpus: None,
-            duration_ms: 300,
-            threshold_ns: 1_000_000,
-            options: StealOptions { trace: true },
         },
     ];
     let background = [

@@ -155,7 +155,7 @@ pub enum JobKind {
     /// Memory allocated and kept touched by worker processes (version 5).
     Memory,
     /// Wang & Ng's CPUTest: a steal scan whose CPU share is the share of wall time
-    /// outside gaps above the threshold (version 8).
+    /// outside gaps longer than the threshold (version 8).
     Steal,
     /// Wang & Ng's RTT series (version 8).
     Rtt,
@@ -582,7 +582,7 @@ pub struct MemoryJobResult {
 /// One CPU of a `steal` job's result (`cpus` entries).
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct StealCpuShare {
-    /// Share of the span the thread ran, 0 to 1: 1 - (gaps at or above the
+    /// Share of the span the thread ran, 0 to 1: 1 - (gaps longer than the
     /// threshold) / span, Wang & Ng's CPU share with their 1 ms threshold.
     pub ran_share: f64,
 }
