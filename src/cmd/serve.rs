@@ -277,7 +277,6 @@ impl Output {
         )?;
         for s in &line.streams {
             writeln!(
-
                 out,
                 "    {}#{:<4} {:>14}  rx {:>8}  lost {:>6}  dup {:>4}  reord {:>4}  garbage {}",
                 s.peer,

@@ -1321,7 +1321,9 @@ mod wang_ng_tests {
         // Linux doubles what is asked for (root's FORCE option is not capped by
         // net.core.rmem_max, anyone else's may be: the integration test, as root,
         // holds it to exactly twice).
-        let granted = s.recv_buffer_granted.expect("the sink read its buffer back");
+        let granted = s
+            .recv_buffer_granted
+            .expect("the sink read its buffer back");
         assert!(granted > 0 && granted <= 512 << 10, "{s:?}");
         let info = r.tcp_info.expect("tcp_info");
         assert!(!info.samples.is_empty());
