@@ -166,7 +166,7 @@ fn wang_ng_pair_suite_runs_locally_one_sample_per_measurement() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let exp = dir.path().join("pair.toml");
     std::fs::write(&exp, &short).unwrap_or_else(|e| panic!("{e}"));
-    let (_run, samples) = cli::run_experiment(&exp, &dir.path().join("results"));
+    let (_run, samples, outcome) = cli::run_experiment_json(&exp, &dir.path().join("results"));
     let records: Vec<Value> = samples
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
@@ -212,4 +212,17 @@ fn wang_ng_pair_suite_runs_locally_one_sample_per_measurement() {
         assert!(!cpus.is_empty(), "{r}");
         assert!(cpus.iter().all(|c| c["trace"].is_object()), "{r}");
     }
+    // The end-of-run summary is the per-pair table, one row for the one round.
+    let summary = &outcome["summary"];
+    assert!(
+        summary["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Per pair")),
+        "{summary}"
+    );
+    assert_eq!(
+        summary["rows"].as_array().map(Vec::len),
+        Some(1),
+        "{summary}"
+    );
 }

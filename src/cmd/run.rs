@@ -442,18 +442,23 @@ struct Summary {
 }
 
 /// The summary of the run in `dir`, read back from it as `nnb analyze` reads it: the
-/// analysis crate's degradation of the test tenant per level, or an isolation
-/// matrix's isolation table. A run that cannot be analysed keeps its outcome: the
+/// analysis crate's degradation of the test tenant per level, an isolation
+/// matrix's isolation table, or a pair suite's per-pair table. A run that cannot be analysed keeps its outcome: the
 /// summary then says why and points at `nnb analyze`.
 #[cfg(feature = "analysis")]
 fn summary(dir: &Path) -> Summary {
     use nnb_analysis::tables::{degradation, isolation};
+    use nnb_analysis::wang_ng::wang_ng;
     let table = nnb_analysis::read::read_run(dir)
         .map_err(anyhow::Error::from)
         .and_then(|run| {
             Ok(match degradation(&run)? {
                 Some(d) => Some(d.table()),
-                None => isolation(&run)?.map(|i| i.table()),
+                None => match isolation(&run)? {
+                    Some(i) => Some(i.table()),
+                    // A pair suite (Wang & Ng): its per-pair table comes first.
+                    None => wang_ng(&run)?.and_then(|w| w.tables().into_iter().next()),
+                },
             })
         });
     match table {

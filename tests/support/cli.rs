@@ -43,6 +43,13 @@ pub(crate) fn json(args: &[&str]) -> Value {
 /// returns the run's directory (the outcome's `dir`) and its `samples.jsonl` as text
 /// (empty when there is none).
 pub(crate) fn run_experiment(experiment: &Path, results: &Path) -> (PathBuf, String) {
+    let (run, text, _) = run_experiment_json(experiment, results);
+    (run, text)
+}
+
+/// [`run_experiment`], with the JSON `nnb run --json` printed (its `outcome` and
+/// end-of-run `summary`).
+pub(crate) fn run_experiment_json(experiment: &Path, results: &Path) -> (PathBuf, String, Value) {
     let out = Command::new(NNB)
         .arg("run")
         .arg(experiment)
@@ -53,7 +60,7 @@ pub(crate) fn run_experiment(experiment: &Path, results: &Path) -> (PathBuf, Str
     let outcome = json_of(&out);
     let run = PathBuf::from(outcome["outcome"]["dir"].as_str().unwrap_or_default());
     let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
-    (run, text)
+    (run, text, outcome)
 }
 
 /// Sends signal `sig` (as `kill` spells it: `INT`, `TERM`, `9`) to process `pid`,

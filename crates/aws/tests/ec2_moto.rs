@@ -319,6 +319,9 @@ async fn full_lifecycle_places_tags_describes_and_tears_down() {
         rules,
         [
             ("tcp".to_owned(), 7070, vpc_only.clone()),
+            // The endpoint's TCP sink listens on the UDP sink's port number.
+            ("tcp".to_owned(), 7071, vpc_only.clone()),
+            ("tcp".to_owned(), 7072, vpc_only.clone()),
             ("udp".to_owned(), 7071, vpc_only.clone()),
             ("udp".to_owned(), 7072, vpc_only),
         ]

@@ -33,7 +33,8 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     /// Starts `serve` on the endpoint agent `c` (of tenant `ep`) with
-    /// `(reflector, sink)` ports (0 = any) and waits for its bound addresses. An
+    /// `(reflector, sink)` ports (0 = any; the TCP sink's is the UDP sink's) and waits
+    /// for its bound addresses. An
     /// address bound to all interfaces (`0.0.0.0:PORT`, an agent on a cloud
     /// instance) is published with the endpoint's own IP, which the tenants can reach.
     pub(crate) async fn start(
@@ -52,7 +53,9 @@ impl Endpoint {
             spec: JobSpec::Serve {
                 reflector_port,
                 sink_port,
-                tcp_port: Some(0),
+                // The TCP sink takes the UDP sink's port number (TCP's port space is
+                // apart): a cloud security group opens the probe ports for both.
+                tcp_port: Some(sink_port),
             },
             deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
         };

@@ -12,10 +12,12 @@ use super::file::{
     Spanned,
 };
 use super::{neighbor_count, values, Checker, ExperimentError, Network, Role, TenantDef};
+use nnb_burn::steal::CPUTEST_THRESHOLD;
 use nnb_format::StepGroup;
+use nnb_netlat::{badabing as bb, probe::series};
 
 /// The seed's full link rate, bit/s: EC2's Gigabit cards (l.199-200).
-pub const SEED_LINK_BPS: f64 = 1e9;
+pub const SEED_LINK_BPS: f64 = nnb_netlat::grain::DEFAULT_LINK_BPS;
 /// The seed's bound on each TCP and UDP test, bytes: 800 MB (l.266-267).
 pub const SEED_BYTES: u64 = 800_000_000;
 /// The seed's TCP send and receive windows, bytes: 256 KB (l.207-208).
@@ -25,7 +27,7 @@ pub const SEED_UDP_BUFFER: u64 = 128 << 10;
 /// The seed's UDP pacing granularity: an idle interval per 128 KB (l.197-198).
 pub const SEED_PACING_CHUNK: u64 = 128 << 10;
 /// The seed's fine-grained throughput: one rate per 256 KB received (l.380-382).
-pub const SEED_GRAIN: u64 = 256 << 10;
+pub const SEED_GRAIN: u64 = nnb_netlat::grain::DEFAULT_GRAIN;
 /// The seed's UDP payload: 1500-byte IP packets less 20 bytes of IP and 8 of UDP
 /// header (l.201).
 pub const SEED_UDP_PAYLOAD: usize = 1472;
@@ -35,8 +37,6 @@ pub const TCP_WRITE: usize = 1400;
 /// A TCPTest sender's default pacing ceiling, in link rates: one it does not reach,
 /// so it sends as fast as TCP goes (the seed's TCPTest is not paced).
 pub const TCP_CEILING: f64 = 10.0;
-/// Badabing's packet size, bytes (Sommers et al.'s tool; the seed does not say).
-pub const BADABING_PACKET: usize = 600;
 
 /// One measurement of the suite; its steps' group is [`Measurement::group`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -264,7 +264,7 @@ impl Checker<'_> {
     }
 
     fn cputest(&self, f: PairCputestFile) -> Result<Cputest, ExperimentError> {
-        let threshold = self.duration(&f.threshold, Duration::from_millis(1))?;
+        let threshold = self.duration(&f.threshold, CPUTEST_THRESHOLD)?;
         let threshold_ns = u64::try_from(threshold.as_nanos()).unwrap_or(u64::MAX);
         if let (Some(v), 0) = (&f.threshold, threshold_ns) {
             return Err(self.error(v.span(), "threshold must be above zero"));
@@ -277,9 +277,9 @@ impl Checker<'_> {
     }
 
     fn rtt_series(&self, f: PairRttFile) -> Result<RttSeries, ExperimentError> {
-        let probes = self.opt_positive(&f.probes, "probes", 5000)?;
+        let probes = self.opt_positive(&f.probes, "probes", series::DEFAULT_PROBES)?;
         let rate_hz = match &f.rate {
-            None => 10.0,
+            None => series::DEFAULT_RATE_HZ,
             Some(v) => {
                 let r = *v.get_ref();
                 if !(r.is_finite() && (0.001..=1e6).contains(&r)) {
@@ -291,7 +291,10 @@ impl Checker<'_> {
                 r
             }
         };
-        let skip = f.skip.as_ref().map_or(50, |v| *v.get_ref());
+        let skip = f
+            .skip
+            .as_ref()
+            .map_or(series::DEFAULT_SKIP, |v| *v.get_ref());
         if skip >= probes {
             let at = f.skip.as_ref().or(f.probes.as_ref()).map(Spanned::span);
             return Err(self.error(
@@ -316,7 +319,7 @@ impl Checker<'_> {
             duration: self.nonzero_duration(&f.duration, Duration::from_secs(60), "duration")?,
             window: self.buffer(&f.window, SEED_TCP_WINDOW, "window")?,
             tcp_info: self.nonzero_duration(&f.tcp_info, Duration::from_millis(10), "tcp_info")?,
-            quiet: self.nonzero_duration(&f.quiet, Duration::from_millis(10), "quiet")?,
+            quiet: self.nonzero_duration(&f.quiet, nnb_netlat::tcpinfo::DEFAULT_QUIET, "quiet")?,
             grain: self.grain(&f.grain)?,
             link_bps,
         })
@@ -342,19 +345,24 @@ impl Checker<'_> {
     }
 
     fn badabing(&self, f: PairBadabingFile) -> Result<BadabingProbe, ExperimentError> {
-        let slot = self.duration(&f.slot, Duration::from_millis(5))?;
+        let slot = self.duration(&f.slot, bb::DEFAULT_SLOT)?;
         if let Some(v) = f.slot.as_ref().filter(|_| slot < Duration::from_micros(1)) {
             return Err(self.error(v.span(), "slot must be at least 1us"));
         }
-        let probability = self.share(&f.probability, 0.3, "probability", false)?;
-        let alpha = self.share(&f.alpha, 0.005, "alpha", true)?;
+        let probability = self.share(
+            &f.probability,
+            bb::DEFAULT_PROBABILITY,
+            "probability",
+            false,
+        )?;
+        let alpha = self.share(&f.alpha, bb::DEFAULT_ALPHA, "alpha", true)?;
         Ok(BadabingProbe {
-            duration: self.nonzero_duration(&f.duration, Duration::from_secs(60), "duration")?,
+            duration: self.nonzero_duration(&f.duration, bb::DEFAULT_DURATION, "duration")?,
             slot,
             probability,
-            packets: self.opt_positive(&f.packets, "packets", 3)?,
-            msg_size: self.msg_size(&f.msg_size, BADABING_PACKET)?,
-            tau: self.duration(&f.tau, Duration::from_millis(50))?,
+            packets: self.opt_positive(&f.packets, "packets", bb::DEFAULT_PACKETS)?,
+            msg_size: self.msg_size(&f.msg_size, bb::DEFAULT_MSG_SIZE)?,
+            tau: self.duration(&f.tau, bb::DEFAULT_TAU)?,
             alpha,
         })
     }

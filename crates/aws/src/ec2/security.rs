@@ -14,7 +14,8 @@ const RETRY: Duration = Duration::from_secs(5);
 pub(crate) struct Ingress<'a> {
     /// TCP port of `nnb agent`.
     pub agent_port: u16,
-    /// UDP ports of the netlat probes.
+    /// Ports of the netlat probes and loads: UDP, and TCP for the endpoint's TCP
+    /// sink, which listens on its UDP sink's port number.
     pub probe_ports: &'a [u16],
     /// Sources allowed to connect.
     pub cidrs: &'a [String],
@@ -86,8 +87,10 @@ impl Ec2 {
                 .set_ip_ranges(Some(ranges.clone()))
                 .build()
         };
+        // The endpoint's TCP sink listens on its UDP sink's port number.
         let rules = std::iter::once(rule("tcp", ingress.agent_port))
             .chain(ingress.probe_ports.iter().map(|p| rule("udp", *p)))
+            .chain(ingress.probe_ports.iter().map(|p| rule("tcp", *p)))
             .collect();
         self.client
             .authorize_security_group_ingress()
