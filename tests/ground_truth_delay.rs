@@ -12,18 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::support::cli::{json, nnb, NNB};
-use crate::support::netns::{spawn_serve, KillOnDrop};
-
-/// Starts `nnb serve` with only its reflector, on 127.0.0.1; the process and the
-/// reflector's address.
-fn reflector() -> (KillOnDrop, SocketAddr) {
-    let mut serve = std::process::Command::new(NNB);
-    serve
-        .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
-        .args(["--json", "--duration", "60s"]);
-    spawn_serve(serve, "reflector")
-}
+use crate::support::cli::{json, nnb};
+use crate::support::netns::spawn_reflector;
 
 /// Sleeps until `due`: most of the way in `sleep`, the last 200 us spinning, so a
 /// datagram leaves within microseconds of its time.
@@ -133,7 +123,7 @@ const D: Duration = Duration::from_millis(5);
 
 #[test]
 fn delay_proxy_rtt_is_twice_the_delay() {
-    let (_serve, reflector) = reflector();
+    let (_serve, reflector) = spawn_reflector("60s");
     let proxy = DelayProxy::start(reflector, D, |_| false);
     let target = proxy.addr.to_string();
     let v = json(&[
@@ -154,7 +144,7 @@ fn delay_proxy_rtt_is_twice_the_delay() {
 #[test]
 fn dropped_pings_are_reported_as_loss() {
     // Every fourth ping (3, 7, ..., 39 of 40) never reaches the reflector: 10 lost.
-    let (_serve, reflector) = reflector();
+    let (_serve, reflector) = spawn_reflector("60s");
     let proxy = DelayProxy::start(reflector, D, |i| i % 4 == 3);
     let target = proxy.addr.to_string();
     let v = json(&[

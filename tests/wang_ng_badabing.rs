@@ -19,21 +19,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::cli::{json, nnb, NNB};
+use crate::support::cli::{json, nnb};
 use crate::support::desched::{Desched, DeschedConfig};
 use crate::support::exclusive::hold_machine;
-use crate::support::netns::{spawn_serve, KillOnDrop};
+use crate::support::netns::spawn_reflector;
 
 const MS: u64 = 1_000_000;
-
-/// Starts `nnb serve` with only its reflector, on 127.0.0.1.
-fn reflector() -> (KillOnDrop, SocketAddr) {
-    let mut serve = std::process::Command::new(NNB);
-    serve
-        .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
-        .args(["--json", "--duration", "120s"]);
-    spawn_serve(serve, "reflector")
-}
 
 fn u64_of(v: &Value, k: &str) -> u64 {
     v[k].as_u64()
@@ -73,7 +64,7 @@ fn series(v: &Value) -> Vec<Slot> {
 #[test]
 fn badabing_through_a_descheduled_receiver_reports_the_seeds_false_loss() {
     let _machine = hold_machine();
-    let (_serve, refl) = reflector();
+    let (_serve, refl) = spawn_reflector("120s");
     let fwd = Desched::start(
         refl,
         DeschedConfig {
@@ -199,7 +190,7 @@ fn badabing_through_a_descheduled_receiver_reports_the_seeds_false_loss() {
 #[test]
 fn badabing_on_a_clean_path_repeats_its_slots_by_seed_and_finds_no_loss() {
     let _machine = hold_machine();
-    let (_serve, refl) = reflector();
+    let (_serve, refl) = spawn_reflector("120s");
     let target = refl.to_string();
     let run = || {
         json(&[

@@ -17,17 +17,7 @@ use serde_json::Value;
 
 use crate::support::cli::{json, json_of, nnb, NNB};
 use crate::support::desched::{Desched, DeschedConfig};
-use crate::support::netns::{spawn_serve, KillOnDrop, NetnsPair};
-
-/// Starts `nnb serve` with only its reflector, on 127.0.0.1; the process and the
-/// reflector's address.
-fn reflector() -> (KillOnDrop, SocketAddr) {
-    let mut serve = std::process::Command::new(NNB);
-    serve
-        .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
-        .args(["--json", "--duration", "120s"]);
-    spawn_serve(serve, "reflector")
-}
+use crate::support::netns::{spawn_reflector, NetnsPair};
 
 /// The log's RTTs in ns, `None` for a lost probe, checking that the log holds every
 /// probe sent, in order.
@@ -51,7 +41,7 @@ fn log_rtts(v: &Value) -> Vec<Option<u64>> {
 /// the same phase, all held or none. 210 probes (the first 10 dropped) take 4.2 s.
 #[test]
 fn rtt_series_through_a_descheduled_receiver_shows_the_held_probes() {
-    let (_serve, reflector) = reflector();
+    let (_serve, reflector) = spawn_reflector("120s");
     let desched = Desched::start(reflector, DeschedConfig::default());
     let target = desched.addr().to_string();
     let v = json(&[
@@ -119,7 +109,7 @@ fn rtt_series_through_a_descheduled_receiver_shows_the_held_probes() {
 /// the same RTTs as the JSON log.
 #[test]
 fn rtt_log_file_has_every_probe_in_order() {
-    let (_serve, reflector) = reflector();
+    let (_serve, reflector) = spawn_reflector("120s");
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rtt.csv");
     let v = json(&[

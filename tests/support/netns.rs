@@ -274,6 +274,17 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Starts `nnb serve` with only its reflector, on 127.0.0.1, for `duration` (as
+/// `--duration` takes it); the process (killed when the guard drops) and the
+/// reflector's address.
+pub(crate) fn spawn_reflector(duration: &str) -> (KillOnDrop, SocketAddr) {
+    let mut serve = Command::new(NNB);
+    serve
+        .args(["serve", "--reflector-port", "0", "--no-sink", "--no-tcp"])
+        .args(["--json", "--duration", duration]);
+    spawn_serve(serve, "reflector")
+}
+
 /// Runs `serve` (an `nnb serve ... --json` command) and reads the address of its
 /// `service` (`sink`, `reflector`) from the JSON line it prints first; the process is
 /// killed when the guard drops.
