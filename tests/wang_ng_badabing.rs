@@ -12,7 +12,7 @@
 //! one-way delays exceed max_owd × (1 − α) once a loss has set max_owd, in slots
 //! where nothing was lost.
 
-use std::net::{SocketAddr, UdpSocket};
+use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;

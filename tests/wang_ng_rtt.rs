@@ -10,7 +10,6 @@
 //! namespace) and over a kernel ping socket (a namespace whose
 //! `net.ipv4.ping_group_range` takes root's group).
 
-use std::net::SocketAddr;
 use std::process::Output;
 
 use serde_json::Value;
