@@ -67,9 +67,9 @@ pub use time::{run_id_stamp, timestamp};
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
 /// `docs/results-format.md` lists what each version changed.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 /// Every version this nnb reads: runs of older versions stay readable.
-pub const READABLE_VERSIONS: [u32; 8] = [1, 2, 3, 4, 5, 6, 7, 8];
+pub const READABLE_VERSIONS: [u32; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
 
 /// Whether this nnb reads records and manifests of `version`.
 pub fn readable(version: u64) -> bool {
