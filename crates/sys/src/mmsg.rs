@@ -21,8 +21,8 @@ use crate::socket::SO_TIMESTAMPNS;
 pub const BATCH: usize = 32;
 /// Receive buffer per datagram: the largest UDP payload, so nothing is truncated.
 pub const BUF_LEN: usize = 65536;
-/// Control space per datagram, in u64 words (room for an `SCM_TIMESTAMPNS` and a
-/// `UDP_GRO` message).
+/// Control space per datagram, in u64 words (room for an `SCM_TIMESTAMPNS`, a
+/// `UDP_GRO` and an `SO_RXQ_OVFL` message: 32 + 24 + 24 bytes).
 const CTRL_WORDS: usize = 16;
 
 /// How [`RecvBatch::recv`] waits for the first datagram.
@@ -150,6 +150,14 @@ impl RecvBatch {
         self.control(i, libc::SOL_UDP, libc::UDP_GRO, |size: libc::c_int| size)
             .and_then(|size| usize::try_from(size).ok())
             .filter(|&size| size > 0)
+    }
+
+    /// How many datagrams the socket had dropped when the `i`-th datagram was queued
+    /// (its `sk_drops`, cumulative since the socket was made, wrapping at 2^32), when
+    /// the socket has `SO_RXQ_OVFL` on ([`crate::socket::set_rxq_overflow`]). The
+    /// kernel sends no count while it is 0, so on such a socket `None` means none yet.
+    pub fn drop_count(&self, i: usize) -> Option<u32> {
+        self.control(i, libc::SOL_SOCKET, libc::SO_RXQ_OVFL, |n: u32| n)
     }
 
     /// Reads the data of the `i`-th datagram's control message of `level`/`kind` as
@@ -379,6 +387,38 @@ mod tests {
             }
         }
         assert_eq!(got, [vec![0u8; 7], vec![1; 7], vec![2; 7]]);
+    }
+
+    #[test]
+    fn drop_counts_come_with_the_datagrams_after_an_overflow() {
+        let rx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        rx.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("timeout");
+        crate::socket::set_rxq_overflow(&rx, true).expect("SO_RXQ_OVFL");
+        // The smallest buffer the kernel grants (a few KiB) overflows in a burst.
+        crate::socket::set_buffer(&rx, crate::socket::Direction::Receive, 1).expect("rcvbuf");
+        let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+        let to = rx.local_addr().expect("addr");
+        const BURST: u64 = 500;
+        for _ in 0..BURST {
+            tx.send_to(&[0u8; 1000], to).expect("send");
+        }
+        let mut batch = RecvBatch::new(true);
+        let mut received = 0u64;
+        let mut counts = Vec::new();
+        while let Ok(n) = batch.recv(&rx, Wait::Never) {
+            for i in 0..n {
+                counts.push(batch.drop_count(i));
+            }
+            received += n as u64;
+        }
+        assert!(received > 0 && received < BURST, "{received} of {BURST}");
+        // Queued before any drop: no count.
+        assert_eq!(counts[0], None);
+        // One more datagram after the burst carries every drop of it.
+        tx.send_to(&[1u8; 10], to).expect("send");
+        assert_eq!(batch.recv(&rx, Wait::ForOne).expect("recv"), 1);
+        assert_eq!(batch.drop_count(0).map(u64::from), Some(BURST - received));
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! Socket options (integer `setsockopt`/`getsockopt`, buffer sizes, UDP GSO and GRO,
-//! kernel receive timestamps), a TCP socket's `TCP_INFO`, and waiting for a socket to
+//! kernel receive timestamps, receive-queue drop counts), UDP sockets that share a
+//! port (`SO_REUSEPORT`), a TCP socket's `TCP_INFO`, and waiting for a socket to
 //! become readable.
 
 use std::io;
 use std::mem;
-use std::os::fd::{AsFd, AsRawFd};
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use crate::cvt;
@@ -107,6 +109,59 @@ pub fn set_udp_segment(sock: &impl AsFd, size: u16) -> io::Result<()> {
     )
 }
 
+/// Sends `buf` on a connected UDP socket as one datagram whatever GSO segment size
+/// the socket has: a `UDP_SEGMENT` control message of 0 overrides the socket's
+/// setting for this send only, so a thread may send a datagram longer than the
+/// segment size on a socket another thread sends segmented batches on, without
+/// turning GSO off under it. A kernel without UDP GSO (which refuses the control
+/// message) gets a plain `send`.
+pub fn send_unsegmented(sock: &impl AsFd, buf: &[u8]) -> io::Result<usize> {
+    const SPACE: usize = 32;
+    // CMSG_SPACE of a u16, within SPACE bytes on every Linux arch.
+    // SAFETY: CMSG_SPACE only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(mem::size_of::<u16>() as libc::c_uint) } as usize;
+    debug_assert!(space <= SPACE);
+    let mut control = [0u64; SPACE / 8];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr().cast_mut().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: a zeroed msghdr is valid; its pointers are set below to live buffers.
+    let mut msg: libc::msghdr = unsafe { mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space.min(SPACE) as _;
+    // SAFETY: msg_control points at `space` zeroed, aligned bytes, room for one cmsg
+    // of a u16 (CMSG_FIRSTHDR is non-null for such a buffer); the kernel only reads
+    // the iovec's `buf.len()` bytes.
+    let sent = unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = libc::UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(mem::size_of::<u16>() as libc::c_uint) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), 0);
+        libc::sendmsg(sock.as_fd().as_raw_fd(), &msg, 0)
+    };
+    if sent >= 0 {
+        return Ok(sent as usize);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP) => {
+            // SAFETY: a valid fd and the caller's buffer of `buf.len()` bytes.
+            let sent =
+                unsafe { libc::send(sock.as_fd().as_raw_fd(), buf.as_ptr().cast(), buf.len(), 0) };
+            if sent < 0 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(sent as usize)
+            }
+        }
+        _ => Err(e),
+    }
+}
+
 /// Turns coalesced UDP receive (`UDP_GRO`) on or off: same-sized datagrams from one
 /// sender arrive as one buffer with their segment size in a control message
 /// ([`crate::mmsg::RecvBatch::gro_segment_size`]). Kernels before 5.0 refuse.
@@ -123,6 +178,93 @@ pub fn set_timestamps_ns(sock: &impl AsFd, on: bool) -> io::Result<()> {
         SO_TIMESTAMPNS,
         libc::c_int::from(on),
     )
+}
+
+/// Turns the receive-queue drop count on or off (`SO_RXQ_OVFL`): each datagram then
+/// carries, in a control message, how many datagrams the socket had dropped when it
+/// was queued (a full receive buffer, above all);
+/// [`crate::mmsg::RecvBatch::drop_count`] reads it. The count is the kernel's
+/// `sk_drops`, the `drops` column of `/proc/net/udp`.
+pub fn set_rxq_overflow(sock: &impl AsFd, on: bool) -> io::Result<()> {
+    set_int(
+        sock,
+        libc::SOL_SOCKET,
+        libc::SO_RXQ_OVFL,
+        libc::c_int::from(on),
+    )
+}
+
+/// Binds `count` UDP sockets (at least 1) to one address with `SO_REUSEPORT`, so the
+/// kernel spreads arriving datagrams over them by a hash of their addresses (one
+/// sender's datagrams all reach one socket while the group stays the same), and a
+/// receiver can read each on its own CPU.
+///
+/// The port must be free: it is first bound by a plain socket (no `SO_REUSEPORT`),
+/// which fails like any bind when something holds the port, and, for port 0, has the
+/// kernel pick a port nothing holds; that socket is closed and the group bound to the
+/// port. So the group never joins another process's sockets on the port (which
+/// `SO_REUSEPORT` would allow a process of the same user) and never shares an
+/// ephemeral port with one. Only a bind in the moment between the two can take the
+/// port; then the group's bind fails with `AddrInUse`.
+pub fn bind_udp_group(addr: SocketAddr, count: usize) -> io::Result<Vec<UdpSocket>> {
+    let probe = UdpSocket::bind(addr)?;
+    let addr = probe.local_addr()?;
+    drop(probe);
+    (0..count.max(1)).map(|_| bind_reuseport(addr)).collect()
+}
+
+/// One UDP socket bound to `addr` with `SO_REUSEPORT` set before the bind.
+fn bind_reuseport(addr: SocketAddr) -> io::Result<UdpSocket> {
+    let family = match addr {
+        SocketAddr::V4(_) => libc::AF_INET,
+        SocketAddr::V6(_) => libc::AF_INET6,
+    };
+    // SAFETY: socket(2) with constant arguments; the result is checked below.
+    let fd = cvt(unsafe { libc::socket(family, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` is a new socket this function owns and nothing else refers to.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    set_int(&sock, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+    let (storage, len) = sockaddr_of(addr);
+    // SAFETY: a valid fd and a sockaddr of `len` bytes that lives across the call.
+    cvt(unsafe { libc::bind(sock.as_raw_fd(), std::ptr::from_ref(&storage).cast(), len) })?;
+    Ok(UdpSocket::from(sock))
+}
+
+/// A std socket address as the kernel's `sockaddr_storage` and its length.
+fn sockaddr_of(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data; all-zero is a valid (empty) address.
+    let mut storage: libc::sockaddr_storage = unsafe { mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from(*a.ip()).to_be(),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than sockaddr_in and suitably
+            // aligned for it.
+            unsafe { std::ptr::write(std::ptr::from_mut(&mut storage).cast(), sin) };
+            mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above, for sockaddr_in6.
+            unsafe { std::ptr::write(std::ptr::from_mut(&mut storage).cast(), sin6) };
+            mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
 }
 
 /// Whether `e`, from a send or a receive on a connected UDP socket, is the loss of one
@@ -316,6 +458,54 @@ mod tests {
         assert_eq!(
             get_int(&s, libc::SOL_SOCKET, SO_TIMESTAMPNS).expect("get"),
             1
+        );
+    }
+
+    #[test]
+    fn a_reuseport_group_shares_one_free_port_and_nothing_else_joins() {
+        let group = bind_udp_group("127.0.0.1:0".parse().expect("addr"), 3).expect("group");
+        let addr = group[0].local_addr().expect("addr");
+        assert_ne!(addr.port(), 0);
+        for s in &group {
+            assert_eq!(s.local_addr().expect("addr"), addr);
+            assert_eq!(
+                get_int(s, libc::SOL_SOCKET, libc::SO_REUSEPORT).expect("get"),
+                1
+            );
+        }
+        // A second group on the held port fails like a plain bind does.
+        let e = bind_udp_group(addr, 2).expect_err("the port is held");
+        assert_eq!(e.kind(), io::ErrorKind::AddrInUse);
+        assert!(UdpSocket::bind(addr).is_err());
+        // Datagrams from many senders reach the group, each on one socket.
+        let mut seen = 0;
+        for _ in 0..32 {
+            udp().send_to(b"x", addr).expect("send");
+        }
+        for s in &group {
+            s.set_nonblocking(true).expect("nonblocking");
+        }
+        for _ in 0..200 {
+            for s in &group {
+                while s.recv(&mut [0u8; 8]).is_ok() {
+                    seen += 1;
+                }
+            }
+            if seen == 32 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(seen, 32);
+        set_rxq_overflow(&group[0], true).expect("SO_RXQ_OVFL");
+        assert_eq!(
+            get_int(&group[0], libc::SOL_SOCKET, libc::SO_RXQ_OVFL).expect("get"),
+            1
+        );
+        drop(group);
+        assert!(
+            UdpSocket::bind(addr).is_ok(),
+            "closing the group frees the port"
         );
     }
 
