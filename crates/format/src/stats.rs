@@ -1,7 +1,8 @@
 //! Statistics of repeated measurements, in one place for every crate: the summary
 //! (mean, median, min, max, sample standard deviation, coefficient of variation, 95%
 //! confidence interval of the mean), the median alone, Welch's interval of a
-//! difference of two means, and the degradation of a value against a reference.
+//! difference of two means, the delta method's interval of a ratio of two means, and
+//! the degradation of a value against a reference.
 //!
 //! Benchmarks are repeated a handful of times, so the interval uses Student's t with
 //! `n - 1` degrees of freedom (a table up to 30, an expansion beyond), not the normal
@@ -170,6 +171,30 @@ pub fn degradation_ci95(
     Some((lo.min(hi), lo.max(hi)))
 }
 
+/// The 95% interval of the ratio of two independent means, `mean(num) / mean(den)`, by
+/// the delta method: the ratio's relative variance is the sum of the two means'
+/// relative variances, `se(R)^2 = R^2 (s_n^2 / (n_n m_n^2) + s_d^2 / (n_d m_d^2))`, with
+/// the Welch-Satterthwaite degrees of freedom of those two terms (rounded down, so
+/// the interval errs wide), `R -+ t * se(R)`. Both means' uncertainty is propagated
+/// (unlike [`degradation_ci95`], which divides by a fixed reference). For two runs
+/// whose repetitions are not paired (a VM's and a metal host's). `None` when either
+/// sample has fewer than two values, a mean is 0 or both variances are 0.
+pub fn ratio_ci95(num: &Summary, den: &Summary) -> Option<(f64, f64)> {
+    if num.n < 2 || den.n < 2 || num.mean == 0.0 || den.mean == 0.0 {
+        return None;
+    }
+    let rel = |s: &Summary| s.stddev.powi(2) / (s.n as f64 * s.mean.powi(2));
+    let (un, ud) = (rel(num), rel(den));
+    let sum = un + ud;
+    if sum == 0.0 {
+        return None;
+    }
+    let df = sum.powi(2) / (un.powi(2) / (num.n - 1) as f64 + ud.powi(2) / (den.n - 1) as f64);
+    let ratio = num.mean / den.mean;
+    let half = t_critical_95(df.floor() as usize) * ratio.abs() * sum.sqrt();
+    Some((ratio - half, ratio + half))
+}
+
 /// Two-sided 95% critical value of Student's t for `df` degrees of freedom (df >= 1;
 /// df = 0 is treated as 1): the table for df <= 30, above that the Cornish-Fisher
 /// expansion of t in powers of 1/df around the normal quantile (Abramowitz and Stegun
@@ -261,6 +286,26 @@ mod tests {
         assert!(close(hi, 4.0 + half), "{hi}");
         assert!(welch_ci95(&[1.0], &[1.0, 2.0]).is_none());
         assert!(welch_ci95(&[1.0, 1.0], &[2.0, 2.0]).is_none());
+    }
+
+    /// num = 7.0, 7.1, 7.2 (mean 7.1, s 0.1), den = 5.1, 5.2, 5.3 (mean 5.2, s 0.1):
+    /// relative variances 0.01 / (3 * 50.41) = 6.6125e-5 and 0.01 / (3 * 27.04) =
+    /// 1.23274e-4, sum 1.89399e-4; df = sum^2 / (6.6125e-5^2 / 2 + 1.23274e-4^2 / 2) =
+    /// 3.67 -> 3, t = 3.182; R = 7.1 / 5.2 = 1.365385, se = R * sqrt(sum) = 0.018791.
+    #[test]
+    fn ratio_interval_by_the_delta_method_by_hand() {
+        let num = Summary::of(&[7.0, 7.1, 7.2]).unwrap();
+        let den = Summary::of(&[5.1, 5.2, 5.3]).unwrap();
+        let (lo, hi) = ratio_ci95(&num, &den).unwrap();
+        let r = 7.1 / 5.2;
+        let half = 3.182 * r * (0.01f64 / (3.0 * 50.41) + 0.01 / (3.0 * 27.04)).sqrt();
+        assert!(close(lo, r - half), "{lo} vs {}", r - half);
+        assert!(close(hi, r + half), "{hi} vs {}", r + half);
+        assert!((half - 0.05979).abs() < 1e-4, "{half}");
+        let one = Summary::of(&[1.0]).unwrap();
+        assert!(ratio_ci95(&one, &den).is_none());
+        let flat = Summary::of(&[2.0, 2.0]).unwrap();
+        assert!(ratio_ci95(&flat, &flat).is_none());
     }
 
     /// Two-sided 95% values of Student's t, copied by hand from a standard t table
