@@ -6,7 +6,9 @@
 //! reads the prices, the EC2 provider checks capacity before creating anything, and
 //! the analysis uses the bandwidths to predict throughput. The data lives in
 //! `catalog.toml` next to this crate, with a source for every number; values that
-//! DescribeHosts returns at run time win over it.
+//! DescribeHosts returns at run time win over it. It also holds the credit windows
+//! (review item 42): how long a size's burst bandwidth lasts and the burstable (T)
+//! types' CPU credits, which `nnb run` warns about and `nnb analyze` flags.
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -23,6 +25,66 @@ pub struct Catalog {
     /// The families, in file order (`[[family]]` tables).
     #[serde(rename = "family")]
     pub families: Vec<Family>,
+    /// The burstable (T) instance types' CPU credits, in file order (`burstable`):
+    /// not tied to a host family, so a tenant or endpoint of any such type has them.
+    #[serde(default)]
+    pub burstable: Vec<CpuCredits>,
+}
+
+/// How long a size's burst bandwidth lasts on its network I/O credits, seconds: AWS
+/// documents a range ("typically from 5 to 60 minutes, depending on the instance
+/// size"), written in the catalog as `burst_window_s = [shortest, longest]`.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(from = "[f64; 2]")]
+pub struct BurstWindow {
+    /// The shortest documented burst: past it the size may be back on its baseline
+    /// bandwidth.
+    pub shortest_s: f64,
+    /// The longest documented burst: past it the credits of a size that sent above
+    /// its baseline all along are spent.
+    pub longest_s: f64,
+}
+
+impl From<[f64; 2]> for BurstWindow {
+    fn from([shortest_s, longest_s]: [f64; 2]) -> BurstWindow {
+        BurstWindow {
+            shortest_s,
+            longest_s,
+        }
+    }
+}
+
+/// A burstable (T) instance type's CPU credits (AWS's credit table). One credit is
+/// one vCPU at 100% for one minute; the instance earns `credits_per_hour` and
+/// spends what its vCPUs use; in standard mode (the only mode on a dedicated host)
+/// it runs at its baseline once the balance is spent.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CpuCredits {
+    /// Instance type, e.g. `t3.micro`.
+    pub name: String,
+    /// vCPUs of one instance.
+    pub vcpus: u32,
+    /// Credits earned per hour.
+    pub credits_per_hour: f64,
+    /// The utilisation per vCPU that spends what it earns, percent.
+    pub baseline_pct: f64,
+    /// The largest balance it can hold (24 hours of earned credits).
+    pub max_balance: f64,
+}
+
+impl CpuCredits {
+    /// The estimated balance `elapsed_s` seconds after a balance of `balance`, when
+    /// the instance's CPUs were busy `busy_cpu_s` CPU-seconds in between (summed
+    /// over its vCPUs): earned credits added, spent ones (one per busy CPU-minute)
+    /// taken, held between zero (standard mode throttles to the baseline instead of
+    /// borrowing) and the largest balance. An estimate: the clamp is applied once
+    /// over the span, not minute by minute.
+    pub fn balance_after(&self, balance: f64, elapsed_s: f64, busy_cpu_s: f64) -> f64 {
+        let earned = self.credits_per_hour * elapsed_s.max(0.0) / 3600.0;
+        let spent = busy_cpu_s.max(0.0) / 60.0;
+        (balance + earned - spent).clamp(0.0, self.max_balance)
+    }
 }
 
 /// CPU architecture of a family: decides which nnb binary a tenant installs.
@@ -107,6 +169,10 @@ pub struct Size {
     /// size has a fixed bandwidth.
     #[serde(default)]
     pub burst_bandwidth_bps: Option<f64>,
+    /// How long the burst bandwidth lasts (`burst_window_s`); given exactly when
+    /// `burst_bandwidth_bps` is.
+    #[serde(default, rename = "burst_window_s")]
+    pub burst_window: Option<BurstWindow>,
 }
 
 /// Why a catalog file could not be used.
@@ -164,6 +230,12 @@ impl Catalog {
         Some((family, family.size(instance_type)?))
     }
 
+    /// The CPU credits of a burstable instance type such as `t3.micro`; `None` for a
+    /// type without them.
+    pub fn cpu_credits(&self, instance_type: &str) -> Option<&CpuCredits> {
+        self.burstable.iter().find(|c| c.name == instance_type)
+    }
+
     /// Checks the rules every family must follow, so callers can trust the numbers.
     fn validate(&self) -> Result<(), CatalogError> {
         for (i, family) in self.families.iter().enumerate() {
@@ -171,6 +243,48 @@ impl Catalog {
                 return Err(invalid(family, "listed twice".to_string()));
             }
             family.validate()?;
+        }
+        for (i, credits) in self.burstable.iter().enumerate() {
+            if self.burstable[..i].iter().any(|c| c.name == credits.name) {
+                return Err(invalid_burstable(credits, "listed twice".to_string()));
+            }
+            credits.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl CpuCredits {
+    /// Checks that the credit table's three numbers agree: the baseline is the
+    /// earned credits spread over the vCPUs' minutes, the largest balance a day of
+    /// them (a typo in one of them shows).
+    fn validate(&self) -> Result<(), CatalogError> {
+        let numbers = [self.credits_per_hour, self.baseline_pct, self.max_balance];
+        if self.vcpus == 0 || !numbers.into_iter().all(positive) {
+            return Err(invalid_burstable(
+                self,
+                "vcpus, credits_per_hour, baseline_pct and max_balance must be positive"
+                    .to_string(),
+            ));
+        }
+        let baseline = self.credits_per_hour / f64::from(self.vcpus) / 60.0 * 100.0;
+        if (baseline - self.baseline_pct).abs() > 0.01 {
+            return Err(invalid_burstable(
+                self,
+                format!(
+                    "baseline_pct {} != credits_per_hour {} / {} vCPUs / 60 min = {baseline:.2}%",
+                    self.baseline_pct, self.credits_per_hour, self.vcpus
+                ),
+            ));
+        }
+        if (self.max_balance - 24.0 * self.credits_per_hour).abs() > 0.01 {
+            return Err(invalid_burstable(
+                self,
+                format!(
+                    "max_balance {} != 24 h x credits_per_hour {}",
+                    self.max_balance, self.credits_per_hour
+                ),
+            ));
         }
         Ok(())
     }
@@ -230,6 +344,21 @@ impl Family {
                     ),
                 ));
             }
+            let window_ok = match (size.burst_bandwidth_bps, size.burst_window) {
+                (Some(_), Some(w)) => positive(w.shortest_s) && w.shortest_s <= w.longest_s,
+                (None, None) => true,
+                _ => false,
+            };
+            if !window_ok {
+                return Err(invalid(
+                    self,
+                    format!(
+                        "size {}: a burst bandwidth needs a burst_window_s = [shortest, longest] \
+                         (0 < shortest <= longest, seconds) and a window needs a burst bandwidth",
+                        size.name
+                    ),
+                ));
+            }
             let burst_ok = !matches!(size.burst_bandwidth_bps,
                 Some(b) if b < size.baseline_bandwidth_bps);
             if !positive(size.baseline_bandwidth_bps) || !burst_ok {
@@ -250,6 +379,14 @@ impl Family {
 fn invalid(family: &Family, message: String) -> CatalogError {
     CatalogError::Invalid {
         family: family.name.clone(),
+        message,
+    }
+}
+
+/// An [`CatalogError::Invalid`] for a burstable type (named as its family).
+fn invalid_burstable(credits: &CpuCredits, message: String) -> CatalogError {
+    CatalogError::Invalid {
+        family: credits.name.clone(),
         message,
     }
 }

@@ -155,3 +155,69 @@ fn contradictions_are_refused_naming_the_family() {
     );
     assert!(Catalog::from_toml(&free).is_err());
 }
+
+/// Review item 42: every "up to" size has AWS's documented burst window (5 to 60
+/// minutes), fixed-bandwidth sizes none; the T types have AWS's credit table.
+#[test]
+fn credit_windows_are_in_the_catalog() {
+    let catalog = Catalog::builtin();
+    let (_, large) = catalog.size("m5.large").expect("m5.large");
+    let window = large.burst_window.expect("m5.large bursts");
+    assert_eq!((window.shortest_s, window.longest_s), (300.0, 3600.0));
+    let (_, eight) = catalog.size("m5.8xlarge").expect("m5.8xlarge");
+    assert_eq!(eight.burst_window, None, "10 Gbit/s fixed: no credits");
+    let micro = catalog.cpu_credits("t3.micro").expect("t3.micro");
+    assert_eq!(
+        (
+            micro.vcpus,
+            micro.credits_per_hour,
+            micro.baseline_pct,
+            micro.max_balance
+        ),
+        (2, 12.0, 10.0, 288.0)
+    );
+    assert!(catalog.cpu_credits("m5.large").is_none(), "not burstable");
+}
+
+/// The balance estimate by hand, t3.micro (12 credits/h, at most 288): from 100,
+/// 30 minutes with both vCPUs at 50% (1800 CPU-seconds = 30 credits spent, 6
+/// earned) leaves 76; an idle hour from 280 stops at the cap, 288; ten minutes of
+/// both vCPUs at 100% from 10 (20 spent, 2 earned) leaves 0, never less.
+#[test]
+fn the_credit_balance_estimate_by_hand() {
+    let micro = Catalog::builtin()
+        .cpu_credits("t3.micro")
+        .expect("t3.micro");
+    assert!((micro.balance_after(100.0, 1800.0, 1800.0) - 76.0).abs() < 1e-9);
+    assert_eq!(micro.balance_after(280.0, 3600.0, 0.0), 288.0);
+    assert_eq!(micro.balance_after(10.0, 600.0, 1200.0), 0.0);
+}
+
+/// A burst bandwidth without its window (or a window without one), a window whose
+/// shortest is above its longest, and a credit table whose numbers disagree are
+/// refused, naming the family or type.
+#[test]
+fn credit_window_contradictions_are_refused() {
+    let bursting = ONE_FAMILY.replace(
+        "baseline_bandwidth_bps = 1e8 }",
+        "baseline_bandwidth_bps = 1e8, burst_bandwidth_bps = 1e9 }",
+    );
+    let err = Catalog::from_toml(&bursting).expect_err("no window");
+    assert!(err.to_string().contains("burst_window_s"), "{err}");
+    let windowed = bursting.replace("1e9 }", "1e9, burst_window_s = [300, 3600] }");
+    Catalog::from_toml(&windowed).expect("burst with its window");
+    let backwards = bursting.replace("1e9 }", "1e9, burst_window_s = [3600, 300] }");
+    assert!(Catalog::from_toml(&backwards).is_err());
+    let credits = |baseline: &str| {
+        format!(
+            "burstable = [{{ name = \"t3.micro\", vcpus = 2, credits_per_hour = 12, \
+             baseline_pct = {baseline}, max_balance = 288 }}]\n{ONE_FAMILY}"
+        )
+    };
+    Catalog::from_toml(&credits("10")).expect("AWS's numbers agree");
+    let err = Catalog::from_toml(&credits("20")).expect_err("12/2/60 is 10%");
+    assert!(
+        matches!(&err, CatalogError::Invalid { family, .. } if family == "t3.micro"),
+        "{err}"
+    );
+}
