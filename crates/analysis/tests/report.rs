@@ -16,7 +16,7 @@ use nnb_format::Metric;
 use serde_json::{json, Value};
 
 /// One record of samples.jsonl with the fields every record has.
-fn record(
+pub(crate) fn record(
     run_id: &str,
     scenario: &str,
     step_index: usize,
@@ -34,7 +34,7 @@ fn record(
 }
 
 /// Writes a run directory: manifest, samples (plus `tail` verbatim) and HDR logs.
-fn write_run(
+pub(crate) fn write_run(
     root: &Path,
     run_id: &str,
     experiment: Value,
@@ -72,7 +72,7 @@ fn write_run(
 }
 
 /// Fills in a staircase record's runtime.
-fn runtime(mut r: Value, seconds: f64) -> Value {
+pub(crate) fn runtime(mut r: Value, seconds: f64) -> Value {
     r["metric"] = json!(Metric::RuntimeS.name());
     r["value"] = json!(seconds);
     r[Metric::RuntimeS.name()] = json!(seconds);

@@ -5,6 +5,8 @@ mod conditions;
 mod fixture;
 #[cfg(unix)]
 mod hostile;
+mod latency_runs;
+mod metal_gap;
 mod plots;
 mod report;
 mod tables;

@@ -1,7 +1,7 @@
 //! The charts of a report, built from the typed analyses: what each plot shows, its
 //! title, axes and series. Pure data in, chart specs out; drawing is [`crate::plot`]'s.
 
-use nnb_format::{Metric, Role, StepGroup};
+use nnb_format::{Metric, StepGroup};
 
 use crate::plot::{BoxChart, DisplayUnit, LineChart, PercentileChart, Series};
 use crate::read::Run;
@@ -154,26 +154,16 @@ pub(crate) fn sweep(runs: &[(String, &Knees, Option<Metric>)]) -> LineChart {
     }
 }
 
-/// Busy threads on the host at each staircase level: the test node's threads plus
-/// each busy neighbor's (its burner threads, else its vCPUs), from the experiment.
-fn busy_threads_per_level(run: &Run) -> Option<(f64, f64)> {
-    let e = &run.manifest.experiment;
-    let test = e.scenario.test.as_ref()?.threads?;
-    let busy = e.scenario.busy.as_ref().and_then(|b| b.threads);
-    let each = busy.or_else(|| e.tenant(Role::Neighbor)?.vcpus)?;
-    Some((test as f64, each as f64))
-}
-
 /// The staircase's busy series against a metal thread sweep (thesis 5.6, 5.8, 5.9): x
-/// is the number of busy threads on the host when the experiment says how many each
-/// tenant runs, else the raw level (with a note saying so).
+/// is the number of busy threads on the host ([`crate::tables::busy_threads`]) when the
+/// experiment says how many each tenant runs, else the raw level (with a note saying so).
 pub(crate) fn staircase_vs_metal(
     stair: (&str, &Run, &Degradation),
     metal: (&str, &Knees),
 ) -> (LineChart, Option<String>) {
     let (stair_label, stair_run, d) = stair;
     let (y_label, y_unit) = metric_axis(Some(d.metric));
-    let threads = busy_threads_per_level(stair_run);
+    let threads = crate::tables::busy_threads(stair_run);
     let to_x = |l: &LevelStats| threads.map_or(l.level, |(test, each)| test + l.level * each);
     let busy = d.groups.iter().find(|g| g.group == StepGroup::Busy);
     let mut series: Vec<Series> = busy

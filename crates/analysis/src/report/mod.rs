@@ -417,7 +417,7 @@ fn run_section<'o>(out: &'o OutDir, dir: PathBuf, a: &Analysed) -> Result<Writer
 }
 
 /// Each staircase run beside every thread-sweep run (test node vs metal), when the
-/// runs include both.
+/// runs include both: the chart and the gap table ([`tables::metal_gap`]).
 fn metal_section<'o>(
     out: &'o OutDir,
     analysed: &[Analysed],
@@ -444,13 +444,16 @@ fn metal_section<'o>(
         for (sweep, k) in &sweeps {
             let (chart, note) =
                 charts::staircase_vs_metal((stair.label(), stair.run, d), (sweep.label(), k));
-            let stem = if many {
-                format!("staircase_vs_metal_{}_{}", stair.name, sweep.name)
-            } else {
-                "staircase_vs_metal".to_string()
-            };
+            let stem = tables::pair_name("staircase_vs_metal", many, &stair.name, &sweep.name);
             w.plot(&stem, &chart.title, plot::line_chart(&chart))?;
             w.note(note);
+            let gap = tables::metal_gap((stair.label(), stair.run, d), (sweep.label(), k));
+            w.table(gap.table(&tables::pair_name(
+                "metal_gap",
+                many,
+                &stair.name,
+                &sweep.name,
+            )))?;
         }
     }
     Ok(Some(w))

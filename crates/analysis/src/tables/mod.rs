@@ -9,6 +9,7 @@ mod degradation;
 mod isolation;
 mod knees;
 mod latency;
+mod metal_gap;
 mod node_throughput;
 mod throughput;
 mod tidy;
@@ -22,7 +23,9 @@ pub use isolation::{
     isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource, ScenarioShare,
 };
 pub use knees::{knees, KneeNoise, KneeStep, Knees};
-pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad};
+pub use latency::{latency_vs_load, LatencyLevel, LatencyVsLoad, RunMeans, STATISTICS};
+pub(crate) use metal_gap::busy_threads;
+pub use metal_gap::{metal_gap, metal_gap_tables, pair_name, GapLevel, MetalGap};
 pub use node_throughput::{
     measured_degradation_pct, node_throughput, predicted_degradation_pct, NodeLevel,
     NodeThroughput, StaircaseDegradation,
