@@ -464,9 +464,31 @@ pub struct SinkView {
     pub duplicates: u64,
     /// Reordered datagrams (UDP).
     pub reordered: u64,
+    /// Datagrams the sink's own receive sockets dropped while the streams used them
+    /// (UDP; [`SinkView::socket_drops`]): of `lost`, this many (or more, as the
+    /// kernel counts any sender's drops on those sockets) were lost at the receiver,
+    /// not in the network. `None` when no report said (a sink that does not count
+    /// them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drops: Option<u64>,
 }
 
 impl SinkView {
+    /// The sink's drops over `reports`: streams on one sink socket share its drop
+    /// count, so per socket the largest of its streams' counts (they ran together),
+    /// summed over the sockets. `None` when no report has a count.
+    pub fn socket_drops<'a>(reports: impl IntoIterator<Item = &'a StreamReport>) -> Option<u64> {
+        let mut per_socket: Vec<(u32, u64)> = Vec::new();
+        for r in reports {
+            let Some(d) = r.socket_drops else { continue };
+            let socket = r.socket.unwrap_or(0);
+            match per_socket.iter_mut().find(|(s, _)| *s == socket) {
+                Some((_, most)) => *most = (*most).max(d),
+                None => per_socket.push((socket, d)),
+            }
+        }
+        (!per_socket.is_empty()).then(|| per_socket.iter().map(|(_, d)| d).sum())
+    }
     /// Lost share of expected datagrams.
     pub fn loss_ratio(&self) -> f64 {
         if self.expected == 0 {
@@ -1180,7 +1202,10 @@ fn summarize(cfg: &LoadConfig, mut streams: Vec<StreamResult>) -> LoadReport {
     let mut sent = totals(cfg, datagrams, bytes, elapsed_ns);
     sent.skipped = streams.iter().map(|s| s.sent.skipped).sum();
     sent.send_errors = streams.iter().map(|s| s.sent.send_errors).sum();
-    let mut view = SinkView::default();
+    let mut view = SinkView {
+        drops: SinkView::socket_drops(streams.iter().filter_map(|s| s.sink.as_ref())),
+        ..SinkView::default()
+    };
     for s in &streams {
         if let Some(r) = &s.sink {
             view.streams_reported += 1;

@@ -107,6 +107,20 @@ pub struct StreamReport {
     pub rate_bps: f64,
     /// Undecodable datagrams from this stream's sender address.
     pub garbage: u64,
+    /// Datagrams the sink's own receive sockets dropped while this stream used them
+    /// (a full receive buffer, above all): the rise of each socket's kernel drop
+    /// count (`SO_RXQ_OVFL`) from the stream's first datagram on it to its latest
+    /// datagram or request there, summed over the sockets it arrived on. The kernel
+    /// does not say whose datagrams it dropped: any sender's on those sockets in that
+    /// time count. Loss the sink caused, not the network. `None` from a sink that
+    /// does not count them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_drops: Option<u64>,
+    /// The sink socket this stream's latest datagram arrived on (an index among the
+    /// sink's sockets): streams on one socket share its drops, so a load sums
+    /// [`StreamReport::socket_drops`] over sockets, not over streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<u32>,
 }
 
 impl StreamReport {
@@ -122,6 +136,8 @@ impl StreamReport {
             last_arrival_ns: 0,
             rate_bps: 0.0,
             garbage: 0,
+            socket_drops: None,
+            socket: None,
         }
     }
 }
@@ -298,6 +314,8 @@ mod tests {
         report.seq.received = u64::MAX;
         report.bytes = u64::MAX;
         report.rate_bps = f64::MAX;
+        report.socket_drops = Some(u64::MAX);
+        report.socket = Some(u32::MAX);
         let mut out = Vec::new();
         encode_report(&request, &report, &mut out).unwrap();
         assert!(out.len() <= MAX_REPORT_DATAGRAM);

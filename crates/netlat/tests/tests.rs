@@ -6,3 +6,4 @@ mod probe_neighbor;
 mod probe_pingpong;
 mod serve;
 mod serve_garbage;
+mod sink_scaling;

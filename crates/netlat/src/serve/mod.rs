@@ -1,5 +1,6 @@
 //! `serve`: a UDP reflector for latency probes, a UDP sink for load, and a TCP sink,
-//! each on its own thread, started together by [`Server::start`].
+//! each on its own thread (the UDP sink on one thread per socket, several sockets
+//! sharing its port: [`shards`]), started together by [`Server::start`].
 //!
 //! Ports are chosen by [`ServeConfig`]: `Some(0)` asks for an ephemeral port (read it
 //! back with [`Server::reflector_addr`] and friends), `None` leaves a service off.
@@ -9,9 +10,11 @@
 //! joins its threads.
 
 pub mod garbage;
+pub mod host_udp;
 mod mmsg;
 pub mod reflector;
 pub mod series;
+mod shards;
 pub mod sink;
 pub mod tcp_sink;
 
@@ -29,12 +32,38 @@ use thiserror::Error;
 use crate::sendbatch::SocketBuffer;
 
 pub use garbage::{GarbageCounts, GarbageKind};
+pub use host_udp::UdpErrors;
 pub use reflector::ReflectorStats;
-pub use sink::{SinkOutcome, SinkSnapshot, SinkState, SinkTotals};
+pub use sink::{Rx, SinkOutcome, SinkSnapshot, SinkSocket, SinkState, SinkTotals};
 pub use tcp_sink::{TcpReport, TcpSnapshot};
 
 /// How long a blocking UDP receive waits before checking for a stop.
 const RECV_TIMEOUT: Duration = Duration::from_millis(100);
+/// Most UDP sink sockets (and threads) by default: one per CPU the server may use,
+/// up to this many (a NIC spreads its receive work over about as many queues).
+pub const DEFAULT_MAX_SINK_THREADS: usize = 16;
+/// Most UDP sink sockets (and threads) one may ask for.
+pub const MAX_SINK_THREADS: usize = 256;
+
+/// The UDP sink's default socket count: one per CPU this process may run on (its
+/// affinity), at most [`DEFAULT_MAX_SINK_THREADS`]; 1 when the affinity cannot be
+/// read.
+pub fn default_sink_threads() -> usize {
+    nnb_sys::affinity::allowed_cpus()
+        .map_or(1, |c| c.len())
+        .clamp(1, DEFAULT_MAX_SINK_THREADS)
+}
+
+/// Checks a UDP sink socket count asked for: 1 to [`MAX_SINK_THREADS`].
+pub fn check_sink_threads(n: usize) -> Result<(), String> {
+    if (1..=MAX_SINK_THREADS).contains(&n) {
+        Ok(())
+    } else {
+        Err(format!(
+            "sink threads must be 1 to {MAX_SINK_THREADS} (one socket and thread each), not {n}"
+        ))
+    }
+}
 
 /// What to serve, where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +81,16 @@ pub struct ServeConfig {
     pub busy_poll: bool,
     /// CPU to pin the reflector thread to.
     pub reflector_cpu: Option<usize>,
-    /// CPU to pin the sink thread to.
+    /// CPU to pin the sink thread to (with one socket), or the first sink thread
+    /// (with several, the others following in the order of the CPUs this process
+    /// may use).
     pub sink_cpu: Option<usize>,
+    /// UDP sink sockets bound to its port with `SO_REUSEPORT`, one receiving thread
+    /// each: the kernel spreads senders over them by a hash of their addresses.
+    /// With several, each thread is pinned to its own CPU (in turn over the CPUs
+    /// this process may use). 1 is a single socket without `SO_REUSEPORT` (its
+    /// thread pinned only with `sink_cpu`); `None` is [`default_sink_threads`].
+    pub sink_threads: Option<usize>,
     /// Most streams the sink tracks at once; the longest idle are evicted beyond it.
     pub max_streams: usize,
     /// Most TCP connections served at once; more are closed on accept.
@@ -78,6 +115,7 @@ impl Default for ServeConfig {
             busy_poll: false,
             reflector_cpu: None,
             sink_cpu: None,
+            sink_threads: None,
             max_streams: sink::DEFAULT_MAX_STREAMS,
             max_tcp_connections: tcp_sink::DEFAULT_MAX_CONNECTIONS,
             tcp_idle_timeout: tcp_sink::DEFAULT_IDLE_TIMEOUT,
@@ -107,6 +145,9 @@ pub enum ServeError {
         /// The system's reason.
         source: io::Error,
     },
+    /// A setting is out of its bounds.
+    #[error("{0}")]
+    Config(String),
     /// A service thread could not be pinned to its CPU.
     #[error("cannot start the {service}: {source}")]
     Pin {
@@ -131,7 +172,7 @@ impl ServeError {
     /// Whether the error is the user's to fix (a CPU to pin to that this process
     /// may not use), not a failure of the network or the machine.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, ServeError::Pin { .. })
+        matches!(self, ServeError::Pin { .. } | ServeError::Config(_))
     }
 }
 
@@ -153,6 +194,11 @@ pub struct ServeSnapshot {
     /// The reflector's receive buffer, likewise.
     #[serde(default)]
     pub reflector_recv_buffer: Option<SocketBuffer>,
+    /// The host's UDP receive errors since the server started (every UDP socket of
+    /// its network namespace, IPv4 and IPv6): a cross-check of the sink's own drop
+    /// counts (`sink.drops`), which they bound from above; `None` without procfs.
+    #[serde(default)]
+    pub host_udp_errors: Option<UdpErrors>,
 }
 
 impl ServeSnapshot {
@@ -178,10 +224,11 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     threads: Vec<JoinHandle<()>>,
     reflector: Option<Arc<Mutex<ReflectorStats>>>,
-    sink: Option<Arc<Mutex<SinkState>>>,
+    sink: Option<Arc<shards::SinkShards>>,
     tcp: Option<Arc<tcp_sink::TcpShared>>,
     sink_recv_buffer: Option<SocketBuffer>,
     reflector_recv_buffer: Option<SocketBuffer>,
+    udp_errors_at_start: Option<UdpErrors>,
 }
 
 impl Server {
@@ -199,6 +246,7 @@ impl Server {
             tcp: None,
             sink_recv_buffer: None,
             reflector_recv_buffer: None,
+            udp_errors_at_start: UdpErrors::read(),
         };
         if let Some(port) = cfg.reflector_port {
             let (socket, addr, buffer) = bind_udp("reflector", cfg, port, false)?;
@@ -212,16 +260,22 @@ impl Server {
             server.reflector = Some(stats);
         }
         if let Some(port) = cfg.sink_port {
-            let (socket, addr, buffer) = bind_udp("sink", cfg, port, true)?;
+            let threads = cfg.sink_threads.unwrap_or_else(default_sink_threads);
+            check_sink_threads(threads).map_err(ServeError::Config)?;
+            let cpus = sink_cpus(cfg.sink_cpu, threads)?;
+            let (sockets, addr, buffer) = bind_sink(cfg, port, threads)?;
             server.sink_recv_buffer = buffer;
-            let state = Arc::new(Mutex::new(SinkState::new(cfg.max_streams)));
-            let (stop, st, busy) = (Arc::clone(&server.stop), Arc::clone(&state), cfg.busy_poll);
+            let shared = Arc::new(shards::SinkShards::new(&cpus, cfg.max_streams));
             let clock = ArrivalClock::new();
-            server.spawn("sink", cfg.sink_cpu, move || {
-                sink::run(socket, busy, clock, stop, st)
-            })?;
+            for (index, (socket, cpu)) in (0u16..).zip(sockets.into_iter().zip(cpus)) {
+                let (stop, sh, busy) =
+                    (Arc::clone(&server.stop), Arc::clone(&shared), cfg.busy_poll);
+                server.spawn("sink", cpu, move || {
+                    shards::run(socket, index, busy, clock, stop, sh)
+                })?;
+            }
             server.sink_addr = Some(addr);
-            server.sink = Some(state);
+            server.sink = Some(shared);
         }
         if let Some(port) = cfg.tcp_port {
             let want = SocketAddr::new(cfg.bind, port);
@@ -312,10 +366,14 @@ impl Server {
         ServeSnapshot {
             taken_ns: monotonic_ns(),
             reflector: self.reflector.as_ref().map(|r| *lock(r)),
-            sink: self.sink.as_ref().map(|s| lock(s).snapshot()),
+            sink: self.sink.as_ref().map(|s| s.snapshot()),
             tcp: self.tcp.as_ref().map(|t| t.snapshot()),
             sink_recv_buffer: self.sink_recv_buffer,
             reflector_recv_buffer: self.reflector_recv_buffer,
+            host_udp_errors: self
+                .udp_errors_at_start
+                .zip(UdpErrors::read())
+                .map(|(start, now)| now.since(&start)),
         }
     }
 
@@ -341,10 +399,69 @@ impl Drop for Server {
     }
 }
 
-/// Binds one UDP service socket and sets it up: receive timeout (so a blocking loop
-/// notices a stop), receive buffer, and for the `sink` kernel receive timestamps and
-/// coalesced (GRO) receive. Returns the socket, its address and its receive buffer
-/// as granted, when one was asked for.
+/// The CPU of each of the sink's `threads`: with one, `sink_cpu` (or none); with
+/// several, in turn over the CPUs this process may use, from `sink_cpu` on.
+fn sink_cpus(sink_cpu: Option<usize>, threads: usize) -> Result<Vec<Option<usize>>, ServeError> {
+    if threads == 1 {
+        return Ok(vec![sink_cpu]);
+    }
+    let mut cpus = nnb_sys::affinity::allowed_cpus().map_err(|source| ServeError::Socket {
+        service: "sink",
+        source,
+    })?;
+    if let Some(first) = sink_cpu {
+        match cpus.iter().position(|&c| c == first) {
+            Some(i) => cpus.rotate_left(i),
+            None => {
+                return Err(ServeError::Pin {
+                    service: "sink",
+                    cpu: first,
+                    source: io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "not a CPU this process may run on",
+                    ),
+                })
+            }
+        }
+    }
+    if cpus.is_empty() {
+        return Ok(vec![None; threads]);
+    }
+    Ok((0..threads).map(|i| Some(cpus[i % cpus.len()])).collect())
+}
+
+/// Binds the sink's `threads` sockets to one port (a `SO_REUSEPORT` group when
+/// several, [`socket::bind_udp_group`]) and sets each up ([`setup_udp`]), with the
+/// sink's own drop counts (`SO_RXQ_OVFL`) on. Returns them, their address and the
+/// receive buffer granted (the same on each).
+fn bind_sink(
+    cfg: &ServeConfig,
+    port: u16,
+    threads: usize,
+) -> Result<(Vec<UdpSocket>, SocketAddr, Option<SocketBuffer>), ServeError> {
+    let service = "sink";
+    let want = SocketAddr::new(cfg.bind, port);
+    let bound = if threads == 1 {
+        UdpSocket::bind(want).map(|s| vec![s])
+    } else {
+        socket::bind_udp_group(want, threads)
+    };
+    let sockets = bound.map_err(|source| ServeError::Bind {
+        service,
+        addr: want,
+        source,
+    })?;
+    let mut granted = (want, None);
+    for s in &sockets {
+        granted = setup_udp(service, cfg, s, true)?;
+        socket::set_rxq_overflow(s, true)
+            .map_err(|source| ServeError::Socket { service, source })?;
+    }
+    Ok((sockets, granted.0, granted.1))
+}
+
+/// Binds one UDP service socket and sets it up ([`setup_udp`]). Returns the socket,
+/// its address and its receive buffer as granted, when one was asked for.
 fn bind_udp(
     service: &'static str,
     cfg: &ServeConfig,
@@ -357,27 +474,41 @@ fn bind_udp(
         addr: want,
         source,
     })?;
+    let (addr, buffer) = setup_udp(service, cfg, &socket, sink)?;
+    Ok((socket, addr, buffer))
+}
+
+/// Sets a bound UDP service socket up: receive timeout (so a blocking loop notices a
+/// stop), receive buffer, and for the `sink` kernel receive timestamps and coalesced
+/// (GRO) receive. Returns its address and its receive buffer as granted, when one
+/// was asked for.
+fn setup_udp(
+    service: &'static str,
+    cfg: &ServeConfig,
+    socket: &UdpSocket,
+    sink: bool,
+) -> Result<(SocketAddr, Option<SocketBuffer>), ServeError> {
     let err = |source| ServeError::Socket { service, source };
     socket.set_read_timeout(Some(RECV_TIMEOUT)).map_err(err)?;
     let mut buffer = None;
     if let Some(bytes) = cfg.recv_buffer {
-        socket::set_buffer(&socket, socket::Direction::Receive, bytes).map_err(err)?;
+        socket::set_buffer(socket, socket::Direction::Receive, bytes).map_err(err)?;
         buffer = Some(SocketBuffer::read(
-            &socket,
+            socket,
             socket::Direction::Receive,
             bytes,
         ));
     }
     if sink {
-        socket::set_timestamps_ns(&socket, true).map_err(err)?;
+        socket::set_timestamps_ns(socket, true).map_err(err)?;
         // Coalesced receive: a sender's GSO batch arrives as one buffer that the sink
         // splits, instead of one system call per datagram. Kernels before 5.0 lack it.
-        if let Err(e) = socket::set_udp_gro(&socket, true) {
+        if let Err(e) = socket::set_udp_gro(socket, true) {
             tracing::debug!("UDP_GRO unavailable, receiving datagram by datagram: {e}");
         }
     }
     let addr = socket.local_addr().map_err(err)?;
-    Ok((socket, addr, buffer))
+    Ok((addr, buffer))
 }
 
 /// The server's clock: `CLOCK_MONOTONIC` in nanoseconds. Not the probes'

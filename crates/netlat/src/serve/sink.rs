@@ -5,20 +5,21 @@
 //! and fine requests.
 //!
 //! [`SinkState::handle`] is the whole per-datagram logic, free of sockets, so tests
-//! and the fuzz target drive it directly; [`run`] is the receive loop around it.
+//! and the fuzz target drive it directly; [`super::shards`] holds one per shard of
+//! the senders and runs the receive loops around them, one per socket.
+//!
+//! The sink's own drops: each datagram comes with its socket's kernel drop count
+//! ([`Rx`]); a stream keeps the count on each socket it used at its first and at its
+//! latest datagram or request there, and reports the rise
+//! ([`StreamReport::socket_drops`]).
 
 use std::collections::HashMap;
-use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::net::SocketAddr;
 
 use serde::{Deserialize, Serialize};
 
 use super::garbage::{GarbageCounts, GarbageKind};
-use super::mmsg::{self, RecvBatch, BATCH};
 use super::series::{ArrivalSeries, BIN_NS};
-use super::{lock, ArrivalClock};
 use crate::grain::{validate_grain, Arrivals};
 use crate::report::{
     encode_fine, encode_report, encode_series, fine_request_grain, FinePage, SeriesPage,
@@ -42,6 +43,25 @@ pub enum SinkOutcome {
     Garbage(GarbageKind),
 }
 
+/// Where a datagram arrived: which of the sink's sockets, and that socket's kernel
+/// drop count when it was queued (`SO_RXQ_OVFL`, cumulative, wrapping at 2^32).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rx {
+    /// Index of the socket among the sink's.
+    pub socket: u16,
+    /// Datagrams the socket had dropped when this one was queued.
+    pub drops: u32,
+}
+
+/// A stream's use of one sink socket: the socket's drop count at the stream's first
+/// datagram there and at its latest datagram or request there.
+#[derive(Debug, Clone, Copy)]
+struct SocketSpan {
+    socket: u16,
+    first: u32,
+    last: u32,
+}
+
 /// One stream's counters.
 #[derive(Debug)]
 struct StreamState {
@@ -53,6 +73,9 @@ struct StreamState {
     last_ns: u64,
     series: ArrivalSeries,
     arrivals: Arrivals,
+    /// The sockets the stream arrived on, latest last; at most one entry per socket
+    /// of the sink (bounded by its socket count).
+    spans: Vec<SocketSpan>,
 }
 
 impl StreamState {
@@ -66,10 +89,43 @@ impl StreamState {
             last_ns: now_ns,
             series: ArrivalSeries::default(),
             arrivals: Arrivals::default(),
+            spans: Vec::new(),
         }
     }
 
-    fn record(&mut self, h: &Header, len: u64, arrival_ns: u64) {
+    /// Notes the drop count of the socket a datagram or request of this stream
+    /// arrived on; the socket becomes the stream's latest.
+    fn note_rx(&mut self, rx: Rx) {
+        let at = self.spans.iter().rposition(|s| s.socket == rx.socket);
+        let mut span = at.map_or(
+            SocketSpan {
+                socket: rx.socket,
+                first: rx.drops,
+                last: rx.drops,
+            },
+            |i| self.spans.remove(i),
+        );
+        span.last = rx.drops;
+        self.spans.push(span);
+    }
+
+    /// Datagrams the stream's sockets dropped while it used them.
+    fn socket_drops(&self) -> u64 {
+        self.spans
+            .iter()
+            .map(|s| u64::from(s.last.wrapping_sub(s.first)))
+            .sum()
+    }
+
+    fn record(&mut self, h: &Header, len: u64, arrival_ns: u64, rx: Rx) {
+        if self.spans.last().map(|s| s.socket) == Some(rx.socket) {
+            // The common case, a run of one stream on one socket: no search.
+            if let Some(s) = self.spans.last_mut() {
+                s.last = rx.drops;
+            }
+        } else {
+            self.note_rx(rx);
+        }
         if self.bytes == 0 {
             self.first_bytes = len;
             self.first_ns = arrival_ns;
@@ -97,6 +153,8 @@ impl StreamState {
             last_arrival_ns: self.last_ns,
             rate_bps,
             garbage,
+            socket_drops: Some(self.socket_drops()),
+            socket: self.spans.last().map(|s| u32::from(s.socket)),
         }
     }
 }
@@ -141,6 +199,30 @@ impl SinkTotals {
         self.seq.merge(&s.seq.stats());
         self.bytes += s.bytes;
     }
+
+    /// Adds another shard's totals to these.
+    pub(crate) fn merge(&mut self, o: &SinkTotals) {
+        self.streams_seen += o.streams_seen;
+        self.live_streams += o.live_streams;
+        self.evicted_streams += o.evicted_streams;
+        self.seq.merge(&o.seq);
+        self.bytes += o.bytes;
+        self.reports_sent += o.reports_sent;
+        self.short_report_requests += o.short_report_requests;
+    }
+}
+
+/// One of the sink's receive sockets, as a snapshot sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SinkSocket {
+    /// The CPU its receiving thread is pinned to, if pinned.
+    pub cpu: Option<usize>,
+    /// Datagrams it received (load, requests and garbage; a coalesced buffer counts
+    /// as the datagrams in it).
+    pub datagrams: u64,
+    /// Datagrams the kernel dropped on it (its drop count as of its latest datagram:
+    /// drops after that show with the next one).
+    pub drops: u64,
 }
 
 /// A sink's state as a snapshot sees it.
@@ -152,6 +234,26 @@ pub struct SinkSnapshot {
     pub totals: SinkTotals,
     /// Dropped datagrams by kind.
     pub garbage: GarbageCounts,
+    /// Datagrams the sink's own sockets dropped, all sockets together (the sum of
+    /// `sockets[].drops`): loss at the receiver, which no stream's sequence numbers
+    /// can tell from the network's.
+    #[serde(default)]
+    pub drops: u64,
+    /// Each receive socket (several with `SO_REUSEPORT`, one thread each).
+    #[serde(default)]
+    pub sockets: Vec<SinkSocket>,
+}
+
+impl SinkSnapshot {
+    /// Adds another shard's streams, totals and garbage to these (streams stay
+    /// ordered by peer address then stream id).
+    pub(crate) fn merge(&mut self, o: SinkSnapshot) {
+        self.streams.extend(o.streams);
+        self.streams
+            .sort_by(|a, b| (&a.peer, a.stream).cmp(&(&b.peer, b.stream)));
+        self.totals.merge(&o.totals);
+        self.garbage.merge(&o.garbage);
+    }
 }
 
 /// All the sink's accounting: a bounded table of streams plus totals.
@@ -186,12 +288,25 @@ impl SinkState {
     }
 
     /// Handles one datagram from `peer` that arrived at `arrival_ns` (server
-    /// monotonic clock). For a report request, the answer is written to `reply`.
+    /// monotonic clock) on a sink of one socket that never dropped. For a report
+    /// request, the answer is written to `reply`.
     pub fn handle(
         &mut self,
         peer: SocketAddr,
         datagram: &[u8],
         arrival_ns: u64,
+        reply: &mut Vec<u8>,
+    ) -> SinkOutcome {
+        self.handle_rx(peer, datagram, arrival_ns, Rx::default(), reply)
+    }
+
+    /// [`SinkState::handle`] for a datagram that arrived as `rx` says.
+    pub fn handle_rx(
+        &mut self,
+        peer: SocketAddr,
+        datagram: &[u8],
+        arrival_ns: u64,
+        rx: Rx,
         reply: &mut Vec<u8>,
     ) -> SinkOutcome {
         let header = match Header::decode(datagram) {
@@ -200,6 +315,11 @@ impl SinkState {
             Err(e) => return self.garbage(peer, GarbageKind::from(&e)),
         };
         if header.flags & FLAG_REPORT_REQUEST != 0 {
+            // Drops up to the request count: the stream's last datagrams may be
+            // among them.
+            if let Some(&i) = self.index.get(&(peer, header.stream)) {
+                self.slots[i].state.note_rx(rx);
+            }
             let encoded = if header.flags & FLAG_FINE != 0 {
                 let grain = fine_request_grain(datagram);
                 encode_fine(&header, &self.fine_page(&peer, &header, grain), reply)
@@ -225,6 +345,7 @@ impl SinkState {
             &header,
             datagram.len() as u64,
             arrival_ns,
+            rx,
         );
         SinkOutcome::Data
     }
@@ -372,56 +493,15 @@ impl SinkState {
             streams,
             totals,
             garbage: self.garbage,
+            drops: 0,
+            sockets: Vec::new(),
         }
     }
 }
 
-/// How long a blocking sink sleeps after a batch that emptied its socket before it
-/// receives again. A receiver blocked on an empty socket is woken by each arriving
-/// datagram, and on loopback or a local veth that wake-up (often an inter-processor
-/// interrupt, dear in a VM) is paid by the sender's CPU: the sink would slow the very
-/// load it measures. Asleep in between, it is not on the socket's wait queue, the
-/// datagrams queue up (the 8 MiB receive buffer holds milliseconds of a full-rate
-/// stream) and the next call takes a batch. Arrival times come from the kernel's
-/// receive timestamps, so the nap moves no measured figure; busy-polling never naps.
-const RECEIVE_NAP: Duration = Duration::from_micros(50);
-
-/// The sink's receive loop: batches of datagrams stamped by the kernel on arrival,
-/// handled under the state's lock, until `stop` is set.
-pub(crate) fn run(
-    socket: UdpSocket,
-    busy_poll: bool,
-    clock: ArrivalClock,
-    stop: Arc<AtomicBool>,
-    state: Arc<Mutex<SinkState>>,
-) {
-    let mut batch = RecvBatch::new(true);
-    let mut reply = Vec::new();
-    mmsg::serve_batches(&socket, &mut batch, busy_poll, &stop, "sink", |batch, n| {
-        let mut st = lock(&state);
-        for i in 0..n {
-            let Some(peer) = batch.peer(i) else { continue };
-            let arrival = clock.arrival_ns(batch.kernel_timestamp_ns(i));
-            for datagram in segments(batch.datagram(i), batch.gro_segment_size(i)) {
-                if st.handle(peer, datagram, arrival, &mut reply) == SinkOutcome::Report
-                    && !reply.is_empty()
-                {
-                    if let Err(e) = socket.send_to(&reply, peer) {
-                        tracing::warn!(%peer, "cannot send report: {e}");
-                    }
-                }
-            }
-        }
-        drop(st);
-        if !busy_poll && n < BATCH {
-            std::thread::sleep(RECEIVE_NAP);
-        }
-    });
-}
-
 /// The datagrams in one received buffer: GRO-coalesced buffers are cut every
 /// `segment` bytes (the last piece may be shorter); an empty datagram is still one.
-fn segments(buf: &[u8], segment: Option<usize>) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn segments(buf: &[u8], segment: Option<usize>) -> impl Iterator<Item = &[u8]> {
     let size = segment.unwrap_or(buf.len()).max(1);
     std::iter::once(buf)
         .filter(|b| b.is_empty())
@@ -535,6 +615,52 @@ mod tests {
         assert_eq!((page.grain, page.total), (0, 0));
         // Fine requests are not load data.
         assert_eq!(s.snapshot().totals.bytes, 1600 * 1024);
+    }
+
+    #[test]
+    fn a_stream_that_changes_socket_keeps_one_state_and_sums_each_sockets_drops() {
+        let mut s = SinkState::new(16);
+        let peer: SocketAddr = "10.0.0.1:5000".parse().unwrap();
+        let mut reply = Vec::new();
+        let on = |socket, drops| Rx { socket, drops };
+        // Socket 0: drop count 10 at the first datagram, 14 at the last (4 drops).
+        for (seq, drops) in [(0u64, 10u32), (1, 12), (2, 14)] {
+            s.handle_rx(
+                peer,
+                &load(seq, 5, 100),
+                1_000 + seq,
+                on(0, drops),
+                &mut reply,
+            );
+        }
+        // Then socket 1, whose count wraps: u32::MAX - 1 to 3 is 5 drops.
+        for (seq, drops) in [(3u64, u32::MAX - 1), (4, 1)] {
+            s.handle_rx(
+                peer,
+                &load(seq, 5, 100),
+                1_000 + seq,
+                on(1, drops),
+                &mut reply,
+            );
+        }
+        // The request arrives on socket 1 after 2 more drops there.
+        let req = encode_request(5, 1, 0);
+        assert_eq!(
+            s.handle_rx(peer, &req, 9_000, on(1, 3), &mut reply),
+            SinkOutcome::Report
+        );
+        let (_, r) = decode_report(&reply).unwrap();
+        assert_eq!((r.seq.received, r.bytes), (5, 500));
+        assert_eq!(r.socket_drops, Some(4 + 5));
+        assert_eq!(r.socket, Some(1));
+        // Back on socket 0 (count 20): its span goes on from 10.
+        s.handle_rx(peer, &load(5, 5, 100), 1_006, on(0, 20), &mut reply);
+        let r = s.stream_report(&peer, 5);
+        assert_eq!((r.socket_drops, r.socket), (Some(10 + 5), Some(0)));
+        // A stream that never saw a drop reports 0, not nothing.
+        s.handle(peer, &load(0, 6, 100), 2_000, &mut reply);
+        assert_eq!(s.stream_report(&peer, 6).socket_drops, Some(0));
+        assert_eq!(s.stream_report(&peer, 7).socket_drops, None);
     }
 
     #[test]
