@@ -377,3 +377,104 @@ async fn an_agent_at_its_open_files_limit_answers_health_under_1100_idle_connect
     );
     drop(idle);
 }
+
+/// A fake `ethtool` (there is no ENA NIC here): `ethtool -S IFACE` prints an ENA's
+/// statistics whose allowance counters rise at every call: on the n-th call
+/// bw_in 10n, bw_out 3n, pps 0, conntrack n, linklocal 5.
+const FAKE_ETHTOOL: &str = r#"#!/bin/sh
+[ "$1" = "-S" ] || exit 64
+n=$(cat "$0.calls" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" > "$0.calls"
+printf 'NIC statistics:\n     tx_timeout: 0\n     interface_up: 1\n'
+printf '     bw_in_allowance_exceeded: %d\n     bw_out_allowance_exceeded: %d\n' $((n * 10)) $((n * 3))
+printf '     pps_allowance_exceeded: 0\n     conntrack_allowance_exceeded: %d\n' "$n"
+printf '     linklocal_allowance_exceeded: 5\n     queue_0_tx_cnt: 123\n'
+"#;
+
+/// Runs a short steal job on an `nnb agent` started with `path` as its PATH and
+/// returns the job's result.
+async fn steal_job_result(path: &str) -> serde_json::Value {
+    let agent = CliAgent::start(&format!("PATH={path};"), &["--cpus", "0"]);
+    let client = nnb_controller::client::AgentClient::new(agent.addr, CLI_TOKEN.into());
+    let spec = JobSpec::Steal {
+        cpus: None,
+        duration_ms: 100,
+        threshold_ns: 1_000_000,
+        options: Default::default(),
+    };
+    let id = client
+        .start(&JobRequest {
+            spec,
+            deadline_ms: 30_000,
+        })
+        .await
+        .unwrap();
+    let st = client.wait(&id, Duration::from_secs(30)).await.unwrap();
+    assert_eq!(st.state, JobState::Done, "{st:?}");
+    st.result.expect("a steal job's result")
+}
+
+/// Review item 42: the agent reads the ENA allowance counters of the
+/// default-route interfaces (m of them) around every job. With the fake first on
+/// PATH the before and after readings are calls 1..m and m+1..2m, so the counters
+/// rose by 10 m², 3 m², 0, m² and 0 while the job ran, and the sample's conditions
+/// carry those rises. Without any `ethtool` the job still succeeds, `ena` null.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_records_how_much_the_ena_allowance_counters_rose() {
+    let route = std::fs::read_to_string("/proc/net/route").unwrap_or_default();
+    let default_route = route.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() >= 8 && f[1] == "00000000" && f[7] == "00000000"
+    });
+    if !nnb_testkit::require(default_route, "the ENA counters are read on a default-route interface; this machine has no IPv4 default route") {
+        return;
+    }
+    let fake = tempfile::tempdir().unwrap();
+    let ethtool = fake.path().join("ethtool");
+    std::fs::write(&ethtool, FAKE_ETHTOOL).unwrap();
+    std::fs::set_permissions(
+        &ethtool,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let result = steal_job_result(&format!("{}:{path}", fake.path().display())).await;
+    let ena = &result["ena"];
+    let m = ena["interfaces"].as_array().map_or(0, Vec::len) as u64;
+    assert!(m >= 1, "the default-route interface is read: {ena}");
+    let sum = |from: u64, to: u64| (from..=to).sum::<u64>();
+    assert_eq!(
+        ena["before"]["bw_in_allowance_exceeded"],
+        10 * sum(1, m),
+        "{ena}"
+    );
+    assert_eq!(
+        ena["after"]["bw_in_allowance_exceeded"],
+        10 * sum(m + 1, 2 * m),
+        "{ena}"
+    );
+    let c = nnb_format::StepConditions::of(&result);
+    let rose = [
+        c.ena_bw_in_allowance_exceeded,
+        c.ena_bw_out_allowance_exceeded,
+        c.ena_pps_allowance_exceeded,
+        c.ena_conntrack_allowance_exceeded,
+        c.ena_linklocal_allowance_exceeded,
+    ];
+    let m2 = m * m;
+    assert_eq!(
+        rose,
+        [Some(10 * m2), Some(3 * m2), Some(0), Some(m2), Some(0)]
+    );
+    assert!(c.cpu_busy_s.is_some_and(|s| s > 0.0), "{result}");
+
+    let empty = tempfile::tempdir().unwrap();
+    let result = steal_job_result(&empty.path().display().to_string()).await;
+    assert_eq!(
+        result["ena"],
+        serde_json::Value::Null,
+        "no ethtool: {result}"
+    );
+    assert!(result["uptime_s"].as_f64().is_some(), "{result}");
+}

@@ -11,6 +11,7 @@
 //! bounded ([`crate::jobs::limits`], [`ServeConfig`]).
 
 pub mod auth;
+mod ena;
 mod job_table;
 pub mod jobs;
 mod runner;

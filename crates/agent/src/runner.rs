@@ -9,8 +9,10 @@
 //!
 //! Every job's result (a JSON object) also says what the job ran under, read around
 //! it on its CPUs ([`nnb_burn::conditions`]): `steal` (the hypervisor's steal ticks,
-//! with the counters before and after), `uptime_s` (seconds since the kernel booted)
-//! and `freq` (the effective frequency and its source, or null).
+//! with the counters before and after), `uptime_s` (seconds since the kernel booted),
+//! `cpu_busy_s` (the machine's busy CPU-seconds since then), `freq` (the effective
+//! frequency and its source, or null) and `ena` (the ENA's allowance counters
+//! before and after, [`crate::ena`], or null off EC2).
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
@@ -520,6 +522,7 @@ impl Job {
     /// flag is raised, and returns its result as JSON, with what it ran under (the
     /// fields of [`nnb_burn::conditions::JobConditions`]) added to a result object.
     pub(super) fn run(self, shared: &JobShared) -> Outcome {
+        let ena = crate::ena::EnaWatch::start();
         let watch = ConditionsWatch::start(&self.cpus);
         let mut result = self.task.run(shared)?;
         // MPERF counts at the TSC's rate; the clock is calibrated only if needed.
@@ -529,6 +532,7 @@ impl Job {
         });
         if let (Value::Object(map), Value::Object(more)) = (&mut result, to_json(&conditions)?) {
             map.extend(more);
+            map.insert("ena".into(), to_json(&ena.and_then(|w| w.finish()))?);
         }
         Ok(result)
     }

@@ -738,6 +738,27 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
         col("uptime_s", of(|r| r.conditions.uptime_s)),
         col("effective_mhz", of(|r| r.conditions.effective_mhz)),
         col("freq_source", os(|r| r.conditions.freq_source.as_deref())),
+        col("cpu_busy_s", of(|r| r.conditions.cpu_busy_s)),
+        col(
+            "ena_bw_in_allowance_exceeded",
+            ou(|r| r.conditions.ena_bw_in_allowance_exceeded),
+        ),
+        col(
+            "ena_bw_out_allowance_exceeded",
+            ou(|r| r.conditions.ena_bw_out_allowance_exceeded),
+        ),
+        col(
+            "ena_pps_allowance_exceeded",
+            ou(|r| r.conditions.ena_pps_allowance_exceeded),
+        ),
+        col(
+            "ena_conntrack_allowance_exceeded",
+            ou(|r| r.conditions.ena_conntrack_allowance_exceeded),
+        ),
+        col(
+            "ena_linklocal_allowance_exceeded",
+            ou(|r| r.conditions.ena_linklocal_allowance_exceeded),
+        ),
     ]);
     columns.push(col("hdr_log", os(|r| r.hdr_log.as_deref())));
     columns.push(col(

@@ -1,16 +1,17 @@
 //! What a job ran under, read around it on the machine that ran it: the hypervisor's
-//! steal on the job's CPUs (before and after), the time since the kernel booted, and
-//! the CPUs' effective frequency ([`crate::freq`]). The agent wraps every job in a
+//! steal on the job's CPUs (before and after), the time since the kernel booted, the
+//! CPU time the whole machine used since then, and the CPUs' effective frequency
+//! ([`crate::freq`]). The agent wraps every job in a
 //! [`ConditionsWatch`], so every job's result carries them, whatever its kind.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::env::{read_proc_stat_steal, uptime_s, StealTicks, StepSteal};
+use crate::env::{cpu_busy_s, read_proc_stat_steal, uptime_s, StealTicks, StepSteal};
 use crate::freq::{EffectiveFreq, FreqWatch};
 
-/// What one job ran under. Serialized as three fields of the job's result.
+/// What one job ran under. Serialized as four fields of the job's result.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JobConditions {
     /// Steal on the job's CPUs while it ran, with the counters before and after;
@@ -19,6 +20,10 @@ pub struct JobConditions {
     /// Seconds since the kernel booted when the job started ([`uptime_s`]): on EC2,
     /// since the instance was launched or last started.
     pub uptime_s: Option<f64>,
+    /// CPU-seconds all the machine's CPUs were busy since boot, when the job started
+    /// ([`cpu_busy_s`]): with `uptime_s`, what a burstable instance's CPU credits
+    /// were spent on.
+    pub cpu_busy_s: Option<f64>,
     /// The job's CPUs' effective frequency while it ran; `None` where none can be read.
     pub freq: Option<EffectiveFreq>,
 }
@@ -29,6 +34,7 @@ pub struct ConditionsWatch {
     cpus: Vec<usize>,
     steal: Option<StealTicks>,
     uptime_s: Option<f64>,
+    cpu_busy_s: Option<f64>,
     freq: FreqWatch,
 }
 
@@ -37,11 +43,13 @@ impl ConditionsWatch {
     /// job).
     pub fn start(cpus: &[usize]) -> ConditionsWatch {
         let uptime_s = uptime_s();
+        let cpu_busy_s = cpu_busy_s();
         let steal = read_proc_stat_steal();
         ConditionsWatch {
             cpus: cpus.to_vec(),
             steal,
             uptime_s,
+            cpu_busy_s,
             freq: FreqWatch::start(Path::new("/"), cpus),
         }
     }
@@ -58,6 +66,7 @@ impl ConditionsWatch {
         JobConditions {
             steal,
             uptime_s: self.uptime_s,
+            cpu_busy_s: self.cpu_busy_s,
             freq,
         }
     }
@@ -79,6 +88,10 @@ mod tests {
         assert!(steal.after >= steal.before);
         assert_eq!(steal.ticks, steal.after - steal.before);
         assert!(c.uptime_s.is_some_and(|s| s > 0.0));
+        assert!(
+            c.cpu_busy_s.is_some_and(|s| s > 0.0),
+            "this test ran on a CPU"
+        );
         if source != Some(crate::freq::FreqSource::AperfMperf) {
             assert_eq!(c.freq.map(|f| f.source), source);
         }

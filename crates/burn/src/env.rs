@@ -173,6 +173,31 @@ pub fn parse_proc_stat_steal(text: &str) -> Option<StealTicks> {
     Some(StealTicks { all: all?, per_cpu })
 }
 
+/// CPU-seconds this machine's CPUs were busy since boot, summed over them, from
+/// /proc/stat's `cpu` line: the time a burstable instance's credits pay for
+/// (review item 42).
+pub fn cpu_busy_s() -> Option<f64> {
+    let ticks = parse_cpu_busy_ticks(&std::fs::read_to_string("/proc/stat").ok()?)?;
+    Some(ticks as f64 / user_hz() as f64)
+}
+
+/// The busy ticks of /proc/stat's `cpu` line: user, nice, system, irq and softirq
+/// (guest time is inside user); idle, iowait and steal (time the vCPUs did not
+/// run) are not use.
+pub fn parse_cpu_busy_ticks(text: &str) -> Option<u64> {
+    let line = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some("cpu"))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse::<u64>().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq ...
+    let busy = [0, 1, 2, 5, 6].iter().map(|&i| f.get(i).copied());
+    busy.sum::<Option<u64>>()
+}
+
 /// Clock ticks per second of /proc/stat (sysconf `_SC_CLK_TCK`), 100 if unknown.
 pub fn user_hz() -> u64 {
     nnb_sys::process::clock_ticks_per_second().unwrap_or(100)

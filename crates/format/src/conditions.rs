@@ -1,7 +1,9 @@
 //! What a measured job ran under, as flat columns of its sample (version 4): the
 //! steal on its CPUs, the time since its machine booted, and its CPUs' effective
-//! frequency. The agent that ran the job reads them around it and puts them in the
-//! job's result (`steal`, `uptime_s`, `freq`); [`StepConditions::of`] copies them
+//! frequency; from version 9 also the machine's busy CPU time since boot and, on
+//! EC2, how much the ENA's allowance counters rose while it ran. The agent that ran
+//! the job reads them around it and puts them in the job's result (`steal`,
+//! `uptime_s`, `freq`, `cpu_busy_s`, `ena`); [`StepConditions::of`] copies them
 //! into the sample. The machine's CPU model, kernel, clocksource and hypervisor are
 //! not repeated per sample: they are the tenant's `environment` in the manifest
 //! (`sessions[].tenants[]`, by the sample's `tenant`).
@@ -36,16 +38,46 @@ pub struct StepConditions {
     /// `scaling-cur-freq` or `cpuinfo` (the mean of readings at the start and the end).
     #[serde(default)]
     pub freq_source: Option<String>,
+    /// CPU-seconds all the machine's CPUs were busy since boot, when the job started
+    /// (version 9): with `uptime_s`, what a burstable instance's CPU credits were
+    /// spent on (`nnb analyze`'s credits table estimates the balance from it).
+    #[serde(default)]
+    pub cpu_busy_s: Option<f64>,
+    /// Packets the EC2 instance's inbound bandwidth allowance queued or dropped while
+    /// the job ran (the ENA's `bw_in_allowance_exceeded` after minus before, summed
+    /// over the default-route interfaces; version 9). Null off EC2 or without
+    /// `ethtool`.
+    #[serde(default)]
+    pub ena_bw_in_allowance_exceeded: Option<u64>,
+    /// The same for the outbound bandwidth allowance (`bw_out_allowance_exceeded`).
+    #[serde(default)]
+    pub ena_bw_out_allowance_exceeded: Option<u64>,
+    /// The same for the packets-per-second allowance (`pps_allowance_exceeded`).
+    #[serde(default)]
+    pub ena_pps_allowance_exceeded: Option<u64>,
+    /// Packets dropped because connection tracking was full
+    /// (`conntrack_allowance_exceeded`).
+    #[serde(default)]
+    pub ena_conntrack_allowance_exceeded: Option<u64>,
+    /// Packets to link-local services dropped (`linklocal_allowance_exceeded`).
+    #[serde(default)]
+    pub ena_linklocal_allowance_exceeded: Option<u64>,
 }
 
 /// The names of [`StepConditions`]' columns, in order.
-pub const CONDITION_COLUMNS: [&str; 6] = [
+pub const CONDITION_COLUMNS: [&str; 12] = [
     "steal_ticks_before",
     "steal_ticks_after",
     "steal_s",
     "uptime_s",
     "effective_mhz",
     "freq_source",
+    "cpu_busy_s",
+    "ena_bw_in_allowance_exceeded",
+    "ena_bw_out_allowance_exceeded",
+    "ena_pps_allowance_exceeded",
+    "ena_conntrack_allowance_exceeded",
+    "ena_linklocal_allowance_exceeded",
 ];
 
 impl StepConditions {
@@ -59,6 +91,7 @@ impl StepConditions {
 impl From<&Quality> for StepConditions {
     /// The conditions among a result's qualifiers (read once, with them).
     fn from(q: &Quality) -> StepConditions {
+        let rose = q.ena.as_ref().map(|e| e.rose());
         StepConditions {
             steal_ticks_before: q.steal.and_then(|s| s.before),
             steal_ticks_after: q.steal.and_then(|s| s.after),
@@ -66,6 +99,12 @@ impl From<&Quality> for StepConditions {
             uptime_s: q.uptime_s,
             effective_mhz: q.freq.as_ref().map(|f| f.mhz),
             freq_source: q.freq.as_ref().map(|f| f.source.clone()),
+            cpu_busy_s: q.cpu_busy_s,
+            ena_bw_in_allowance_exceeded: rose.map(|r| r.bw_in_allowance_exceeded),
+            ena_bw_out_allowance_exceeded: rose.map(|r| r.bw_out_allowance_exceeded),
+            ena_pps_allowance_exceeded: rose.map(|r| r.pps_allowance_exceeded),
+            ena_conntrack_allowance_exceeded: rose.map(|r| r.conntrack_allowance_exceeded),
+            ena_linklocal_allowance_exceeded: rose.map(|r| r.linklocal_allowance_exceeded),
         }
     }
 }
@@ -80,7 +119,14 @@ mod tests {
     fn columns_from_a_result() {
         let c = StepConditions::of(&json!({"burn": {}, "steal": {"cpus": [0, 1],
             "ticks": 25, "user_hz": 100, "before": 1000, "after": 1025},
-            "uptime_s": 86400.25, "freq": {"mhz": 2450.5, "source": "cpuinfo"}}));
+            "uptime_s": 86400.25, "freq": {"mhz": 2450.5, "source": "cpuinfo"},
+            "cpu_busy_s": 5000.5, "ena": {"interfaces": ["ens5"],
+            "before": {"bw_in_allowance_exceeded": 10, "bw_out_allowance_exceeded": 0,
+                "pps_allowance_exceeded": 7, "conntrack_allowance_exceeded": 0,
+                "linklocal_allowance_exceeded": 1},
+            "after": {"bw_in_allowance_exceeded": 15, "bw_out_allowance_exceeded": 40,
+                "pps_allowance_exceeded": 7, "conntrack_allowance_exceeded": 0,
+                "linklocal_allowance_exceeded": 1}}}));
         assert_eq!(
             c,
             StepConditions {
@@ -90,6 +136,12 @@ mod tests {
                 uptime_s: Some(86400.25),
                 effective_mhz: Some(2450.5),
                 freq_source: Some("cpuinfo".into()),
+                cpu_busy_s: Some(5000.5),
+                ena_bw_in_allowance_exceeded: Some(5),
+                ena_bw_out_allowance_exceeded: Some(40),
+                ena_pps_allowance_exceeded: Some(0),
+                ena_conntrack_allowance_exceeded: Some(0),
+                ena_linklocal_allowance_exceeded: Some(0),
             }
         );
         let v = serde_json::to_value(&c).unwrap();
@@ -110,5 +162,16 @@ mod tests {
             (None, None, None)
         );
         assert_eq!(StepConditions::of(&json!(null)), StepConditions::default());
+    }
+
+    /// No ENA (null, as an agent off EC2 writes it) leaves its columns null; a
+    /// malformed one does too, and costs no other column.
+    #[test]
+    fn no_ena_no_counters() {
+        for ena in [json!(null), json!({"interfaces": "eth0"})] {
+            let c = StepConditions::of(&json!({"uptime_s": 60.0, "ena": ena}));
+            assert_eq!(c.uptime_s, Some(60.0));
+            assert_eq!(c.ena_bw_out_allowance_exceeded, None);
+        }
     }
 }

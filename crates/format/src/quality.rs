@@ -47,6 +47,110 @@ pub struct Quality {
     /// The measured time of a job whose result says it at the top (a latency
     /// probe's), seconds.
     pub elapsed_s: Option<f64>,
+    /// CPU-seconds all the job's machine's CPUs were busy since boot, when the job
+    /// started (version 9): what a burstable instance's CPU credits paid for.
+    pub cpu_busy_s: Option<f64>,
+    /// The ENA's allowance counters before and after the job (version 9); `None`
+    /// off EC2, without `ethtool`, and for a malformed one (which must not cost the
+    /// other qualifiers).
+    #[serde(deserialize_with = "lenient")]
+    pub ena: Option<EnaUse>,
+}
+
+/// The five allowance counters of an Elastic Network Adapter (`ethtool -S`),
+/// summed over the interfaces read: packets AWS queued or dropped because the
+/// instance exceeded an allowance
+/// (<https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/monitoring-network-performance-ena.html>).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct EnaAllowances {
+    /// Inbound aggregate bandwidth above the instance's allowance.
+    pub bw_in_allowance_exceeded: u64,
+    /// Outbound aggregate bandwidth above the instance's allowance.
+    pub bw_out_allowance_exceeded: u64,
+    /// Bidirectional packets per second above the instance's allowance.
+    pub pps_allowance_exceeded: u64,
+    /// Connection tracking full (dropped).
+    pub conntrack_allowance_exceeded: u64,
+    /// Traffic to link-local services (DNS, IMDS, time sync) above its rate
+    /// (dropped).
+    pub linklocal_allowance_exceeded: u64,
+}
+
+impl EnaAllowances {
+    /// The counters as (name, value) pairs, in `ethtool -S` order.
+    pub fn named(&self) -> [(&'static str, u64); 5] {
+        [
+            ("bw_in_allowance_exceeded", self.bw_in_allowance_exceeded),
+            ("bw_out_allowance_exceeded", self.bw_out_allowance_exceeded),
+            ("pps_allowance_exceeded", self.pps_allowance_exceeded),
+            (
+                "conntrack_allowance_exceeded",
+                self.conntrack_allowance_exceeded,
+            ),
+            (
+                "linklocal_allowance_exceeded",
+                self.linklocal_allowance_exceeded,
+            ),
+        ]
+    }
+
+    /// The counters from [`EnaAllowances::named`]'s order.
+    pub fn from_values([bw_in, bw_out, pps, conntrack, linklocal]: [u64; 5]) -> EnaAllowances {
+        EnaAllowances {
+            bw_in_allowance_exceeded: bw_in,
+            bw_out_allowance_exceeded: bw_out,
+            pps_allowance_exceeded: pps,
+            conntrack_allowance_exceeded: conntrack,
+            linklocal_allowance_exceeded: linklocal,
+        }
+    }
+
+    /// Each counter's sum with `other`'s (two interfaces).
+    pub fn plus(&self, other: &EnaAllowances) -> EnaAllowances {
+        self.zip(other, |a, b| a.saturating_add(b))
+    }
+
+    /// Each counter's rise since `earlier` (0 where it went down: a reset).
+    pub fn since(&self, earlier: &EnaAllowances) -> EnaAllowances {
+        self.zip(earlier, |a, b| a.saturating_sub(b))
+    }
+
+    /// Whether any counter is above zero.
+    pub fn any(&self) -> bool {
+        self.named().iter().any(|(_, v)| *v > 0)
+    }
+
+    fn zip(&self, other: &EnaAllowances, f: impl Fn(u64, u64) -> u64) -> EnaAllowances {
+        let (a, b) = (self.named(), other.named());
+        EnaAllowances::from_values(std::array::from_fn(|i| f(a[i].1, b[i].1)))
+    }
+}
+
+/// The ENA's counters around a job (`ena`, version 9).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+pub struct EnaUse {
+    /// The default-route interfaces read.
+    pub interfaces: Vec<String>,
+    /// Their counters summed just before the job.
+    pub before: EnaAllowances,
+    /// The same sum just after it.
+    pub after: EnaAllowances,
+}
+
+impl EnaUse {
+    /// How much each counter rose while the job ran.
+    pub fn rose(&self) -> EnaAllowances {
+        self.after.since(&self.before)
+    }
+}
+
+/// A `T`, or `None` when the value is not one (instead of failing the whole
+/// qualifiers' reading).
+fn lenient<'de, D: serde::Deserializer<'de>, T: serde::de::DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(T::deserialize(v).ok())
 }
 
 /// A burn's threads (`burn`).
