@@ -19,3 +19,4 @@ pub mod seq;
 pub mod serve;
 pub mod tcpinfo;
 pub mod wire;
+pub mod window;

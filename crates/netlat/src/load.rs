@@ -71,6 +71,9 @@ const REPORT_ATTEMPTS: u32 = 3;
 /// The longest a TCP stream waits after its last write for the peer to acknowledge
 /// what it still holds (4 MiB of socket buffer leave a 10 Mbit/s link in 3.4 s).
 const TCP_DRAIN_LIMIT: Duration = Duration::from_secs(5);
+/// How long each report (or series) request attempt waits for the sink's answer
+/// by default.
+pub const DEFAULT_REPORT_WAIT: Duration = Duration::from_millis(200);
 /// Samples a sampled load averages by default (the thesis' 20).
 pub const DEFAULT_WINDOW: usize = 20;
 
@@ -130,6 +133,10 @@ pub struct LoadConfig {
     /// Read each stream's fine-grained throughput and buffer bursts back from the
     /// sink after sending ([`crate::grain`]); `None` reads neither.
     pub fine: Option<FineSettings>,
+    /// Lend each UDP stream's socket and the sender's totals to this tap while the
+    /// load sends, so a window of it can be read while it runs
+    /// ([`crate::window::read_window`]); `None` lends nothing.
+    pub tap: Option<std::sync::Arc<crate::window::LoadTap>>,
 }
 
 impl LoadConfig {
@@ -152,10 +159,11 @@ impl LoadConfig {
             pacing_chunk: None,
             tcp_info: None,
             quiet: crate::tcpinfo::DEFAULT_QUIET,
-            report_wait: Duration::from_millis(200),
+            report_wait: DEFAULT_REPORT_WAIT,
             sample_interval: None,
             window: DEFAULT_WINDOW,
             fine: None,
+            tap: None,
         }
     }
 
@@ -489,6 +497,7 @@ impl SinkView {
         }
         (!per_socket.is_empty()).then(|| per_socket.iter().map(|(_, d)| d).sum())
     }
+
     /// Lost share of expected datagrams.
     pub fn loss_ratio(&self) -> f64 {
         if self.expected == 0 {
@@ -761,6 +770,9 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
     let local = sock
         .local_addr()
         .map_or_else(|_| "?".into(), |a| a.to_string());
+    if let Some(tap) = &cfg.tap {
+        tap.attach(stream, &local, &sock);
+    }
     let mut sender = BatchSender::new(sock, cfg.msg_size, cfg.batch, cfg.gso);
     let mut pacer = Pacer::new(
         start_ns,
@@ -808,6 +820,9 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
                 pacer.sent(sent);
                 live.datagrams.fetch_add(sent, Ordering::Relaxed);
                 live.bytes.fetch_add(sent * size as u64, Ordering::Relaxed);
+                if let Some(tap) = &cfg.tap {
+                    tap.sent(sent, sent * size as u64);
+                }
             }
             Err(e) if is_datagram_lost(&e) => {
                 // Nothing listens (ICMP unreachable): these slots are spent, unsent.
@@ -820,6 +835,9 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
             break;
         }
         now = now_ns();
+    }
+    if let Some(tap) = &cfg.tap {
+        tap.detach(stream);
     }
     let now = now_ns();
     let elapsed = sending_ns(&pacer, start_ns, last_send_ns, now);
@@ -922,7 +940,11 @@ fn request_report(
 /// Reads the sink's arrival series of `stream` page by page (each page asked up to
 /// [`REPORT_ATTEMPTS`] times); `None` when a page does not come back, or the sink
 /// claims more bins than it keeps.
-fn request_series(sock: &UdpSocket, stream: u32, wait: Duration) -> Option<Vec<SeriesPage>> {
+pub(crate) fn request_series(
+    sock: &UdpSocket,
+    stream: u32,
+    wait: Duration,
+) -> Option<Vec<SeriesPage>> {
     let mut pages: Vec<SeriesPage> = Vec::new();
     let mut offset = 0usize;
     // At most MAX_BINS / MAX_PAGE_BINS pages, and one to learn that there are none.
@@ -1001,15 +1023,13 @@ fn ask<T, A: Fn(&[u8]) -> Option<T>>(
     if sock.set_read_timeout(Some(wait)).is_err() {
         return None;
     }
-    // The padded request is larger than a load datagram: with GSO still set on the
-    // socket the kernel would cut it into load-sized pieces.
-    if let Err(e) = nnb_sys::socket::set_udp_segment(sock, 0) {
-        tracing::debug!("could not turn GSO off for the report request: {e}");
-    }
     let mut buf = vec![0u8; 65_536];
     for n in 0..REPORT_ATTEMPTS {
         let (req, accept) = attempt(n);
-        if let Err(e) = sock.send(&req) {
+        // The padded request is larger than a load datagram: sent as one datagram
+        // whatever GSO segment size the socket has (a running load's window reader
+        // shares the socket with its sender, whose GSO stays on).
+        if let Err(e) = nnb_sys::socket::send_unsegmented(sock, &req) {
             tracing::debug!("report request failed: {e}");
         }
         let deadline = now_ns().saturating_add(duration_ns(wait));

@@ -93,21 +93,53 @@ pub fn window_mean(values: &[f64], window: usize) -> Option<f64> {
 }
 
 /// The received rate per interval from the streams' series pages (see the module
-/// documentation).
+/// documentation), intervals counted from the first whole bin.
 fn received(interval_ns: u64, streams: &[&[SeriesPage]]) -> Vec<f64> {
+    let Some((bin_ns, whole)) = whole_bins(streams) else {
+        return Vec::new();
+    };
+    let per_interval = usize::try_from(interval_ns / bin_ns).unwrap_or(0).max(1);
+    whole
+        .chunks_exact(per_interval)
+        .take(MAX_SAMPLES)
+        .map(|c| rate_of(c, interval_ns))
+        .collect()
+}
+
+/// The latest `window` received rates per interval (oldest first; fewer when the
+/// series holds fewer whole intervals), intervals counted back from the last whole
+/// bin: the window of a load that still runs (a continuous throughput staircase's
+/// node), read from the streams' series pages while it sends. The bin in progress is
+/// left out like any last bin.
+pub fn latest_received(interval_ns: u64, window: usize, streams: &[&[SeriesPage]]) -> Vec<f64> {
+    let Some((bin_ns, whole)) = whole_bins(streams) else {
+        return Vec::new();
+    };
+    let per_interval = usize::try_from(interval_ns / bin_ns).unwrap_or(0).max(1);
+    let mut latest: Vec<f64> = whole
+        .rchunks_exact(per_interval)
+        .take(window.min(MAX_SAMPLES))
+        .map(|c| rate_of(c, interval_ns))
+        .collect();
+    latest.reverse();
+    latest
+}
+
+/// Payload bit/s of an interval's bins.
+fn rate_of(bins: &[u64], interval_ns: u64) -> f64 {
+    bins.iter().sum::<u64>() as f64 * 8e9 / interval_ns as f64
+}
+
+/// The streams' bins added up by bin of the sink's clock, the first and the last bin
+/// left out (partial), with the bin width; `None` when no page has bins.
+fn whole_bins(streams: &[&[SeriesPage]]) -> Option<(u64, Vec<u64>)> {
     let pages = || streams.iter().flat_map(|p| p.iter());
-    let Some(bin_ns) = pages().map(|p| p.bin_ns).find(|&b| b > 0) else {
-        return Vec::new();
-    };
+    let bin_ns = pages().map(|p| p.bin_ns).find(|&b| b > 0)?;
     let start = |p: &SeriesPage| p.first_bin.saturating_add(p.offset as u64);
-    let (Some(lo), Some(hi)) = (
-        pages().filter(|p| !p.bytes.is_empty()).map(start).min(),
-        pages()
-            .map(|p| start(p).saturating_add(p.bytes.len() as u64))
-            .max(),
-    ) else {
-        return Vec::new();
-    };
+    let lo = pages().filter(|p| !p.bytes.is_empty()).map(start).min()?;
+    let hi = pages()
+        .map(|p| start(p).saturating_add(p.bytes.len() as u64))
+        .max()?;
     // The sink bounds its series, so this span is at most its bins per stream times
     // the streams: bounded by what came back.
     let span = usize::try_from(hi.saturating_sub(lo)).unwrap_or(0);
@@ -122,13 +154,8 @@ fn received(interval_ns: u64, streams: &[&[SeriesPage]]) -> Vec<f64> {
             }
         }
     }
-    let per_interval = usize::try_from(interval_ns / bin_ns).unwrap_or(0).max(1);
     let whole = bins.get(1..bins.len().saturating_sub(1)).unwrap_or(&[]);
-    whole
-        .chunks_exact(per_interval)
-        .take(MAX_SAMPLES)
-        .map(|c| c.iter().sum::<u64>() as f64 * 8e9 / interval_ns as f64)
-        .collect()
+    Some((bin_ns, whole.to_vec()))
 }
 
 #[cfg(test)]
