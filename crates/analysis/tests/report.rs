@@ -183,6 +183,10 @@ fn load_steps(root: &Path, run_id: &str) -> PathBuf {
             probe["metric"] = json!(Metric::RttMeanNs.name());
             probe["value"] = json!(centre as f64);
             probe[Metric::RttMeanNs.name()] = json!(centre as f64);
+            // The repetition's own percentiles, as an agent records them.
+            for (metric, above) in Metric::RTT[1..].iter().zip([0, 4_000, 4_900, 4_990]) {
+                probe[metric.name()] = json!((centre + above) as f64);
+            }
             probe["higher_is_better"] = json!(false);
             probe["hdr_log"] = json!(rel);
             lines.push(probe);

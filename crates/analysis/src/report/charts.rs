@@ -205,30 +205,39 @@ pub(crate) fn staircase_vs_metal(
     (chart, note)
 }
 
-/// RTT mean, p90 and p99.9 vs aggregate load; for several runs, mean and p99.9 each.
+/// RTT mean, p90 and p99.9 vs aggregate load, each the mean of the level's runs
+/// (the thesis' definition, the latency table's "mean of runs") with its 95% CI as a
+/// band; for several runs, mean and p99.9 each.
 pub(crate) fn latency(runs: &[(String, &LatencyVsLoad)]) -> LineChart {
     let several = runs.len() > 1;
-    type Pick = fn(&crate::tables::LatencyLevel) -> f64;
+    type Pick = fn(&crate::tables::RunMeans) -> &nnb_format::stats::Summary;
     let stats: &[(&str, Pick)] = if several {
-        &[("mean", |l| l.mean_ns), ("p99.9", |l| l.p999_ns)]
+        &[("mean", |r| &r.mean_ns), ("p99.9", |r| &r.p999_ns)]
     } else {
         &[
-            ("mean", |l| l.mean_ns),
-            ("p90", |l| l.p90_ns),
-            ("p99.9", |l| l.p999_ns),
+            ("mean", |r| &r.mean_ns),
+            ("p90", |r| &r.p90_ns),
+            ("p99.9", |r| &r.p999_ns),
         ]
     };
     let series = runs
         .iter()
         .flat_map(|(label, l)| {
-            stats.iter().map(move |(name, pick)| Series {
-                name: if several {
-                    format!("{label}: {name}")
-                } else {
-                    (*name).to_string()
-                },
-                points: l.levels.iter().map(|v| (v.load_bps, pick(v))).collect(),
-                band: None,
+            stats.iter().map(move |(name, pick)| {
+                let at: Vec<(f64, &nnb_format::stats::Summary)> = l
+                    .levels
+                    .iter()
+                    .filter_map(|v| Some((v.load_bps, pick(v.runs.as_ref()?))))
+                    .collect();
+                Series {
+                    name: if several {
+                        format!("{label}: {name}, mean of runs")
+                    } else {
+                        format!("{name}, mean of runs")
+                    },
+                    points: at.iter().map(|(x, s)| (*x, s.mean)).collect(),
+                    band: Some(at.iter().map(|(_, s)| (s.ci95_low, s.ci95_high)).collect()),
+                }
             })
         })
         .collect();

@@ -1,8 +1,18 @@
-//! Latency vs aggregate neighbor load (thesis 6.5, 6.6): mean, p50, p90, p99, p99.9 and
-//! p90 - mean of the probe's RTT per load level, from the HDR logs when present (all
-//! repetitions' histograms summed), else the means of the per-record percentiles.
+//! Latency vs aggregate neighbor load (thesis 6.5, 6.6): mean, p50, p90, p99, p99.9,
+//! p90 - mean and p99.9 - mean of the probe's RTT per load level, each two ways:
+//!
+//! - pooled: of all the level's RTTs together, from the repetitions' HDR logs summed;
+//! - mean of runs: the mean over the level's repetitions of each repetition's own
+//!   statistic (its record's `rtt_*_ns`), with a 95% confidence interval. This is the
+//!   thesis' definition (§6.2.2: 30 sockperf runs per level, their metrics averaged),
+//!   the one to compare with its figures.
+//!
+//! The two differ where the repetitions differ: a tail that one run has and the others
+//! lack weighs 1/n in the mean of runs' p99.9 but may fall past the pool's 99.9th
+//! percentile.
 
 use hdrhistogram::Histogram;
+use nnb_format::stats::{spread_known, Summary};
 use nnb_format::{Metric, Role};
 use nnb_units::DisplayUnit;
 
@@ -55,8 +65,107 @@ pub struct LatencyLevel {
     pub p999_ns: f64,
     /// p90 - mean, ns: how far the tail sits above the mean (thesis 6.6).
     pub p90_minus_mean_ns: f64,
+    /// p99.9 - mean, ns (thesis 6.6).
+    pub p999_minus_mean_ns: f64,
     /// (percentile, ns) points for a percentile plot, from the HDR logs; empty without them.
     pub percentiles: Vec<(f64, f64)>,
+    /// The thesis' statistics: the mean over the repetitions of each one's own;
+    /// `None` when no record has all its RTT percentiles.
+    pub runs: Option<RunMeans>,
+}
+
+/// The statistics the table shows, in [`LatencyLevel::pooled`] and
+/// [`RunMeans::all`] order.
+pub const STATISTICS: [&str; 7] = [
+    "mean",
+    "p50",
+    "p90",
+    "p99",
+    "p99.9",
+    "p90 - mean",
+    "p99.9 - mean",
+];
+
+/// The [`STATISTICS`] of one distribution from its mean, p50, p90, p99 and p99.9.
+fn statistics(v: [f64; 5]) -> [f64; 7] {
+    [v[0], v[1], v[2], v[3], v[4], v[2] - v[0], v[4] - v[0]]
+}
+
+/// The thesis' statistics of a level (§6.2.2, 30 runs per level, their metrics
+/// averaged): for each of the [`STATISTICS`], the mean over the level's measured
+/// repetitions of that repetition's own value, ns, with its spread and 95% CI
+/// (Student's t, [`Summary`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunMeans {
+    /// Mean RTT.
+    pub mean_ns: Summary,
+    /// Median.
+    pub p50_ns: Summary,
+    /// 90th percentile.
+    pub p90_ns: Summary,
+    /// 99th percentile.
+    pub p99_ns: Summary,
+    /// 99.9th percentile.
+    pub p999_ns: Summary,
+    /// p90 - mean, each repetition's own.
+    pub p90_minus_mean_ns: Summary,
+    /// p99.9 - mean, each repetition's own.
+    pub p999_minus_mean_ns: Summary,
+}
+
+impl RunMeans {
+    /// The summaries in [`STATISTICS`] order.
+    pub fn all(&self) -> [&Summary; 7] {
+        [
+            &self.mean_ns,
+            &self.p50_ns,
+            &self.p90_ns,
+            &self.p99_ns,
+            &self.p999_ns,
+            &self.p90_minus_mean_ns,
+            &self.p999_minus_mean_ns,
+        ]
+    }
+
+    /// From the level's records: those with all five RTT percentiles count;
+    /// `None` when none has.
+    fn of(rows: &[&Row]) -> Option<RunMeans> {
+        let per_run: Vec<[f64; 7]> = rows
+            .iter()
+            .filter_map(|r| {
+                let mut v = [0.0; 5];
+                for (slot, metric) in v.iter_mut().zip(Metric::RTT) {
+                    *slot = r.metrics.get(metric)?;
+                }
+                Some(statistics(v))
+            })
+            .collect();
+        let of = |i: usize| Summary::of(&per_run.iter().map(|v| v[i]).collect::<Vec<_>>());
+        Some(RunMeans {
+            mean_ns: of(0)?,
+            p50_ns: of(1)?,
+            p90_ns: of(2)?,
+            p99_ns: of(3)?,
+            p999_ns: of(4)?,
+            p90_minus_mean_ns: of(5)?,
+            p999_minus_mean_ns: of(6)?,
+        })
+    }
+}
+
+impl LatencyLevel {
+    /// The pooled statistics in [`STATISTICS`] order.
+    pub fn pooled(&self) -> [f64; 7] {
+        [
+            self.mean_ns,
+            self.p50_ns,
+            self.p90_ns,
+            self.p99_ns,
+            self.p999_ns,
+            self.p90_minus_mean_ns,
+            self.p999_minus_mean_ns,
+        ]
+    }
 }
 
 /// Percentiles listed for percentile plots: 0, then `100 * (1 - 10^(-i/10))` for
@@ -117,9 +226,11 @@ fn achieved(l: &Level<'_>, neighbors: &[Row]) -> (Option<f64>, usize) {
     ((n > 0).then(|| per_step.iter().sum::<f64>() / n as f64), n)
 }
 
-/// One level's latency: from the sum of its HDR logs, else the mean of its records'
-/// percentiles; `None` when it has neither.
+/// One level's latency: pooled from the sum of its HDR logs, else the mean of its
+/// records' percentiles (then `samples` is 0); its mean of runs from its records;
+/// `None` when it has neither HDR logs nor records' percentiles.
 fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, AnalysisError> {
+    let runs = RunMeans::of(&l.rows);
     let base = |n: usize, samples: u64, v: [f64; 5], percentiles: Vec<(f64, f64)>| LatencyLevel {
         load_bps: l.level,
         achieved_bps: None,
@@ -137,7 +248,9 @@ fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, Analy
         p99_ns: v[3],
         p999_ns: v[4],
         p90_minus_mean_ns: v[2] - v[0],
+        p999_minus_mean_ns: v[4] - v[0],
         percentiles,
+        runs: runs.clone(),
     };
     if l.rows.iter().all(|r| r.hdr_log.is_some()) {
         let mut sum: Option<Histogram<u64>> = None;
@@ -158,24 +271,18 @@ fn level_latency(run: &Run, l: &Level<'_>) -> Result<Option<LatencyLevel>, Analy
             return Ok(Some(base(l.rows.len(), h.len(), v, percentiles)));
         }
     }
-    let mut v = [0.0; 5];
-    for (slot, metric) in v.iter_mut().zip(Metric::RTT) {
-        let values: Vec<f64> = l
-            .rows
-            .iter()
-            .filter_map(|r| r.metrics.get(metric))
-            .collect();
-        if values.is_empty() {
-            return Ok(None);
-        }
-        *slot = values.iter().sum::<f64>() / values.len() as f64;
-    }
+    let Some(r) = &runs else {
+        return Ok(None);
+    };
+    let v = [&r.mean_ns, &r.p50_ns, &r.p90_ns, &r.p99_ns, &r.p999_ns].map(|s| s.mean);
     Ok(Some(base(l.rows.len(), 0, v, Vec::new())))
 }
 
 impl LatencyVsLoad {
-    /// One row per level: target and achieved load (Mbit/s), n, loss %, RTT samples, mean, p50, p90, p99, p99.9 and
-    /// p90 - mean (µs).
+    /// One row per level: target and achieved load (Mbit/s), n, loss %, RTT samples,
+    /// then for each of the [`STATISTICS`] (µs) its pooled value, its mean of runs
+    /// and that mean's 95% CI half-width (`±ci95`; `n/a` for one repetition). The
+    /// pooled cells are empty for a level without HDR logs.
     pub fn table(&self) -> Table {
         let mbit = DisplayUnit::BITS_PER_SECOND.table();
         let micros = DisplayUnit::NANOSECONDS.at(-2);
@@ -184,7 +291,7 @@ impl LatencyVsLoad {
             .levels
             .iter()
             .map(|l| {
-                vec![
+                let mut row = vec![
                     Cell::text(&l.label),
                     Cell::num(mbit.value(l.load_bps), 1),
                     l.achieved_bps
@@ -200,18 +307,37 @@ impl LatencyVsLoad {
                     } else {
                         Cell::Empty
                     },
-                    us(l.mean_ns),
-                    us(l.p50_ns),
-                    us(l.p90_ns),
-                    us(l.p99_ns),
-                    us(l.p999_ns),
-                    us(l.p90_minus_mean_ns),
-                ]
+                ];
+                let runs = l.runs.as_ref().map(RunMeans::all);
+                for (i, pooled) in l.pooled().into_iter().enumerate() {
+                    row.push(if l.samples > 0 {
+                        us(pooled)
+                    } else {
+                        Cell::Empty
+                    });
+                    match runs.map(|r| r[i]) {
+                        Some(s) => row.extend([
+                            us(s.mean),
+                            if spread_known(s.n) {
+                                us((s.ci95_high - s.ci95_low) / 2.0)
+                            } else {
+                                Cell::text("n/a")
+                            },
+                        ]),
+                        None => row.extend([Cell::Empty, Cell::Empty]),
+                    }
+                }
+                row
             })
             .collect();
         let mut notes = vec![
-            "round-trip times of the test node's probe, µs; p90 - mean shows how far the tail \
-             sits above the mean (thesis 6.6)"
+            "round-trip times of the test node's probe, µs; p90 - mean and p99.9 - mean show \
+             how far the tail sits above the mean (thesis 6.6)"
+                .to_string(),
+            "pooled = of all the level's RTTs together (its repetitions' HDR logs summed); \
+             mean of runs = the mean over the repetitions of each one's own value, ±ci95 its \
+             95% CI half-width (Student's t): the thesis' definition (30 runs per level, \
+             averaged), the one to compare with its figures"
                 .to_string(),
         ];
         notes.push(
@@ -233,6 +359,14 @@ impl LatencyVsLoad {
                     l.label, l.pongs_late, l.clamped
                 ));
             }
+            let runs = l.runs.as_ref().map_or(0, |r| r.mean_ns.n);
+            if runs < l.n {
+                notes.push(format!(
+                    "{}: mean of runs over {runs} of {} repetitions (the others' records \
+                     lack RTT percentiles)",
+                    l.label, l.n
+                ));
+            }
         }
         if self.levels.iter().any(|l| l.pings_lost > 0) {
             notes.push(
@@ -242,12 +376,7 @@ impl LatencyVsLoad {
             );
         }
         if self.levels.iter().any(|l| l.samples == 0) {
-            notes.push(
-                "levels without samples: no HDR logs, means of the repetitions' percentiles"
-                    .to_string(),
-            );
-        } else {
-            notes.push("from the HDR logs: all repetitions' RTTs of a level together".to_string());
+            notes.push("levels without samples: no HDR logs, no pooled values".to_string());
         }
         Table {
             name: "latency".to_string(),
@@ -261,7 +390,13 @@ impl LatencyVsLoad {
                 "samples".to_string(),
             ]
             .into_iter()
-            .chain(["mean", "p50", "p90", "p99", "p99.9", "p90 - mean"].map(|q| micros.title(q)))
+            .chain(STATISTICS.into_iter().flat_map(|q| {
+                [
+                    micros.title(&format!("{q} pooled")),
+                    micros.title(&format!("{q} mean of runs")),
+                    micros.title(&format!("{q} ±ci95")),
+                ]
+            }))
             .collect(),
             rows,
             notes,
