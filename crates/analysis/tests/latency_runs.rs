@@ -150,14 +150,17 @@ fn the_latency_table_shows_the_mean_of_runs_beside_the_pooled_value() {
             240.0 - mean1,
         ),
     ] {
-        close(cell(&t, &format!("{stat} pooled (µs)")), pooled);
-        close(cell(&t, &format!("{stat} mean of runs (µs)")), runs);
-        close(cell(&t, &format!("{stat} ±ci95 (µs)")), t975 * spread / 2.0);
+        close(cell(&t, &format!("pooled: {stat} (µs)")), pooled);
+        close(cell(&t, &format!("mean of runs: {stat} (µs)")), runs);
+        close(
+            cell(&t, &format!("±ci95: {stat} (µs)")),
+            t975 * spread / 2.0,
+        );
     }
     // The review's case: pooled p99.9 and the thesis' p99.9 far apart.
-    close(cell(&t, "p99.9 pooled (µs)"), 50.0);
-    close(cell(&t, "p99.9 mean of runs (µs)"), 145.0);
-    close(cell(&t, "p99.9 ±ci95 (µs)"), 1207.07);
+    close(cell(&t, "pooled: p99.9 (µs)"), 50.0);
+    close(cell(&t, "mean of runs: p99.9 (µs)"), 145.0);
+    close(cell(&t, "±ci95: p99.9 (µs)"), 1207.07);
     assert!(
         t.notes.iter().any(|n| n.contains("mean of runs")
             && n.contains("pooled")

@@ -360,7 +360,10 @@ fn latency_from_hdr_logs_by_hand() {
             .all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
     }
     let t = lat.table();
-    let pooled = t.columns.iter().position(|c| c == "p90 - mean pooled (µs)");
+    let pooled = t
+        .columns
+        .iter()
+        .position(|c| c == "pooled: p90 - mean (µs)");
     let Cell::Num { value, .. } = t.rows[1][pooled.unwrap()] else {
         panic!("{:?}", t.rows[1]);
     };

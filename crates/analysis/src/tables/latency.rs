@@ -392,9 +392,9 @@ impl LatencyVsLoad {
             .into_iter()
             .chain(STATISTICS.into_iter().flat_map(|q| {
                 [
-                    micros.title(&format!("{q} pooled")),
-                    micros.title(&format!("{q} mean of runs")),
-                    micros.title(&format!("{q} ±ci95")),
+                    micros.title(&format!("pooled: {q}")),
+                    micros.title(&format!("mean of runs: {q}")),
+                    micros.title(&format!("±ci95: {q}")),
                 ]
             }))
             .collect(),
