@@ -93,6 +93,7 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     }
     out.extend(freq_finding(&freq_drops(&rows)));
     out.extend(background_findings(run, a));
+    out.extend(super::credit_findings(a.credits.as_ref()));
     if run.duplicates > 0 {
         out.push(format!(
             "{} duplicated record(s) ignored: the same step, tenant and part written more \
