@@ -98,6 +98,7 @@ async fn serve(ep: &AgentClient, deadline_ms: u64) -> (String, String, String) {
                 reflector_port: 0,
                 sink_port: 0,
                 tcp_port: None,
+                sink_threads: None,
             },
             deadline_ms,
         })

@@ -103,6 +103,9 @@ pub(crate) fn embedded_server(services: Services, busy_poll: bool) -> anyhow::Re
         sink_port: services.sink.then_some(0),
         tcp_port: services.tcp.then_some(0),
         busy_poll,
+        // One sink socket: a local load's few streams need no more, and busy-polling
+        // threads would take the senders' CPUs.
+        sink_threads: Some(1),
         ..ServeConfig::default()
     };
     let server = Server::start(&cfg).context("cannot start the embedded nnb serve")?;

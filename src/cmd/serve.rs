@@ -49,9 +49,17 @@ pub(crate) struct ServeArgs {
     /// Pin the reflector thread to this CPU.
     #[arg(long, value_name = "CPU")]
     reflector_cpu: Option<usize>,
-    /// Pin the sink thread to this CPU.
+    /// Pin the sink thread to this CPU (with --sink-threads above 1: the first sink
+    /// thread; the others follow over the CPUs this process may use).
     #[arg(long, value_name = "CPU")]
     sink_cpu: Option<usize>,
+    /// UDP sink sockets on the sink's port (SO_REUSEPORT: the kernel spreads the
+    /// senders over them by their addresses), one receiving thread each, pinned in
+    /// turn to the CPUs this process may use. Default: one per such CPU, at most 16.
+    /// 1 is a single socket, pinned only with --sink-cpu. With --busy-poll each
+    /// thread keeps its CPU busy.
+    #[arg(long, value_name = "N")]
+    sink_threads: Option<usize>,
     /// Most UDP streams tracked at once (the longest idle are evicted beyond it).
     #[arg(long, default_value_t = nnb_netlat::serve::sink::DEFAULT_MAX_STREAMS, value_name = "N")]
     max_streams: usize,
@@ -112,6 +120,10 @@ fn config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
     if args.max_streams == 0 {
         return Err(usage("--max-streams must be at least 1"));
     }
+    if let Some(n) = args.sink_threads {
+        nnb_netlat::serve::check_sink_threads(n)
+            .map_err(|e| usage(format!("--sink-threads: {e}")))?;
+    }
     let on = |off: bool, port: u16| (!off).then_some(port);
     Ok(ServeConfig {
         bind: args.bind,
@@ -121,6 +133,7 @@ fn config(args: &ServeArgs) -> anyhow::Result<ServeConfig> {
         busy_poll: args.busy_poll,
         reflector_cpu: args.reflector_cpu,
         sink_cpu: args.sink_cpu,
+        sink_threads: args.sink_threads,
         max_streams: args.max_streams,
         ..ServeConfig::default()
     })
@@ -329,6 +342,29 @@ impl Output {
                 t.reports_sent,
                 t.short_report_requests
             )?;
+            let per_socket: Vec<String> = s
+                .sockets
+                .iter()
+                .map(|k| {
+                    let cpu = k.cpu.map_or_else(|| "-".to_string(), |c| c.to_string());
+                    format!("cpu {cpu}: {} rx, {} dropped", k.datagrams, k.drops)
+                })
+                .collect();
+            writeln!(
+                out,
+                "sink sockets: {} ({}); {} datagrams dropped by the sink's own sockets \
+                 (receive buffer full: the receiver's loss, not the network's)",
+                s.sockets.len(),
+                per_socket.join("; "),
+                s.drops
+            )?;
+            if let Some(h) = &snap.host_udp_errors {
+                writeln!(
+                    out,
+                    "host UDP receive errors while serving (every socket): {} buffer overflows, {} in errors",
+                    h.rcvbuf_errors, h.in_errors
+                )?;
+            }
             if !s.streams.is_empty() {
                 writeln!(out, "{}", stream_table(&s.streams))?;
             }
@@ -357,6 +393,7 @@ impl Output {
 fn stream_table(streams: &[StreamReport]) -> Table {
     let mut table = crate::table::table([
         "peer", "stream", "received", "lost", "loss %", "dup", "reord", "bytes", "rate", "garbage",
+        "drops",
     ]);
     for r in streams {
         table.add_row([
@@ -370,6 +407,8 @@ fn stream_table(streams: &[StreamReport]) -> Table {
             r.bytes.to_string(),
             format_bits_per_sec(r.rate_bps),
             r.garbage.to_string(),
+            r.socket_drops
+                .map_or_else(|| "-".to_string(), |d| d.to_string()),
         ]);
     }
     table

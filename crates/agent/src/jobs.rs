@@ -103,6 +103,11 @@ pub enum JobSpec {
         /// TCP sink port (0 = ephemeral); absent: no TCP sink.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tcp_port: Option<u16>,
+        /// UDP sink sockets on its port (`SO_REUSEPORT`), one pinned receiving
+        /// thread each (`nnb serve --sink-threads`); absent: one per CPU of the
+        /// agent, at most 16.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sink_threads: Option<usize>,
     },
     /// A burner of `workload` on `threads` of the agent's CPUs, until stopped: a
     /// busy neighbor.
@@ -662,7 +667,10 @@ impl JobSpec {
                 }
                 duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
             }
-            JobSpec::Serve { .. } | JobSpec::Idle => Ok(()),
+            JobSpec::Serve { sink_threads, .. } => {
+                sink_threads.map_or(Ok(()), nnb_netlat::serve::check_sink_threads)
+            }
+            JobSpec::Idle => Ok(()),
         }
     }
 }

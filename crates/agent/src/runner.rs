@@ -278,11 +278,13 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             reflector_port,
             sink_port,
             tcp_port,
+            sink_threads,
         } => Ok(Task::Serve(ServeConfig {
             bind: env.bind_ip,
             reflector_port: Some(*reflector_port),
             sink_port: Some(*sink_port),
             tcp_port: *tcp_port,
+            sink_threads: *sink_threads,
             ..ServeConfig::default()
         })),
         JobSpec::Idle => Ok(Task::Idle),

@@ -2,13 +2,13 @@
 //! so the crate and any shared helpers are linked once.
 
 mod conditions;
-mod credits;
 mod fixture;
 #[cfg(unix)]
 mod hostile;
 mod latency_runs;
 mod metal_gap;
 mod plots;
+mod receiver_drops;
 mod report;
 mod tables;
 mod truth;

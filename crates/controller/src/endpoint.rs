@@ -56,6 +56,8 @@ impl Endpoint {
                 // The TCP sink takes the UDP sink's port number (TCP's port space is
                 // apart): a cloud security group opens the probe ports for both.
                 tcp_port: Some(sink_port),
+                // One socket per CPU of the endpoint (the serve job's default).
+                sink_threads: None,
             },
             deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
         };

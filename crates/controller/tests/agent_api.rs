@@ -313,6 +313,7 @@ async fn serve(c: &AgentClient) -> (String, String, String) {
             reflector_port: 0,
             sink_port: 0,
             tcp_port: None,
+            sink_threads: None,
         },
         60_000,
     )

@@ -408,6 +408,7 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         reflector_port: 0,
         sink_port: 0,
         tcp_port: None,
+        sink_threads: None,
     };
     let serve_id = start_job(&c, &serve).await;
     let (reflector, sink) = published(&c, &serve_id).await;

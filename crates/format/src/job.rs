@@ -281,6 +281,11 @@ pub struct SinkTotals {
     /// Streams whose report arrived.
     #[serde(default)]
     pub streams_reported: Option<usize>,
+    /// Datagrams the sink's own receive sockets dropped while the streams used them
+    /// (version 9): loss at the receiver, not in the network; `None` from a sink
+    /// that does not count them.
+    #[serde(default)]
+    pub drops: Option<u64>,
 }
 
 /// The window means of a sampled load (`samples` object, a throughput staircase's
@@ -812,7 +817,11 @@ impl Metrics {
                     m.values.set(metric, Some(ns));
                 }
             }
-            JobResult::Load(l) => m.values.set(Metric::RateBps, l.rate_bps()),
+            JobResult::Load(l) => {
+                m.values.set(Metric::RateBps, l.rate_bps());
+                let drops = l.sink.and_then(|s| s.drops);
+                m.values.set(Metric::SinkDrops, drops.map(|d| d as f64));
+            }
             JobResult::Disk(d) => m.values.set(Metric::Iops, Some(d.iops)),
             JobResult::Memory(r) => m.values.set(Metric::RssBytes, Some(r.peak_rss_bytes)),
             JobResult::Steal(s) => m.values.set(Metric::CpuSharePct, s.cpu_share_pct()),
@@ -969,6 +978,22 @@ mod tests {
                 .unwrap()
                 .measured_secs(0.0),
             3.0
+        );
+    }
+
+    #[test]
+    fn a_loads_sink_drops_are_a_column_and_absent_from_an_older_sink() {
+        let r = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
+            "sink": {"rate_bps": 8e6, "streams_reported": 1, "drops": 1234}, "streams": [{}]});
+        assert_eq!(
+            metrics(JobKind::Load, false, &r).get(Metric::SinkDrops),
+            Some(1234.0)
+        );
+        let old = json!({"sent": {"elapsed_s": 3.0, "payload_bps": 9e6},
+            "sink": {"rate_bps": 8e6, "streams_reported": 1}, "streams": [{}]});
+        assert_eq!(
+            metrics(JobKind::Load, false, &old).get(Metric::SinkDrops),
+            None
         );
     }
 

@@ -42,6 +42,8 @@ pub enum Quantity {
     Bytes,
     /// Percent of events (lost probes, lossy slots): fewer is better.
     PercentOfEvents,
+    /// A count of datagrams (version 9): fewer is better.
+    Datagrams,
 }
 
 impl Quantity {
@@ -56,6 +58,7 @@ impl Quantity {
             Quantity::PercentCpu => DisplayUnit::PERCENT_CPU,
             Quantity::Bytes => DisplayUnit::BYTES,
             Quantity::PercentOfEvents => DisplayUnit::PERCENT,
+            Quantity::Datagrams => DisplayUnit::NONE,
         }
     }
 }
@@ -118,11 +121,15 @@ pub enum Metric {
     LossFrequencyPct,
     /// Badabing (version 8): lost probes per probe, percent.
     ProbeLossPct,
+    /// Load generator (version 9): datagrams the sink's own receive sockets dropped
+    /// while the load's streams used them (the kernel's count, `SO_RXQ_OVFL`): loss
+    /// at the receiver, not in the network; none from a sink that does not count.
+    SinkDrops,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 21] = [
+    pub const ALL: [Metric; 22] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -144,6 +151,7 @@ impl Metric {
         Metric::RttStdNs,
         Metric::LossFrequencyPct,
         Metric::ProbeLossPct,
+        Metric::SinkDrops,
     ];
 
     /// The host-side utilisation metrics (version 5): what the provider read of each
@@ -189,6 +197,7 @@ impl Metric {
             Metric::RttStdNs => "rtt_std_ns",
             Metric::LossFrequencyPct => "loss_frequency_pct",
             Metric::ProbeLossPct => "probe_loss_pct",
+            Metric::SinkDrops => "sink_drops",
         }
     }
 
@@ -221,6 +230,7 @@ impl Metric {
             Metric::RssBytes | Metric::HostMemBytes => Quantity::Bytes,
             Metric::HostCpuPct | Metric::CpuSharePct => Quantity::PercentCpu,
             Metric::LossFrequencyPct | Metric::ProbeLossPct => Quantity::PercentOfEvents,
+            Metric::SinkDrops => Quantity::Datagrams,
         }
     }
 
@@ -234,6 +244,7 @@ impl Metric {
             Quantity::PercentCpu => "% CPU",
             Quantity::Bytes => "B",
             Quantity::PercentOfEvents => "%",
+            Quantity::Datagrams => "datagrams",
         }
     }
 
@@ -249,15 +260,17 @@ impl Metric {
             Quantity::PercentCpu => format!("{v:.1} % CPU"),
             Quantity::Bytes => nnb_units::format_bytes(v),
             Quantity::PercentOfEvents => format!("{v:.2} %"),
+            Quantity::Datagrams => format!("{v:.0} datagrams"),
         }
     }
 
     /// Whether a larger or a smaller value is better.
     pub fn direction(self) -> Direction {
         match self.quantity() {
-            Quantity::Seconds | Quantity::Nanoseconds | Quantity::PercentOfEvents => {
-                Direction::LowerIsBetter
-            }
+            Quantity::Seconds
+            | Quantity::Nanoseconds
+            | Quantity::PercentOfEvents
+            | Quantity::Datagrams => Direction::LowerIsBetter,
             // Utilisation: a tenant's share of the resource, which the isolation
             // matrix compares alone and beside a neighbor: more is more of its grant.
             Quantity::OpsPerSecond
@@ -292,6 +305,7 @@ impl Metric {
             Metric::RttStdNs => "round-trip time standard deviation",
             Metric::LossFrequencyPct => "loss frequency (lossy slots)",
             Metric::ProbeLossPct => "probe loss rate",
+            Metric::SinkDrops => "datagrams the receiver dropped",
         }
     }
 
@@ -420,7 +434,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null,"sink_drops":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =

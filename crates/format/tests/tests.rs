@@ -28,3 +28,7 @@ const ADDED_IN_V8: [&str; 6] = [
     "loss_frequency_pct",
     "probe_loss_pct",
 ];
+
+/// The metric columns version 9 added (the sink's own drops): an older sample reads
+/// with them null and writes them back as nulls.
+const ADDED_IN_V9: [&str; 1] = ["sink_drops"];

@@ -34,6 +34,7 @@ fn added_since_v1() -> impl Iterator<Item = &'static str> {
         .chain(nnb_format::CONDITION_COLUMNS)
         .chain(crate::ADDED_IN_V5)
         .chain(crate::ADDED_IN_V8)
+        .chain(crate::ADDED_IN_V9)
 }
 
 #[test]

@@ -5,7 +5,6 @@
 //! it.
 
 mod background;
-mod credits;
 mod degradation;
 mod isolation;
 mod knees;
@@ -17,7 +16,6 @@ mod tidy;
 mod verdict;
 
 pub use background::{achieved_background, AchievedBackground, BackgroundLevel};
-pub use credits::{credit_findings, credits, CreditLevel, Credits, LOW_CREDIT_SHARE};
 pub use degradation::{
     degradation, summary_table, Degradation, GroupLevels, LevelStats, ThreadBasis,
 };
@@ -35,7 +33,8 @@ pub use node_throughput::{
 pub use throughput::{throughput, NodeRates, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
 pub use verdict::{
-    findings, verdict_table, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL, NOISY_CV,
+    findings, verdict_table, ReceiverDrops, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL,
+    NOISY_CV,
 };
 
 use nnb_format::quality::Quality;
@@ -114,8 +113,6 @@ pub struct Analyses {
     pub node_throughput: Option<NodeThroughput>,
     /// Wang & Ng's instruments and the per-pair table ([`crate::wang_ng::wang_ng`]).
     pub wang_ng: Option<WangNg>,
-    /// Burst credits per level and tenant ([`credits`]).
-    pub credits: Option<Credits>,
     /// Steps that failed after their retries (left out of every statistic).
     failed: usize,
     /// The run's verdict ([`findings`]): what qualifies its numbers.
@@ -134,7 +131,6 @@ impl Analyses {
             throughput: throughput(run)?,
             node_throughput: node_throughput(run)?,
             wang_ng: wang_ng(run)?,
-            credits: credits(run)?,
             failed: failed_steps(run)?,
             verdict: Vec::new(),
         };
@@ -154,7 +150,6 @@ impl Analyses {
         tables.extend(self.throughput.as_ref().map(Throughput::table));
         tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));
         tables.extend(self.wang_ng.iter().flat_map(WangNg::tables));
-        tables.extend(self.credits.as_ref().map(Credits::table));
         tables.push(verdict_table(&self.verdict));
         let mut notes = run.notes.clone();
         if self.failed > 0 {

@@ -225,20 +225,26 @@ impl NodeThroughput {
             .collect();
         let mut columns = NodeRates::columns("fair share", "fair share");
         columns.extend(self.nodes.iter().map(|n| mbit.title(n)));
+        let mut notes = vec![
+            "each node's UDP payload rate as the sink received it: the mean of its latest \
+             `window` samples, averaged over the repetitions; the sender's samples are in \
+             each record's result.samples"
+                .to_string(),
+            "fair share: an emulated link's payload rate (tc shapes Ethernet frames: \
+             payload + 42 header bytes) over the nodes present"
+                .to_string(),
+        ];
+        notes.extend(
+            self.levels
+                .iter()
+                .filter_map(|l| l.rates.receiver.finding(&l.label)),
+        );
         let mut tables = vec![Table {
             name: "throughput_staircase".to_string(),
             title: "Throughput per node as nodes join (thesis 6.1)".to_string(),
             columns,
             rows,
-            notes: vec![
-                "each node's UDP payload rate as the sink received it: the mean of its latest \
-                 `window` samples, averaged over the repetitions; the sender's samples are in \
-                 each record's result.samples"
-                    .to_string(),
-                "fair share: an emulated link's payload rate (tc shapes Ethernet frames: \
-                 payload + 42 header bytes) over the nodes present"
-                    .to_string(),
-            ],
+            notes,
         }];
         tables.extend(self.degradation.as_ref().map(StaircaseDegradation::table));
         tables

@@ -11,7 +11,7 @@ use crate::read::{Run, Scenario};
 use crate::table::{Cell, Table};
 
 use super::node_throughput::{measured_degradation_pct, predicted_share_bps};
-use super::{by_group, is, measured, AnalysisError, Row};
+use super::{by_group, is, measured, AnalysisError, ReceiverDrops, Row};
 
 /// Per-node throughput of a load-steps run.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,6 +63,9 @@ pub struct NodeRates {
     pub max: f64,
     /// Sum over the nodes, bit/s.
     pub sum: f64,
+    /// Datagrams the sink's own sockets dropped at this level (the records'
+    /// `sink_drops`): the receiver's loss, not the network's.
+    pub receiver: ReceiverDrops,
 }
 
 impl NodeRates {
@@ -89,6 +92,7 @@ impl NodeRates {
         let rates = per_node_bps.iter().map(|(_, r)| *r);
         let sum: f64 = rates.clone().sum();
         Some(NodeRates {
+            receiver: ReceiverDrops::of(rows.iter().copied()),
             mean: sum / per_node_bps.len() as f64,
             min: rates.clone().fold(f64::INFINITY, f64::min),
             max: rates.fold(f64::NEG_INFINITY, f64::max),
@@ -300,6 +304,11 @@ impl Throughput {
             None => notes
                 .push("host bandwidth unknown: predicted/node is the asked rate alone".to_string()),
         }
+        notes.extend(
+            self.levels
+                .iter()
+                .filter_map(|l| l.rates.receiver.finding(&l.label)),
+        );
         Table {
             name: "throughput".to_string(),
             title: "Throughput per node per level".to_string(),

@@ -2,8 +2,9 @@
 //! run's numbers (noise, a baseline that moved, loss, a clock fallback, missing sink
 //! reports, GSO fallbacks, pacer skips, steal and the levels it happened at, a level
 //! whose CPUs ran at a lower effective frequency, a neighbor load short of its target,
-//! a background job that failed, pongs the reflector could not send, duplicated
-//! records, failed steps), or one line saying the run was quiet.
+//! a level whose receiver dropped datagrams, a background job that failed, pongs the
+//! reflector could not send, duplicated records, failed steps), or one line saying the
+//! run was quiet.
 
 use nnb_format::quality::{StealUse, STEAL_MIN_SHARE, STEAL_QUANTUM_TICKS_PER_CPU};
 use nnb_format::stats::{degradation_ci95, spread_known, Summary};
@@ -225,6 +226,8 @@ struct Tally {
     errors: u64,
     /// Records whose socket buffer was capped below the size asked for.
     capped: usize,
+    /// The sink's own drops ([`ReceiverDrops`]).
+    receiver: ReceiverDrops,
 }
 
 impl Tally {
@@ -254,6 +257,7 @@ impl Tally {
                 t.errors += x.send_errors;
             }
             t.capped += usize::from(q.buffer_capped());
+            t.receiver.add(r);
         }
         t
     }
@@ -298,7 +302,55 @@ pub(crate) fn level_flags(rows: &[&Row]) -> Vec<String> {
     if t.capped > 0 {
         out.push("buffer capped".to_string());
     }
+    if t.receiver.records > 0 {
+        out.push(format!("receiver dropped >= {}", t.receiver.most));
+    }
     out
+}
+
+/// The datagrams the sink's own sockets dropped (`sink_drops`) over some load
+/// records: how many records had any, and the most one of them had. Each record's
+/// count is drops that happened at the receiver while that load ran; records of one
+/// level share the sink's sockets, so their sum could count a drop twice, and the
+/// largest is what the level surely lost at the receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReceiverDrops {
+    /// Records with drops.
+    pub records: usize,
+    /// The most drops of one record.
+    pub most: u64,
+}
+
+impl ReceiverDrops {
+    /// The drops of `rows`.
+    pub(crate) fn of<'a>(rows: impl IntoIterator<Item = &'a Row>) -> ReceiverDrops {
+        let mut d = ReceiverDrops::default();
+        for r in rows {
+            d.add(r);
+        }
+        d
+    }
+
+    fn add(&mut self, r: &Row) {
+        let n = r.metrics.get(Metric::SinkDrops).unwrap_or(0.0) as u64;
+        if n > 0 {
+            self.records += 1;
+            self.most = self.most.max(n);
+        }
+    }
+
+    /// What the drops at `level` (`group/label`) say, if there were any: the level's
+    /// loss, and a received rate at it, are the endpoint's, not the network's.
+    pub(crate) fn finding(&self, level: &str) -> Option<String> {
+        (self.records > 0).then(|| {
+            format!(
+                "the receiver dropped {} datagrams at {level} (the most of its {} load \
+                 record(s) with drops): this level's loss is the endpoint's, not the \
+                 network's",
+                self.most, self.records
+            )
+        })
+    }
 }
 
 /// What the records' qualifiers say, counted over the run.
@@ -366,6 +418,21 @@ fn qualifier_findings(rows: &[Row]) -> Vec<String> {
              rmem_max; run the agents as root): loss there may be the buffer's, not the path's",
             t.capped
         ));
+    }
+    if t.receiver.records > 0 {
+        let mut levels: Vec<(String, Vec<&Row>)> = Vec::new();
+        for r in rows {
+            let level = format!("{}/{}", r.group, r.label);
+            match levels.iter_mut().find(|(l, _)| *l == level) {
+                Some((_, rs)) => rs.push(r),
+                None => levels.push((level, vec![r])),
+            }
+        }
+        out.extend(
+            levels
+                .iter()
+                .filter_map(|(l, rs)| ReceiverDrops::of(rs.iter().copied()).finding(l)),
+        );
     }
     out
 }
