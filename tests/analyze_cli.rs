@@ -80,6 +80,45 @@ fn json_output_carries_full_precision_numbers() {
     close(&row["idle degr %"], 2.0);
 }
 
+/// Review item 21: a staircase beside a metal sweep prints the gap at equal busy
+/// threads. The fixtures' test node and neighbors have 1 vCPU each, so levels 0-2 are
+/// 1-3 busy threads; the staircase's busy means are 10.0, 11.0 and 12.3 s, the sweep's
+/// 10.0, 10.1 and 10.1 s at 1-3 threads: gaps 0%, 11 / 10.1 - 1 = 8.91% and
+/// 12.3 / 10.1 - 1 = 21.78% at the full host, whose interval (12.76..30.80 by the delta
+/// method, df 2) excludes 0, so the gap has not converged.
+#[test]
+fn a_staircase_beside_a_metal_sweep_prints_the_gap_table() {
+    let args = [
+        "analyze",
+        &fixture("staircase"),
+        &fixture("thread-sweep"),
+        "--compare",
+    ];
+    let o = nnb(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Test node vs metal: fixture-staircase beside"),
+        "{out}"
+    );
+    assert!(out.contains("gap at level 0: 0.00%"), "{out}");
+    assert!(out.contains("gap at the full host: 21.78%"), "{out}");
+    assert!(out.contains("not converged"), "{out}");
+    let mut with_json = args.to_vec();
+    with_json.extend(["--format", "json"]);
+    let v = json(&with_json);
+    let t = table(&v, "metal_gap");
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{t}");
+    close(&rows[0]["busy threads"], 1.0);
+    close(&rows[0]["gap %"], 0.0);
+    close(&rows[1]["gap %"], (11.0 / 10.1 - 1.0) * 100.0);
+    close(&rows[2]["busy threads"], 3.0);
+    close(&rows[2]["gap %"], (12.3 / 10.1 - 1.0) * 100.0);
+    assert_eq!(rows[2]["at"], "full host");
+    assert_eq!(rows[2]["gap 95% CI"], "12.76..30.80");
+}
+
 #[test]
 fn isolation_matrix_json_has_i_plr_and_i_ulr() {
     let v = json(&["analyze", &fixture("isolation-matrix"), "--format", "json"]);

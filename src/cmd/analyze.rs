@@ -12,7 +12,7 @@ use clap::{Args, ValueEnum};
 use nnb_analysis::read::{read_run, Run, MANIFEST};
 use nnb_analysis::report::{write_report, ReportOptions};
 use nnb_analysis::table::Table;
-use nnb_analysis::tables::{compare_tables, run_tables, tidy};
+use nnb_analysis::tables::{compare_tables, metal_gap_tables, run_tables, tidy};
 
 use crate::exit::usage;
 use crate::out::Out;
@@ -74,7 +74,8 @@ fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.clone())
 }
 
-/// Loads every run, then prints its tables (and the comparison with `--compare`) and
+/// Loads every run, then prints its tables (a staircase beside a metal sweep adds the
+/// gap table; `--compare` the comparison) and
 /// writes the report when `--out` is given.
 pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
     let dirs = args
@@ -97,6 +98,9 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
         }
         tables.extend(found);
     }
+    // A staircase beside a metal sweep: the gap at equal busy threads (the report's
+    // metal section), with or without --compare.
+    tables.extend(metal_gap_tables(&runs).context("the test node vs metal")?);
     if args.compare {
         tables.extend(compare_tables(&runs).context("comparing the runs")?);
     }
