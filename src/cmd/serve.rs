@@ -353,7 +353,8 @@ impl Output {
             writeln!(
                 out,
                 "sink sockets: {} ({}); {} datagrams dropped by the sink's own sockets \
-                 (receive buffer full: the receiver's loss, not the network's)",
+                 (receive buffer full: the receiver's loss, not the network's; a buffer of \
+                 datagrams coalesced on receive counts once)",
                 s.sockets.len(),
                 per_socket.join("; "),
                 s.drops

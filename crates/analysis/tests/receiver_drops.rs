@@ -35,7 +35,8 @@ fn a_level_whose_receiver_dropped_is_flagged_in_the_verdict_and_the_throughput_t
         receiver,
         [
             "the receiver dropped 1500 datagrams at load/load=100M (the most of its 2 load \
-             record(s) with drops): this level's loss is the endpoint's, not the network's"
+             record(s) with drops; a buffer of datagrams coalesced on receive counts once): \
+             this level's loss is the endpoint's, not the network's"
         ],
         "{f:?}"
     );

@@ -122,8 +122,9 @@ pub enum Metric {
     /// Badabing (version 8): lost probes per probe, percent.
     ProbeLossPct,
     /// Load generator (version 9): datagrams the sink's own receive sockets dropped
-    /// while the load's streams used them (the kernel's count, `SO_RXQ_OVFL`): loss
-    /// at the receiver, not in the network; none from a sink that does not count.
+    /// while the load's streams used them (the kernel's count, `SO_RXQ_OVFL`, in
+    /// which a buffer of datagrams coalesced on receive counts once): loss at the
+    /// receiver, not in the network; none from a sink that does not count.
     SinkDrops,
 }
 

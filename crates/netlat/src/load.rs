@@ -473,9 +473,9 @@ pub struct SinkView {
     /// Reordered datagrams (UDP).
     pub reordered: u64,
     /// Datagrams the sink's own receive sockets dropped while the streams used them
-    /// (UDP; [`SinkView::socket_drops`]): of `lost`, this many (or more, as the
-    /// kernel counts any sender's drops on those sockets) were lost at the receiver,
-    /// not in the network. `None` when no report said (a sink that does not count
+    /// (UDP; [`SinkView::socket_drops`]): of `lost`, about this many were lost at the
+    /// receiver, not in the network (more where a dropped buffer held several
+    /// coalesced datagrams; fewer where other senders' drops on those sockets count). `None` when no report said (a sink that does not count
     /// them).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drops: Option<u64>,

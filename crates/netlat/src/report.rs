@@ -112,8 +112,9 @@ pub struct StreamReport {
     /// count (`SO_RXQ_OVFL`) from the stream's first datagram on it to its latest
     /// datagram or request there, summed over the sockets it arrived on. The kernel
     /// does not say whose datagrams it dropped: any sender's on those sockets in that
-    /// time count. Loss the sink caused, not the network. `None` from a sink that
-    /// does not count them.
+    /// time count, and a buffer of several datagrams coalesced on receive (`UDP_GRO`)
+    /// counts once: a floor of the datagrams lost at the receiver. Loss the sink
+    /// caused, not the network. `None` from a sink that does not count them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket_drops: Option<u64>,
     /// The sink socket this stream's latest datagram arrived on (an index among the

@@ -345,8 +345,8 @@ impl ReceiverDrops {
         (self.records > 0).then(|| {
             format!(
                 "the receiver dropped {} datagrams at {level} (the most of its {} load \
-                 record(s) with drops): this level's loss is the endpoint's, not the \
-                 network's",
+                 record(s) with drops; a buffer of datagrams coalesced on receive counts \
+                 once): this level's loss is the endpoint's, not the network's",
                 self.most, self.records
             )
         })

@@ -11,7 +11,10 @@
 //! The sink's own drops: each datagram comes with its socket's kernel drop count
 //! ([`Rx`]); a stream keeps the count on each socket it used at its first and at its
 //! latest datagram or request there, and reports the rise
-//! ([`StreamReport::socket_drops`]).
+//! ([`StreamReport::socket_drops`]). The kernel counts what it drops: a datagram, or
+//! a buffer of several that coalesced receive (`UDP_GRO`) made of one sender's run
+//! (a GSO send, or a NIC's burst), which counts once: a floor of the datagrams lost
+//! at the receiver.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -220,8 +223,8 @@ pub struct SinkSocket {
     /// Datagrams it received (load, requests and garbage; a coalesced buffer counts
     /// as the datagrams in it).
     pub datagrams: u64,
-    /// Datagrams the kernel dropped on it (its drop count as of its latest datagram:
-    /// drops after that show with the next one).
+    /// Datagrams (or coalesced buffers of several) the kernel dropped on it: its drop
+    /// count as of its latest datagram; drops after that show with the next one.
     pub drops: u64,
 }
 
@@ -234,8 +237,9 @@ pub struct SinkSnapshot {
     pub totals: SinkTotals,
     /// Dropped datagrams by kind.
     pub garbage: GarbageCounts,
-    /// Datagrams the sink's own sockets dropped, all sockets together (the sum of
-    /// `sockets[].drops`): loss at the receiver, which no stream's sequence numbers
+    /// Datagrams (or coalesced buffers of several, each counted once) the sink's own
+    /// sockets dropped, all sockets together (the sum of `sockets[].drops`): loss at
+    /// the receiver, which no stream's sequence numbers
     /// can tell from the network's.
     #[serde(default)]
     pub drops: u64,
