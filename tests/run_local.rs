@@ -716,11 +716,18 @@ fn agents_of(parent: u32) -> std::collections::BTreeSet<String> {
 /// Neighbors come and go (issue 13): while each step of a busy-then-idle staircase
 /// is measured, the agent processes running are exactly the test tenant's and the
 /// level's neighbors', as a watcher of the run's child processes sees them.
-#[test]
-fn during_each_step_exactly_the_levels_tenants_run() {
-    let text = staircase(1, 1).replace("ops = 1", "duration = \"400ms\"");
-    let (_dir, exp, results) = scratch(&text);
-    let mut child = spawn_run(&exp, &results, false);
+/// A snapshot of the run's agents: when (as a time and as a record's timestamp) and
+/// which tenants' agents ran.
+type Snapshot = (
+    std::time::SystemTime,
+    String,
+    std::collections::BTreeSet<String>,
+);
+
+/// Runs `nnb run EXP --results RESULTS --quiet` to its end (it must succeed) while a
+/// watcher takes a [`Snapshot`] of its agent processes every 5 ms; returns them.
+fn run_watched(exp: &Path, results: &Path) -> Vec<Snapshot> {
+    let mut child = spawn_run(exp, results, false);
     let pid = child.id();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let watcher = {
@@ -743,6 +750,43 @@ fn during_each_step_exactly_the_levels_tenants_run() {
         .join()
         .unwrap_or_else(|_| panic!("watcher panicked"));
     assert!(status.success(), "nnb run: {status}");
+    seen
+}
+
+/// Asserts that while record `r`'s jobs ran (from the first snapshot at or after
+/// its start, timestamps comparing as text, for `span` less a margin) the agents
+/// running were exactly `want`'s.
+fn assert_ran_beside(
+    seen: &[Snapshot],
+    r: &Value,
+    span: Duration,
+    want: &std::collections::BTreeSet<String>,
+) {
+    let step = r["step"].as_str().unwrap_or_default();
+    let started = r["started_at"].as_str().unwrap_or_default();
+    let first = seen
+        .iter()
+        .find(|(_, ts, _)| ts.as_str() >= started)
+        .map(|(at, _, _)| *at)
+        .unwrap_or_else(|| panic!("no snapshot after {step} started"));
+    let window: Vec<_> = seen
+        .iter()
+        .filter(|(at, _, _)| {
+            *at >= first
+                && at.duration_since(first).unwrap_or_default() + Duration::from_millis(50) < span
+        })
+        .collect();
+    assert!(window.len() >= 5, "{step}: only {} snapshots", window.len());
+    for (_, ts, agents) in window {
+        assert_eq!(agents, want, "{step} at {ts}");
+    }
+}
+
+#[test]
+fn during_each_step_exactly_the_levels_tenants_run() {
+    let text = staircase(1, 1).replace("ops = 1", "duration = \"400ms\"");
+    let (_dir, exp, results) = scratch(&text);
+    let seen = run_watched(&exp, &results);
     let records = samples(&run_dir(&results));
     assert_eq!(records.len(), 6);
     for r in &records {
@@ -756,26 +800,67 @@ fn during_each_step_exactly_the_levels_tenants_run() {
         let want: std::collections::BTreeSet<String> = std::iter::once("test".to_string())
             .chain((1..=level).map(|k| format!("nb-{k}")))
             .collect();
-        // The measured window: from the first snapshot at or after the jobs' start
-        // (timestamps compare as text) until the burn's runtime less a margin.
-        let started = r["started_at"].as_str().unwrap_or_default();
+        // The burn's runtime is its measured window.
         let runtime = Duration::from_secs_f64(r[Metric::RuntimeS.name()].as_f64().unwrap_or(0.0));
-        let first = seen
-            .iter()
-            .find(|(_, ts, _)| ts.as_str() >= started)
-            .map(|(at, _, _)| *at)
-            .unwrap_or_else(|| panic!("no snapshot after {step} started"));
-        let window: Vec<_> = seen
-            .iter()
-            .filter(|(at, _, _)| {
-                *at >= first
-                    && at.duration_since(first).unwrap_or_default() + Duration::from_millis(50)
-                        < runtime
-            })
-            .collect();
-        assert!(window.len() >= 5, "{step}: only {} snapshots", window.len());
-        for (_, ts, agents) in window {
-            assert_eq!(agents, &want, "{step} at {ts}");
+        assert_ran_beside(&seen, r, runtime, &want);
+    }
+}
+
+/// Issue 27 item 4 (thesis §6.2.1 l.481: the 41 us baseline had only the test
+/// client and its server): a load-steps run with `unused_neighbors = "absent"`
+/// measures its zero level with the test tenant's agent alone, and says so in the
+/// level's records (`present`); at the loaded level both neighbors are there and
+/// send.
+#[test]
+fn load_steps_measure_the_baseline_with_the_test_tenant_alone() {
+    let text = r#"name = "e2e-baseline-alone"
+repetitions = 2
+settle = "100ms"
+step_timeout = "60s"
+on_failure = "abort"
+
+[[tenants]]
+name = "test"
+role = "test"
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+
+[scenario]
+kind = "load-steps"
+levels = ["0", "20M"]
+unused_neighbors = "absent"
+
+[scenario.probe]
+duration = "600ms"
+warmup = "100ms"
+"#;
+    let (_dir, exp, results) = scratch(text);
+    let seen = run_watched(&exp, &results);
+    let records = samples(&run_dir(&results));
+    // Per repetition: the probe at load=0; the probe and 2 loads at load=20M.
+    assert_eq!(records.len(), 2 + 2 * 3, "{records:?}");
+    let all = ["test", "nb-1", "nb-2"];
+    for r in &records {
+        assert_eq!(r["status"], "ok", "{r}");
+        let alone = r["level"] == 0.0;
+        let want: Vec<&str> = if alone {
+            all[..1].to_vec()
+        } else {
+            all.to_vec()
+        };
+        assert_eq!(r["present"], serde_json::json!(want), "{r}");
+        if r["role"] == "neighbor" {
+            assert!(
+                r[Metric::RateBps.name()].as_f64().unwrap_or(0.0) > 0.0,
+                "{r}"
+            );
+        }
+        if r["role"] == "test" {
+            let want = want.iter().map(|t| t.to_string()).collect();
+            assert_ran_beside(&seen, r, Duration::from_millis(600), &want);
         }
     }
 }

@@ -560,7 +560,8 @@ pub struct StaircaseFile {
     pub test: Spanned<BurnFile>,
 }
 
-/// What neighbors above a staircase level are.
+/// What the neighbors a level leaves out are (a staircase's above its level, load
+/// steps' at zero load).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnusedNeighborsFile {
@@ -683,6 +684,11 @@ pub struct MatrixFile {
     #[serde(default)]
     pub read_fraction: Option<Spanned<f64>>,
     /// disk: operations in flight (one thread each). Default 4.
+    /// The neighbors at a zero-load level: "absent" (default: the test tenant and
+    /// its server alone, the thesis' baseline) or "idle" (every tenant up at every
+    /// level; for hosts nnb cannot start or stop).
+    #[serde(default)]
+    pub unused_neighbors: Option<UnusedNeighborsFile>,
     #[serde(default)]
     pub queue_depth: Option<Spanned<usize>>,
     /// disk: bytes per operation, e.g. "4k". Default "4k".

@@ -276,12 +276,15 @@ pub enum Busy {
     },
 }
 
-/// What the neighbors above a staircase level are.
+/// What the neighbors a level leaves out are: a staircase's above its level, load
+/// steps' at zero load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum UnusedNeighbors {
-    /// Not there: level k has exactly the test tenant and k neighbors running (the
-    /// thesis' method: idle VMs slow the test node just by being on the host).
+    /// Not there: staircase level k has exactly the test tenant and k neighbors
+    /// running, load steps' zero level the test tenant alone (the thesis' method: idle
+    /// VMs slow the test node just by being on the host, and its latency baseline,
+    /// §6.2.1, had only the test client and its server).
     Absent,
     /// Running idle: every tenant is up at every level (hosts nnb cannot start or
     /// stop, such as the static provider's).
@@ -295,6 +298,20 @@ pub struct Staircase {
     pub levels: Vec<usize>,
     /// Busy, idle, or both in that order.
     pub states: Vec<NeighborState>,
+impl UnusedNeighbors {
+    /// What a file's `unused_neighbors` asks for. A file that says nothing gets
+    /// [`UnusedNeighbors::Absent`], in a staircase and in load steps alike: that is
+    /// how the thesis measured both (its neighbors were launched after the level
+    /// that leaves them out), and a provider that cannot start or stop them refuses
+    /// the file with a hint to say "idle", rather than measuring something else.
+    fn from_file(f: Option<UnusedNeighborsFile>) -> UnusedNeighbors {
+        match f {
+            None | Some(UnusedNeighborsFile::Absent) => UnusedNeighbors::Absent,
+            Some(UnusedNeighborsFile::Idle) => UnusedNeighbors::Idle,
+        }
+    }
+}
+
     /// What the neighbors above a level are.
     pub unused: UnusedNeighbors,
     /// What busy neighbors run.
@@ -348,6 +365,17 @@ pub struct LoadSteps {
 #[serde(rename_all = "kebab-case")]
 pub enum Resource {
     /// CPU burners.
+    /// The neighbors at a zero-load level: absent (the test tenant alone, the
+    /// thesis' baseline) or idle. Every tenant is present at the levels above zero.
+    pub unused: UnusedNeighbors,
+}
+
+impl LoadSteps {
+    /// Whether the neighbors are left out at some level (a zero-load level with
+    /// them absent), so tenants come and go.
+    fn leaves_neighbors_out(&self) -> bool {
+        self.unused == UnusedNeighbors::Absent && self.levels_bps.iter().any(|&b| b <= 0.0)
+    }
     Cpu,
     /// Memory allocated and kept touched (`stress-ng --vm --vm-keep`).
     Memory,
@@ -472,10 +500,10 @@ impl Scenario {
         match self {
             Scenario::NeighborStaircase(s) => s.unused == UnusedNeighbors::Absent,
             Scenario::ThroughputStaircase(_) => true,
-            Scenario::ThreadSweep(_)
-            | Scenario::LoadSteps(_)
-            | Scenario::IsolationMatrix(_)
-            | Scenario::PairSuite(_) => false,
+            Scenario::LoadSteps(s) => s.leaves_neighbors_out(),
+            Scenario::ThreadSweep(_) | Scenario::IsolationMatrix(_) | Scenario::PairSuite(_) => {
+                false
+            }
         }
     }
 }
@@ -1251,14 +1279,10 @@ impl Checker<'_> {
             },
             Some(b) => self.busy(b)?,
         };
-        let unused = match s.unused_neighbors {
-            None | Some(UnusedNeighborsFile::Absent) => UnusedNeighbors::Absent,
-            Some(UnusedNeighborsFile::Idle) => UnusedNeighbors::Idle,
-        };
         Ok(Staircase {
             levels,
             states,
-            unused,
+            unused: UnusedNeighbors::from_file(s.unused_neighbors),
             busy,
             test: self.burn(tenants, &s.test)?,
         })
@@ -1486,3 +1510,4 @@ impl Checker<'_> {
         })
     }
 }
+            unused: UnusedNeighbors::from_file(s.unused_neighbors),

@@ -57,7 +57,8 @@ pub struct Step {
     pub warmup: bool,
     /// Tenants whose agents run during the step, in file order (the endpoint is not
     /// a tenant): every tenant, except in a staircase whose neighbors above the
-    /// level are absent (a throughput staircase's always are). The controller starts
+    /// level are absent (a throughput staircase's always are) and at load steps'
+    /// zero level with the neighbors absent (the test tenant alone). The controller starts
     /// and stops agents (and, on aws, instances) between steps to match.
     pub present: Vec<String>,
     /// Tenants whose grants are lifted during the step (an isolation matrix's
@@ -297,7 +298,7 @@ impl Builder<'_> {
                 group: StepGroup::Load,
                 level: bps,
                 label: format!("load={}", nnb_units::format_si_compact(bps)),
-                present: None,
+                present,
                 lifted: Vec::new(),
                 background: Vec::new(),
                 measure,
@@ -379,6 +380,9 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
         duration,
         &LoadOptions::default(),
     )
+            // The baseline: the test tenant alone when the neighbors are absent.
+            let present =
+                (bps <= 0.0 && s.unused == UnusedNeighbors::Absent).then(|| vec![test.clone()]);
 }
 
 /// A load with Wang & Ng's `options`: a TCP one goes to the endpoint's TCP sink
@@ -449,3 +453,6 @@ impl StepRecord for Step {
         self.warmup
     }
 }
+    fn present(&self) -> &[String] {
+        &self.present
+    }

@@ -137,6 +137,35 @@ fn load_steps_split_the_load_over_neighbors() {
     assert_eq!(p.steps[0].measure.len(), 1);
 }
 
+/// Issue 27 item 4 (the thesis' latency baseline, §6.2.1 l.481): with
+/// `unused_neighbors = "absent"` (and by default) the zero-load level has the test
+/// tenant alone, and every level above it every tenant; "idle" keeps every tenant
+/// up at every level.
+#[test]
+fn load_steps_measure_the_baseline_with_the_neighbors_absent() {
+    let src = |unused: &str| {
+        format!(
+            "name = \"l\"\nrepetitions = 2\n{TENANTS}\n[scenario]\nkind = \"load-steps\"\n\
+             levels = [\"0\", \"100M\", \"200M\"]\n{unused}"
+        )
+    };
+    let all = ["test", "nb-1", "nb-2", "nb-3"];
+    for unused in ["unused_neighbors = \"absent\"\n", ""] {
+        let p = plan(&src(unused));
+        for s in &p.steps {
+            if s.level == 0.0 {
+                assert_eq!(s.present, ["test"], "{unused}{}", s.id);
+            } else {
+                assert_eq!(s.present, all, "{unused}{}", s.id);
+            }
+        }
+        // The neighbors join once, after the baseline's repetitions.
+        assert_eq!(p.changes(), 2, "{unused}");
+    }
+    let p = plan(&src("unused_neighbors = \"idle\"\n"));
+    assert!(p.steps.iter().all(|s| s.present == all));
+}
+
 #[test]
 fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
     let src = "name = \"m\"\nrepetitions = 1\n[[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 4\n[[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 4\n[scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\n";

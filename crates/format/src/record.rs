@@ -66,6 +66,12 @@ pub struct Sample<R = Value> {
     pub rep: u32,
     /// A warm-up repetition (leave it out of statistics).
     pub warmup: bool,
+    /// The tenants present during the step (their agents, or instances, running), in
+    /// file order; the endpoint is not a tenant (version 9). Shows, e.g., that a
+    /// load-steps baseline with `unused_neighbors = "absent"` had the test tenant
+    /// alone. Empty in older records; a list, so not one of the flat [`columns`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub present: Vec<String>,
     /// The tenant the job ran on.
     pub tenant: String,
     /// The tenant's role: `test` or `neighbor`.
@@ -132,9 +138,9 @@ const LEADING_COLUMNS: [&str; 21] = [
 ];
 
 /// The flat columns of a sample, in order: every field but `format_version`,
-/// `run_id` and the nested `result` (what a table of a run's samples holds), the
-/// metric columns ([`Metric::ALL`]) and the conditions ([`CONDITION_COLUMNS`]) among
-/// them.
+/// `run_id`, the list `present` and the nested `result` (what a table of a run's
+/// samples holds), the metric columns ([`Metric::ALL`]) and the conditions
+/// ([`CONDITION_COLUMNS`]) among them.
 pub fn columns() -> impl Iterator<Item = &'static str> {
     LEADING_COLUMNS
         .into_iter()
@@ -157,6 +163,8 @@ pub trait StepRecord {
     fn rep(&self) -> u32;
     /// Whether it is a warm-up repetition.
     fn warmup(&self) -> bool;
+    /// The tenants present during the step, in file order.
+    fn present(&self) -> &[String];
 }
 
 /// What the record of one job of a step is made of, besides the step itself.
@@ -214,6 +222,7 @@ impl Sample {
             level_label: step.level_label().to_string(),
             rep: step.rep(),
             warmup: step.warmup(),
+            present: step.present().to_vec(),
             tenant: p.tenant,
             role: p.role,
             job: p.job,

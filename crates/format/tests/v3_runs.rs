@@ -66,6 +66,9 @@ impl StepRecord for Step {
     fn warmup(&self) -> bool {
         false
     }
+    fn present(&self) -> &[String] {
+        &[]
+    }
 }
 
 /// A latency job's result with its conditions: 12 ticks at 100 per second = 0.12 s.
