@@ -132,6 +132,8 @@ fn bad_input_exits_with_code_2() {
         // L5: a zero duration serves nothing and used to exit 0.
         &["serve", "--duration", "0s"],
         &["serve", "--bind", "not-an-ip"],
+        &["serve", "--sink-threads", "0"],
+        &["serve", "--sink-threads", "257"],
     ] {
         let out = Command::new(NNB).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -159,4 +161,33 @@ fn a_port_in_use_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot bind the reflector"), "{err}");
+}
+
+/// A sink port in use is refused with several sockets too: the SO_REUSEPORT group
+/// never joins another socket's port.
+#[test]
+fn a_sink_of_several_sockets_refuses_a_port_in_use_and_shows_each_socket() {
+    let taken = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = Command::new(NNB)
+        .args(["serve", "--no-reflector", "--no-tcp", "--sink-port", &port])
+        .args(["--sink-threads", "2", "--duration", "1s"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot bind the sink"), "{err}");
+    let (child, _, mut out) = serve(&["--sink-threads", "2", "--json", "--duration", "1s"]);
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    assert!(child.wait_with_output().unwrap().status.success());
+    let summary: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    let sockets = summary["sink"]["sockets"].as_array().unwrap();
+    assert_eq!(sockets.len(), 2, "{summary}");
+    assert!(sockets.iter().all(|s| s["cpu"].is_u64()), "{summary}");
+    assert_eq!(summary["sink"]["drops"], 0);
+    assert!(
+        summary["host_udp_errors"]["rcvbuf_errors"].is_u64(),
+        "{summary}"
+    );
 }
