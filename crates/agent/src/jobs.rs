@@ -7,7 +7,7 @@
 //! unknown fields are rejected.
 
 use nnb_burn::burner::{Duty, Work};
-use nnb_format::{AgentJob, BackgroundJob, JobKind};
+use nnb_format::{AgentJob, BackgroundJob, EventPool, JobKind};
 use nnb_netlat::badabing::BadabingConfig;
 use serde::{Deserialize, Serialize};
 
@@ -19,13 +19,14 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum JobSpec {
     /// A pinned burner run (`nnb cpu`): `threads` threads of `workload`, either a
-    /// fixed number of operations per thread (`ops`) or a fixed time (`duration_ms`).
+    /// fixed number of operations (`ops`, per thread or in one shared `pool`) or a
+    /// fixed time (`duration_ms`).
     Burn {
         /// Workload name as `nnb cpu --workload` takes it.
         workload: String,
         /// Burner threads.
         threads: usize,
-        /// Operations per thread (fixed-work mode).
+        /// Operations per thread, or in all with `pool = "shared"` (fixed-work mode).
         ops: Option<u64>,
         /// Run time in milliseconds (fixed-time mode).
         duration_ms: Option<u64>,
@@ -45,6 +46,12 @@ pub enum JobSpec {
         /// undercommitted tenant's demand below its grant.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         duty: Option<f64>,
+        /// Where a fixed-work burn's threads take their ops: `per-thread` (the
+        /// default, left out of the JSON: `ops` each, the thesis' `cpu_burn`) or
+        /// `shared` (one pool of `ops` events drawn in small batches, sysbench's
+        /// `--events`: the runtime is the pool's). A fixed-time burn is unaffected.
+        #[serde(default, skip_serializing_if = "EventPool::is_per_thread")]
+        pool: EventPool,
     },
     /// Steal/hiccup detection (`nnb steal`) on the given CPUs.
     Steal {
@@ -93,6 +100,18 @@ pub enum JobSpec {
         /// throughput and buffer bursts); default = a plain paced UDP load.
         #[serde(default, skip_serializing_if = "LoadOptions::is_default")]
         options: LoadOptions,
+    },
+    /// A window of the agent's one running UDP load (a continuous throughput
+    /// staircase's node at one level): waits `window` intervals of `interval_ms`
+    /// (and two of the sink's bins), then reads the sink's arrival series of the
+    /// load's streams through the load's own sockets and returns the latest
+    /// `window` samples and their mean, in a sampled load's result shape
+    /// (`nnb_netlat::window`).
+    LoadWindow {
+        /// Sampling interval, ms: a whole number of the sink's 100 ms bins.
+        interval_ms: u64,
+        /// How many of the latest samples the recorded mean averages.
+        window: usize,
     },
     /// A reflector and a sink (`nnb serve`) on the agent's address, until stopped.
     Serve {
@@ -307,11 +326,13 @@ impl JobSpec {
                 pin,
                 scope,
                 duty,
+                pool,
                 ..
             } => {
-                let amount = match (ops, duration_ms) {
-                    (Some(n), _) => format!("{n} ops"),
-                    (_, Some(ms)) => format!("{ms} ms"),
+                let amount = match (ops, duration_ms, pool) {
+                    (Some(n), _, EventPool::Shared) => format!("{n} ops in a shared pool"),
+                    (Some(n), _, EventPool::PerThread) => format!("{n} ops"),
+                    (_, Some(ms), _) => format!("{ms} ms"),
                     _ => String::new(),
                 };
                 let over = match scope {
@@ -380,6 +401,10 @@ impl JobSpec {
                 duration_ms,
                 ..
             } => format!("badabing to {target} for {duration_ms} ms"),
+            JobSpec::LoadWindow {
+                interval_ms,
+                window,
+            } => format!("window of the running load: latest {window} x {interval_ms} ms"),
             JobSpec::Serve { .. } | JobSpec::Idle => self.kind().to_string(),
         }
     }
@@ -400,6 +425,10 @@ impl JobSpec {
                 let ms = (*probes as f64) * 1000.0 / rate_hz;
                 (ms.is_finite() && ms >= 0.0).then_some(ms as u64)
             }
+            JobSpec::LoadWindow {
+                interval_ms,
+                window,
+            } => return self::window_span(*interval_ms, *window).ok(),
             JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
         };
         ms.map(std::time::Duration::from_millis)
@@ -432,6 +461,7 @@ impl JobSpec {
             JobSpec::Memory { .. } => AgentJob::Memory,
             JobSpec::Rtt { .. } => AgentJob::Rtt,
             JobSpec::Badabing { .. } => AgentJob::Badabing,
+            JobSpec::LoadWindow { .. } => AgentJob::LoadWindow,
         }
     }
 }
@@ -667,12 +697,22 @@ impl JobSpec {
                 }
                 duration_ms.map_or(Ok(()), |ms| check_duration("duration_ms", ms))
             }
+            JobSpec::LoadWindow {
+                interval_ms,
+                window,
+            } => window_span(*interval_ms, *window).map(drop),
             JobSpec::Serve { sink_threads, .. } => {
                 sink_threads.map_or(Ok(()), nnb_netlat::serve::check_sink_threads)
             }
             JobSpec::Idle => Ok(()),
         }
     }
+}
+
+/// How long a `load-window` job of `window` samples of `interval_ms` waits, or why
+/// it cannot be read ([`nnb_netlat::window::window_span`]).
+pub fn window_span(interval_ms: u64, window: usize) -> Result<std::time::Duration, String> {
+    nnb_netlat::window::window_span(std::time::Duration::from_millis(interval_ms), window)
 }
 
 impl JobSpec {
@@ -896,6 +936,7 @@ mod tests {
             cpus: None,
             scope: BurnScope::Tenant,
             duty,
+            pool: EventPool::PerThread,
         };
         assert!(spec(Some(5), Some(250), None).check_limits().is_err());
         assert!(spec(Some(5), None, Some(0.5)).check_limits().is_err());
@@ -909,6 +950,18 @@ mod tests {
             spec(None, Some(250), Some(0.5)).describe(),
             "burn fpadd x1 250 ms pin=cores at 50% load"
         );
+        let mut shared = spec(Some(4000), None, None);
+        if let JobSpec::Burn { pool, .. } = &mut shared {
+            *pool = EventPool::Shared;
+        }
+        assert_eq!(
+            shared.describe(),
+            "burn fpadd x1 4000 ops in a shared pool pin=cores"
+        );
+        // The default pool stays out of the JSON, as older agents read it.
+        let json = |s: &JobSpec| serde_json::to_value(s).expect("a spec serializes");
+        assert!(json(&spec(Some(5), None, None)).get("pool").is_none());
+        assert_eq!(json(&shared)["pool"], "shared");
         assert_eq!(JobSpec::Idle.describe(), "idle");
     }
 }

@@ -63,6 +63,8 @@ pub struct Agent {
     cpus: Vec<usize>,
     bind_ip: IpAddr,
     jobs: JobTable,
+    /// Its running UDP loads, which its `load-window` jobs read.
+    taps: Arc<nnb_netlat::window::LoadTaps>,
 }
 
 impl Agent {
@@ -77,6 +79,7 @@ impl Agent {
             cpus: nnb_burn::placement::allowed_cpus(),
             bind_ip,
             jobs: JobTable::default(),
+            taps: Arc::default(),
         }))
     }
 }
@@ -260,6 +263,7 @@ impl Agent {
             topology: self.topology.clone(),
             cpus: self.cpus.clone(),
             bind_ip: self.bind_ip,
+            taps: Arc::clone(&self.taps),
         }
     }
 }

@@ -16,10 +16,10 @@
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use nnb_burn::burner::{self, BurnResult, Duty, Work};
+use nnb_burn::burner::{self, BurnResult, Duty, EventPool, Work};
 use nnb_burn::clock::{Clock, ClockInfo};
 use nnb_burn::conditions::ConditionsWatch;
 use nnb_burn::disk::{self, DiskError, DiskSpec};
@@ -34,6 +34,7 @@ use nnb_netlat::load::{self, LoadConfig};
 use nnb_netlat::probe::series::{self, SeriesConfig, SeriesMode};
 use nnb_netlat::probe::{self, ProbeConfig, ProbeLength};
 use nnb_netlat::serve::{ServeConfig, Server};
+use nnb_netlat::window::{self, LoadTap, LoadTaps};
 use nnb_sys::affinity::restrict_to_cpus;
 use nnb_units::Rate;
 use serde::Serialize;
@@ -57,6 +58,8 @@ pub(super) struct JobEnv {
     pub cpus: Vec<usize>,
     /// Address network services bind.
     pub bind_ip: IpAddr,
+    /// The agent's running UDP loads, which a `load-window` job reads.
+    pub taps: Arc<LoadTaps>,
 }
 
 impl JobEnv {
@@ -90,6 +93,8 @@ enum Task {
         workload: Workload,
         /// Fixed work or fixed time.
         work: Work,
+        /// Where fixed work's ops come from.
+        pool: EventPool,
         /// Where the threads go.
         placement: Placement,
         /// Whose CPUs the threads may use.
@@ -124,6 +129,15 @@ enum Task {
     Rtt(SeriesConfig),
     /// A load generator (stops early on request).
     Load(LoadConfig),
+    /// A window of the agent's running load (ends early on request).
+    LoadWindow {
+        /// The load's tap.
+        tap: Arc<LoadTap>,
+        /// Sampling interval.
+        interval: Duration,
+        /// Samples averaged.
+        window: usize,
+    },
     /// A reflector and a sink until stopped.
     Serve(ServeConfig),
     /// Nothing until stopped.
@@ -236,6 +250,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             cpus,
             scope,
             duty,
+            pool,
         } => {
             let (work, duty) = crate::jobs::burn_work(*ops, *duration_ms, *duty)?;
             let strategy = match cpus {
@@ -251,6 +266,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             Ok(Task::Burn {
                 workload: workload(name)?,
                 work,
+                pool: *pool,
                 placement,
                 scope: *scope,
                 widen_to: (*scope == BurnScope::Host).then_some(allowed),
@@ -400,7 +416,29 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
                 ..LoadConfig::new(address(target)?, Some(Rate::BitsPerSec(*rate_bps)))
             };
             cfg.validate().map_err(|e| e.to_string())?;
+            // A UDP load lends its sockets to the agent's window readers.
+            let cfg = if cfg.tcp {
+                cfg
+            } else {
+                let tap = LoadTap::new(cfg.target, cfg.streams);
+                env.taps.register(&tap);
+                LoadConfig {
+                    tap: Some(tap),
+                    ..cfg
+                }
+            };
             Ok(Task::Load(cfg))
+        }
+        JobSpec::LoadWindow {
+            interval_ms,
+            window,
+        } => {
+            crate::jobs::window_span(*interval_ms, *window)?;
+            Ok(Task::LoadWindow {
+                tap: env.taps.only_running()?,
+                interval: Duration::from_millis(*interval_ms),
+                window: *window,
+            })
         }
         JobSpec::Disk {
             dir,
@@ -560,6 +598,7 @@ impl Task {
             Task::Latency(_)
             | Task::Rtt(_)
             | Task::Load(_)
+            | Task::LoadWindow { .. }
             | Task::Serve(_)
             | Task::Idle
             | Task::Disk(_)
@@ -574,6 +613,7 @@ impl Task {
             Task::Burn {
                 workload,
                 work,
+                pool,
                 placement,
                 scope,
                 widen_to,
@@ -593,6 +633,7 @@ impl Task {
                         clock,
                         &workload,
                         work,
+                        pool,
                         &placement.slots,
                         &shared.stop,
                     ),
@@ -651,6 +692,21 @@ impl Task {
             }
             Task::Load(cfg) => {
                 let report = load::run(&cfg, &shared.stop).map_err(|e| e.to_string())?;
+                to_json(&report)
+            }
+            Task::LoadWindow {
+                tap,
+                interval,
+                window,
+            } => {
+                let report = window::read_window(
+                    &tap,
+                    interval,
+                    window,
+                    load::DEFAULT_REPORT_WAIT,
+                    &shared.stop,
+                )
+                .map_err(|e| e.to_string())?;
                 to_json(&report)
             }
             Task::Serve(cfg) => {
@@ -757,6 +813,7 @@ mod tests {
                 topology,
                 cpus: placement::allowed_cpus(),
                 bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+                taps: Default::default(),
             };
             assert_eq!(env.cpus, [0]);
             let burn = |pin: &str, scope| {
@@ -769,6 +826,7 @@ mod tests {
                     cpus: None,
                     scope,
                     duty: None,
+                    pool: EventPool::PerThread,
                 };
                 prepare(&spec, &env).map(|job| job.run(&JobShared::default()))
             };
@@ -835,6 +893,7 @@ mod tests {
             topology: Topology::host().expect("topology"),
             cpus: placement::allowed_cpus(),
             bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            taps: Default::default(),
         };
         let server = Server::start(&ServeConfig {
             sink_port: None,
@@ -852,6 +911,7 @@ mod tests {
             cpus: None,
             scope: BurnScope::Tenant,
             duty: None,
+            pool: EventPool::PerThread,
         };
         let steal = JobSpec::Steal {
             cpus: None,
@@ -913,6 +973,7 @@ mod tests {
             topology: Topology::host().expect("topology"),
             cpus: placement::allowed_cpus(),
             bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            taps: Default::default(),
         };
         let spec = JobSpec::Busy {
             workload: "mem".into(),
@@ -990,6 +1051,7 @@ mod tests {
             topology: Topology::host().expect("topology"),
             cpus: placement::allowed_cpus(),
             bind_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            taps: Default::default(),
         };
         // All the free space, and 95% of it, are refused; half of it is not.
         for share in [100, 95] {

@@ -17,6 +17,13 @@
 //! whole session and is recorded when it ends, with its final snapshot (reflector
 //! send failures, dropped datagrams, sink totals).
 //!
+//! A continuous step ([`nnb_experiment::plan::Step::continuous`], a continuous
+//! throughput staircase's) is the exception, stated by the plan, not guessed: a job
+//! it still wants unchanged (same tenant, same spec) runs on through the change and
+//! only the jobs it no longer wants are stopped. Such a job's final result spans
+//! every level it ran through (the levels' figures are windows read from the sink
+//! while it runs, not this result), and its record lists them all.
+//!
 //! A record that cannot be written is logged and dropped: `background.jsonl` is its
 //! own file, so it can never cost a measured sample. A stop that fails is recorded as
 //! a failed job.
@@ -44,6 +51,8 @@ pub(super) struct Running {
     pub(super) spec: JobSpec,
     /// Its id on the tenant's agent.
     pub(super) id: JobId,
+    /// The client a mirrored server's `serve` serves.
+    serves: Option<String>,
     started_at: SystemTime,
     begun: Instant,
     steps: Vec<String>,
@@ -64,9 +73,18 @@ impl Running {
             job,
             spec,
             id,
+            serves: None,
             started_at: SystemTime::now(),
             begun: Instant::now(),
             steps: Vec::new(),
+        }
+    }
+
+    /// The job as a mirrored server's `serve`, serving `client` (recorded with it).
+    pub(super) fn serving(self, client: &str) -> Running {
+        Running {
+            serves: Some(client.to_string()),
+            ..self
         }
     }
 
@@ -118,6 +136,7 @@ impl Running {
             tenant: self.tenant,
             role: self.role,
             job: self.job,
+            serves: self.serves,
             steps: self.steps,
             status: if error.is_none() {
                 SampleStatus::Ok

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::background::Running;
-use super::endpoint::Endpoint;
+use super::endpoint::Endpoints;
 use super::record::{measured_secs, overhead};
 use super::{Cancel, ControllerError, Run, RunOptions, RunOutcome, RunStatus, BACKGROUND_DEADLINE};
 use crate::budget::CostCap;
@@ -83,7 +83,7 @@ pub(super) struct Driver<'a> {
     /// after a change failed (then the next step sets them all).
     lifted: Option<Vec<String>>,
     pub(super) clients: HashMap<String, (Arc<dyn AgentApi>, Role)>,
-    endpoint: Option<Endpoint>,
+    endpoints: Endpoints,
     running: HashMap<String, Running>,
     pub(super) journal: Journal,
     overheads: Vec<f64>,
@@ -93,7 +93,7 @@ pub(super) struct Driver<'a> {
 
 impl<'a> Driver<'a> {
     /// A driver of `run` on `fleet`, whose agents `provider` reaches; starts the
-    /// endpoint's `serve` job when the plan needs it.
+    /// endpoint's `serve` job, or each mirrored server's, when the plan needs them.
     pub(super) async fn new(
         run: &'a Run,
         provider: &'a mut dyn Provider,
@@ -106,10 +106,10 @@ impl<'a> Driver<'a> {
             .map(|t| (t.name.clone(), (provider.agent(t), t.role)))
             .collect();
         let present = fleet.tenants.iter().map(|t| t.name.clone()).collect();
-        let endpoint_agent = fleet
-            .endpoint
-            .as_ref()
-            .map(|ep| (ep.clone(), provider.agent(ep)));
+        let serving = run.plan.serving(run.experiment.servers);
+        let ports = run.experiment.provider.serve_ports();
+        let (endpoints, agents) =
+            Endpoints::start(fleet, &serving, |t| provider.agent(t), ports).await?;
         let mut d = Driver {
             run,
             provider,
@@ -117,24 +117,14 @@ impl<'a> Driver<'a> {
             present,
             lifted: None,
             clients,
-            endpoint: None,
+            endpoints,
             running: HashMap::new(),
             journal,
             overheads: Vec::new(),
             cost_cap: None,
         };
-        if run.plan.needs_endpoint() {
-            let Some((ep, agent)) = endpoint_agent else {
-                return Err(ControllerError::Fleet(
-                    "this experiment sends probes or load to an endpoint, but the fleet has none \
-                     (static provider: add an `endpoint` line to the hosts file)"
-                        .to_string(),
-                ));
-            };
-            d.endpoint = Some(
-                Endpoint::start(&ep, agent.as_ref(), run.experiment.provider.serve_ports()).await?,
-            );
-            d.clients.insert(ep.name.clone(), (agent, Role::Endpoint));
+        for (name, agent) in agents {
+            d.clients.insert(name, (agent, Role::Endpoint));
         }
         Ok(d)
     }
@@ -269,15 +259,14 @@ impl Driver<'_> {
     /// settles when anything changed and checks the background still runs. Returns
     /// how long it settled.
     async fn prepare(&mut self, step: &Step, settle: Duration) -> Result<Duration, StepFailure> {
-        let came_or_went = self.make_present(&step.present).await?;
+        let came_or_went = self.make_present(&step.present, step.continuous).await?;
         let lifted = self.make_lifted(&step.lifted).await?;
-        let changed = self.reconfigure(&step.background).await? || came_or_went || lifted;
+        let changed =
+            self.reconfigure(&step.background, step.continuous).await? || came_or_went || lifted;
         for r in self.running.values_mut() {
             r.spans(&step.id);
         }
-        if let Some(ep) = &mut self.endpoint {
-            ep.job.spans(&step.id);
-        }
+        self.endpoints.spans(&step.id);
         let settled = if changed && !settle.is_zero() {
             tokio::time::sleep(settle).await;
             settle
@@ -291,14 +280,25 @@ impl Driver<'_> {
     /// Makes the tenants the step wants present, and only those (the provider
     /// starts and stops their agents or instances). The background jobs are stopped
     /// (and their ends recorded) first: a leaving tenant's job ends with its agent.
-    /// Returns whether anything changed; a failed change fails the attempt.
-    async fn make_present(&mut self, wanted: &[String]) -> Result<bool, StepFailure> {
+    /// With `carry_over` (a continuous step, [`Step::continuous`]) only the leaving
+    /// tenants' jobs are: the others run on through the change. Returns whether
+    /// anything changed; a failed change fails the attempt.
+    async fn make_present(
+        &mut self,
+        wanted: &[String],
+        carry_over: bool,
+    ) -> Result<bool, StepFailure> {
         let same =
             self.present.len() == wanted.len() && wanted.iter().all(|t| self.present.contains(t));
         if same {
             return Ok(false);
         }
-        self.stop_background().await?;
+        if carry_over {
+            self.stop_background_where(|r| !wanted.contains(&r.tenant))
+                .await?;
+        } else {
+            self.stop_background().await?;
+        }
         self.present.clear();
         let started = self
             .provider
@@ -332,13 +332,19 @@ impl Driver<'_> {
 
     /// Brings the background jobs to what the step wants, on all agents at once:
     /// when that differs from what runs, every running job is stopped (and its end
-    /// recorded, see `super::background`) and every wanted one started afresh.
-    /// Returns whether anything changed; a failed stop or start fails the attempt.
-    async fn reconfigure(&mut self, wanted: &[Assignment]) -> Result<bool, StepFailure> {
-        let ep = self.endpoint.as_ref();
+    /// recorded, see `super::background`) and every wanted one started afresh. With
+    /// `carry_over` (a continuous step, [`Step::continuous`]) a running job the step
+    /// still wants unchanged (same tenant, same spec) keeps running: only the others
+    /// are stopped and only the wanted ones not running are started. Returns whether
+    /// anything changed; a failed stop or start fails the attempt.
+    async fn reconfigure(
+        &mut self,
+        wanted: &[Assignment],
+        carry_over: bool,
+    ) -> Result<bool, StepFailure> {
         let wanted: HashMap<&str, JobSpec> = wanted
             .iter()
-            .map(|a| (a.tenant.as_str(), Endpoint::resolve(ep, &a.job)))
+            .map(|a| (a.tenant.as_str(), self.endpoints.resolve(&a.tenant, &a.job)))
             .collect();
         let unchanged = wanted.len() == self.running.len()
             && self
@@ -348,9 +354,18 @@ impl Driver<'_> {
         if unchanged {
             return Ok(false);
         }
-        self.stop_background().await?;
+        if carry_over {
+            self.stop_background_where(|r| wanted.get(r.tenant.as_str()) != Some(&r.spec))
+                .await?;
+        } else {
+            self.stop_background().await?;
+        }
         let this = &*self;
-        let starts = wanted.iter().map(|(t, spec)| async move {
+        // What still runs now is wanted unchanged (nothing, unless carried over).
+        let new = wanted
+            .iter()
+            .filter(|(t, _)| !this.running.contains_key(**t));
+        let starts = new.map(|(t, spec)| async move {
             let c = this.client(t)?;
             let job = spec.background().ok_or_else(|| {
                 StepFailure(format!(
@@ -415,13 +430,13 @@ impl Driver<'_> {
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<Vec<Measured>, StepFailure> {
-        let ep = self.endpoint.as_ref();
+        let ep = &self.endpoints;
         let tenants: Vec<String> = jobs.iter().map(|a| a.tenant.clone()).collect();
         let meter = self.provider.usage_meter(self.fleet, &tenants);
         let starts = jobs.iter().map(|a| async move {
             let c = self.client(&a.tenant)?;
             let req = JobRequest {
-                spec: Endpoint::resolve(ep, &a.job),
+                spec: ep.resolve(&a.tenant, &a.job),
                 deadline_ms: nnb_units::millis(timeout),
             };
             c.start(&req)
@@ -508,10 +523,19 @@ impl Driver<'_> {
     /// Stops every neighbor's background job, records each one's end and forgets
     /// them; the first stop that failed (recorded as such) is the error.
     async fn stop_background(&mut self) -> Result<(), StepFailure> {
+        self.stop_background_where(|_| true).await
+    }
+
+    /// [`Driver::stop_background`] for the running jobs `which` picks only.
+    async fn stop_background_where(
+        &mut self,
+        which: impl Fn(&Running) -> bool,
+    ) -> Result<(), StepFailure> {
         let this = &*self;
         let stops = this
             .running
             .values()
+            .filter(|r| which(r))
             .map(|r| async move { (r.tenant.clone(), this.stop_job(r).await) });
         let ends = join_all(stops).await;
         let mut first_error = None;
@@ -527,16 +551,15 @@ impl Driver<'_> {
     }
 
     /// Ends the session's background: stops the neighbors' jobs and the endpoint's
-    /// `serve` (best effort), recording each one's end.
+    /// `serve` (or each mirrored server's; best effort), recording each one's end.
     pub(super) async fn finish(&mut self) {
         if let Err(StepFailure(e)) = self.stop_background().await {
             tracing::debug!("stopping the background: {e}");
         }
-        let Some(ep) = self.endpoint.take() else {
-            return;
-        };
-        let stopped = self.stop_job(&ep.job).await;
-        self.record_background(ep.job.end(&self.run.dir.run_id, stopped));
+        for job in self.endpoints.take_jobs() {
+            let stopped = self.stop_job(&job).await;
+            self.record_background(job.end(&self.run.dir.run_id, stopped));
+        }
     }
 
     /// Stops a background job: its final status, or why stopping it failed.

@@ -238,6 +238,7 @@ mod tests {
             warmup: false,
             present: Vec::new(),
             background: Vec::new(),
+            continuous: false,
             measure: Vec::new(),
             estimate: None,
         };

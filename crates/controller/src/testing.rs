@@ -3,7 +3,7 @@
 //! and fails, slows or cancels measured jobs as a test scripts it.
 //!
 //! Measured jobs are the kinds that end on their own (`burn`, `latency`, a `load`
-//! with a duration); the others (`busy`, `idle`, `serve`, a `load` without one) run
+//! with a duration, `load-window`: a window of 50 Mbit/s received); the others (`busy`, `idle`, `serve`, a `load` without one) run
 //! until stopped. A fake burn reports a wall
 //! time of `1 + busy jobs running` seconds, so a sample's value tells how many busy
 //! neighbors the step had. A background job's stop answers what the test scripted
@@ -23,9 +23,9 @@ use tokio::time::Instant;
 use super::Canceller;
 use crate::budget::CostCap;
 use crate::client::{AgentApi, AgentError, BoxFuture};
-use crate::provider::{Fleet, Provider, ProviderError, Tenant, TenantSpec};
+use crate::provider::{Fleet, Provider, ProviderError, Serving, Tenant, TenantSpec};
 use nnb_agent::jobs::{Health, JobId, JobRequest, JobSpec, JobState, JobStatus};
-use nnb_experiment::tenant::ENDPOINT;
+use nnb_experiment::tenant::{server_name, ENDPOINT};
 use nnb_format::{AgentJob, ProviderKind, Role};
 
 /// One measured job start, as the fakes saw it.
@@ -63,6 +63,9 @@ pub(super) struct World {
     next_id: u64,
     /// Every measured start, in order.
     pub starts: Vec<Start>,
+    /// `(tenant, target)` of every job started with a target (probes and loads,
+    /// measured or background), in order, as the agent was asked.
+    pub targets: Vec<(String, String)>,
     /// Measured starts (1-based, counted over the world's life) that fail.
     pub fail: BTreeSet<usize>,
     /// Measured starts (1-based) that end done with this result instead of a burn's.
@@ -160,11 +163,19 @@ impl FakeAgent {
         self.down("POST /jobs")?;
         let mut w = self.world();
         let kind = req.spec.kind();
+        if let JobSpec::Latency { target, .. }
+        | JobSpec::Load { target, .. }
+        | JobSpec::Rtt { target, .. }
+        | JobSpec::Badabing { target, .. } = &req.spec
+        {
+            w.targets.push((self.tenant.clone(), target.clone()));
+        }
         // A load without a duration is a busy neighbor's, until stopped.
         let measured = matches!(
             req.spec,
             JobSpec::Burn { .. }
                 | JobSpec::Latency { .. }
+                | JobSpec::LoadWindow { .. }
                 | JobSpec::Load {
                     duration_ms: Some(_),
                     ..
@@ -204,14 +215,26 @@ impl FakeAgent {
                 job.error = Some(format!("injected failure of measured start {n}"));
             } else {
                 job.ends = Some(Instant::now() + w.job_time);
-                job.result = Some(w.results.get(&n).cloned().unwrap_or_else(|| {
-                    json!({
+                job.result = Some(w.results.get(&n).cloned().unwrap_or_else(|| match kind {
+                    AgentJob::LoadWindow => json!({
+                        "sent": { "elapsed_s": 0.2, "payload_bps": 1e8 },
+                        "sink": { "rate_bps": 5e7, "streams_reported": 1 },
+                        "streams": [{}],
+                        "samples": { "interval_s": 0.1, "window": 2,
+                            "sent_window_bps": 1e8, "received_window_bps": 5e7 }
+                    }),
+                    _ => json!({
                         "burn": { "wall_ns": (1 + busy) as f64 * 1e9, "ops_per_sec": 1e6 }
-                    })
+                    }),
                 }));
             }
         } else if let JobSpec::Serve { .. } = req.spec {
-            job.interim = Some(json!({ "reflector": "0.0.0.0:4001", "sink": "0.0.0.0:4002" }));
+            // Ports of this agent's own: each server's addresses are its own.
+            let port = self.addr.port();
+            job.interim = Some(json!({
+                "reflector": format!("0.0.0.0:{}", u32::from(port) + 10_000),
+                "sink": format!("0.0.0.0:{}", u32::from(port) + 20_000),
+            }));
         }
         w.next_id += 1;
         let id = w.next_id;
@@ -380,7 +403,7 @@ impl Provider for FakeProvider {
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
         Box::pin(async move {
             self.launches += 1;
@@ -388,10 +411,17 @@ impl Provider for FakeProvider {
                 .iter()
                 .map(|s| self.tenant(&s.name, Some(s)))
                 .collect();
-            let endpoint = with_endpoint.then(|| self.tenant(ENDPOINT, None));
+            let endpoint = (*serving == Serving::Shared).then(|| self.tenant(ENDPOINT, None));
+            let servers: Vec<Tenant> = serving
+                .clients()
+                .iter()
+                .map(|c| self.tenant(&server_name(c), None))
+                .collect();
             self.world.lock().unwrap_or_else(|p| p.into_inner()).tenants =
                 tenants.iter().map(|t| t.name.clone()).collect();
-            Ok(Fleet::of(tenants, endpoint))
+            let mut fleet = Fleet::of(tenants, endpoint);
+            fleet.servers = servers;
+            Ok(fleet)
         })
     }
 

@@ -658,10 +658,10 @@ impl Provider for NotingShutdown {
     fn launch<'a>(
         &'a mut self,
         specs: &'a [crate::provider::TenantSpec],
-        with_endpoint: bool,
+        serving: &'a crate::provider::Serving,
     ) -> crate::client::BoxFuture<'a, Result<crate::provider::Fleet, crate::provider::ProviderError>>
     {
-        self.inner.launch(specs, with_endpoint)
+        self.inner.launch(specs, serving)
     }
 
     fn agent(&self, tenant: &crate::provider::Tenant) -> Arc<dyn crate::client::AgentApi> {
@@ -820,4 +820,154 @@ fn a_manifest_write_that_fails_leaves_no_temporary_file() {
     let tmp = run.dir.path.join("manifest.json.tmp");
     assert!(!tmp.exists(), "{} left behind", tmp.display());
     assert_eq!(run.dir.read_manifest().unwrap(), run.manifest);
+}
+
+/// Load steps of a test tenant probing and two load neighbors, each with a server of
+/// its own (`servers = "mirrored"`).
+const MIRRORED_LOAD_STEPS: &str = r#"name = "fake-mirrored"
+repetitions = 1
+settle = "0s"
+step_timeout = "60s"
+on_failure = "skip"
+
+[provider]
+kind = "local"
+servers = "mirrored"
+
+[[tenants]]
+name = "test"
+role = "test"
+
+[[tenants]]
+name = "nb"
+count = 2
+role = "neighbor"
+
+[scenario]
+kind = "load-steps"
+levels = "0:200M:100M"
+
+[scenario.probe]
+duration = "100ms"
+warmup = "0s"
+"#;
+
+/// Issue 27 item 1 (review item 38): with mirrored servers every client's jobs go to
+/// its own server and no two clients share one. The fakes launch the tenants test,
+/// nb-1, nb-2 (ports 7700-7702), then the servers in the order of their clients'
+/// first jobs: endpoint@test (7703), endpoint@nb-1 (7704), endpoint@nb-2 (7705); a
+/// fake `serve` publishes its reflector at its agent's port + 10000 and its sink at
+/// + 20000. So by hand: test probes 127.0.0.1:17703, nb-1 loads 127.0.0.1:27704,
+/// nb-2 loads 127.0.0.1:27705 (one shared endpoint would have taken them all), and
+/// each server's `serve` is recorded with the client it served.
+#[tokio::test]
+async fn mirrored_servers_take_each_clients_jobs_and_nobody_elses() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), MIRRORED_LOAD_STEPS);
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    go(&mut run, &mut provider, &never()).await;
+    let targets = world.lock().unwrap().targets.clone();
+    let mut seen: Vec<(String, String)> = targets.clone();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [
+            ("nb-1".to_string(), "127.0.0.1:27704".to_string()),
+            ("nb-2".to_string(), "127.0.0.1:27705".to_string()),
+            ("test".to_string(), "127.0.0.1:17703".to_string()),
+        ],
+        "{targets:?}"
+    );
+    let serves: Vec<(String, Option<String>)> = background(&run)
+        .into_iter()
+        .filter(|r| r.job.name() == "serve")
+        .map(|r| (r.tenant, r.serves))
+        .collect();
+    assert_eq!(
+        serves,
+        [
+            ("endpoint@nb-1".to_string(), Some("nb-1".to_string())),
+            ("endpoint@nb-2".to_string(), Some("nb-2".to_string())),
+            ("endpoint@test".to_string(), Some("test".to_string())),
+        ]
+    );
+    let manifest = run.dir.read_manifest().unwrap();
+    let names: Vec<&str> = manifest.sessions[0]
+        .tenants
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "test",
+            "nb-1",
+            "nb-2",
+            "endpoint@test",
+            "endpoint@nb-1",
+            "endpoint@nb-2"
+        ]
+    );
+}
+
+/// A continuous throughput staircase of a test node and two neighbors, two
+/// repetitions per level: levels 0, 1, 2.
+fn continuous_staircase() -> String {
+    "name = \"fake-throughput\"\nrepetitions = 2\nsettle = \"10ms\"\nstep_timeout = \"60s\"\n\
+     on_failure = \"skip\"\n\n[[tenants]]\nname = \"test\"\nrole = \"test\"\nvcpus = 1\n\n\
+     [[tenants]]\nname = \"nb\"\ncount = 2\nrole = \"neighbor\"\nvcpus = 1\n\n[scenario]\n\
+     kind = \"throughput-staircase\"\nrate = \"100M\"\nsample_interval = \"100ms\"\nwindow = 2\n"
+        .to_string()
+}
+
+/// Continuous loads carry over: each node's background load, started at the level
+/// where it joined, runs unstopped through the later levels and their presence
+/// changes (one record each in `background.jsonl`, spanning every step from its
+/// join, and one stop each, at the end), while every level measures a window of
+/// every present node.
+#[tokio::test]
+async fn a_continuous_staircase_keeps_each_nodes_load_across_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut run = create_from(dir.path(), &continuous_staircase());
+    let steps: Vec<String> = run.plan.steps.iter().map(|s| s.id.clone()).collect();
+    assert_eq!(steps.len(), 6);
+    let world = World::shared();
+    let mut provider = FakeProvider::new(&world);
+    let out = go(&mut run, &mut provider, &never()).await;
+    assert_eq!(counts(&out), (RunStatus::Completed, 6, 0, 6, 0));
+    let b = background(&run);
+    let jobs: Vec<(&str, &str, &[String])> = b
+        .iter()
+        .map(|r| (r.tenant.as_str(), r.job.name(), r.steps.as_slice()))
+        .collect();
+    assert_eq!(
+        jobs,
+        [
+            ("endpoint", "serve", &steps[..]),
+            ("nb-1", "load", &steps[2..]),
+            ("nb-2", "load", &steps[4..]),
+            ("test", "load", &steps[..]),
+        ]
+    );
+    {
+        let w = world.lock().unwrap();
+        // One stop per node's load (at the end), and the endpoint's serve.
+        let stopped: Vec<(&str, usize)> = w.stopped.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+        assert_eq!(
+            stopped,
+            [("endpoint", 1), ("nb-1", 1), ("nb-2", 1), ("test", 1)]
+        );
+        // Every level measured a window of each present node: 1, 2, 3 nodes, twice.
+        let windows: Vec<usize> = w.starts.iter().map(|s| s.present.len()).collect();
+        assert_eq!(windows, [1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3]);
+        assert!(w.starts.iter().all(|s| s.kind == AgentJob::LoadWindow));
+    }
+    // One record per node and step, each the window's received rate.
+    let recorded = read_samples(&run.dir.samples_path()).expect("samples");
+    assert_eq!(recorded.len(), 12);
+    assert!(recorded
+        .iter()
+        .all(|s| s.status == SampleStatus::Ok && s.value == Some(5e7)));
 }

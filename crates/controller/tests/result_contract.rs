@@ -150,7 +150,7 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
                 JobSpec::Load {
                     sampling: Some(_),
                     ..
-                }
+                } | JobSpec::LoadWindow { .. }
             );
             match l.samples {
                 Some(s) => {
@@ -421,6 +421,7 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         cpus: None,
         scope: BurnScope::Tenant,
         duty: None,
+        pool: nnb_format::EventPool::PerThread,
     };
     let load = |duration_ms: Option<u64>, sampling: Option<LoadSampling>| JobSpec::Load {
         target: sink.clone(),
@@ -501,10 +502,15 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         load(None, None),
         JobSpec::Idle,
     ];
+    // A window of the background load, read while it runs.
+    let window = JobSpec::LoadWindow {
+        interval_ms: 100,
+        window: 3,
+    };
     let covered: BTreeSet<String> = measured
         .iter()
         .chain(&background)
-        .chain([&serve])
+        .chain([&serve, &window])
         .map(|s| s.kind().to_string())
         .collect();
     assert_eq!(
@@ -516,8 +522,12 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
     for spec in &measured {
         check_measured(&c, spec).await;
     }
+    let running = load(None, None);
+    let running_id = start_job(&c, &running).await;
+    check_measured(&c, &window).await;
     for spec in &background {
-        check_background(&c, spec, None).await;
+        let id = (spec == &running).then(|| running_id.clone());
+        check_background(&c, spec, id).await;
     }
     check_background(&c, &serve, Some(serve_id)).await;
 }

@@ -127,6 +127,23 @@ pub struct ProviderFile {
     /// bottleneck); it is not priced.
     #[serde(default)]
     pub endpoint_instance_type: Option<Spanned<String>>,
+    /// Any kind: who receives the tenants' probes and loads: "shared" (default: one
+    /// endpoint agent for every tenant) or "mirrored" (a server of its own for every
+    /// tenant that sends or probes, paired by the plan: the thesis' setup). Locally a
+    /// server agent per client (with an emulated network, each at its own address
+    /// beyond the shaped uplink); on aws an instance per client.
+    #[serde(default)]
+    pub servers: Option<Spanned<ServersFile>>,
+    /// aws, servers = "mirrored": where the servers run: "dedicated-host" (default:
+    /// a second dedicated host of the clients' family, as in the thesis) or
+    /// "default" (default tenancy instances, off any dedicated host).
+    #[serde(default)]
+    pub server_tenancy: Option<Spanned<ServerTenancyFile>>,
+    /// aws, servers = "mirrored": the servers' instance type. Default: each server
+    /// is its client's type. On the second dedicated host a size of the host's
+    /// family; with default tenancy any EC2 type.
+    #[serde(default)]
+    pub server_instance_type: Option<Spanned<String>>,
     /// aws: the AMI the tenants boot, e.g. "ami-0abcdef1234567890".
     #[serde(default)]
     pub image_id: Option<Spanned<String>>,
@@ -190,12 +207,15 @@ impl ProviderFile {
             hosts: _,
             token_file: _,
             results_s3: _,
+            servers: _,
             // Read by kind = "aws" only.
             region,
             availability_zone,
             host,
             instance_type,
             endpoint_instance_type,
+            server_tenancy,
+            server_instance_type,
             image_id,
             subnet_id,
             security_group_ids,
@@ -218,6 +238,8 @@ impl ProviderFile {
             at(host),
             at(instance_type),
             at(endpoint_instance_type),
+            at(server_tenancy),
+            at(server_instance_type),
             at(image_id),
             at(subnet_id),
             at(security_group_ids),
@@ -235,6 +257,26 @@ impl ProviderFile {
         .flatten()
         .collect()
     }
+}
+
+/// `[provider] servers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServersFile {
+    /// One endpoint for every tenant.
+    Shared,
+    /// A server per tenant that sends or probes.
+    Mirrored,
+}
+
+/// `[provider] server_tenancy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerTenancyFile {
+    /// A second dedicated host of the clients' family.
+    DedicatedHost,
+    /// Default tenancy.
+    Default,
 }
 
 /// `install = { x86_64 = "...", aarch64 = "..." }`: where tenants get nnb from.
@@ -362,7 +404,8 @@ pub struct BurnFile {
     /// Burner threads. Default: the tenant's vCPUs.
     #[serde(default)]
     pub threads: Option<Spanned<usize>>,
-    /// Operations per thread (fixed work: the result is a runtime).
+    /// Operations per thread, or in all with `pool = "shared"` (fixed work: the
+    /// result is a runtime).
     #[serde(default)]
     pub ops: Option<Spanned<u64>>,
     /// Run time, e.g. "2s" (fixed time: the result is a throughput).
@@ -371,6 +414,12 @@ pub struct BurnFile {
     /// Pinning: "none", "cores", "smt-sibling" or "compact". Default "cores".
     #[serde(default)]
     pub pin: Option<Spanned<String>>,
+    /// Where fixed work's ops come from: "per-thread" (default: `ops` each, the
+    /// thesis' `cpu_burn`, one process per thread) or "shared" (one pool of `ops`
+    /// events the threads draw from, sysbench's `--events`: a slowed thread does
+    /// fewer and the runtime is the pool's). A `duration` burn is unaffected.
+    #[serde(default)]
+    pub pool: Option<Spanned<nnb_format::EventPool>>,
 }
 
 /// A list given either as a range string or as an explicit array.
@@ -635,6 +684,11 @@ pub struct LoadStepsFile {
     /// The latency probe.
     #[serde(default)]
     pub probe: Option<ProbeFile>,
+    /// The neighbors at a zero-load level: "absent" (default: the test tenant and
+    /// its server alone, the thesis' baseline) or "idle" (every tenant up at every
+    /// level; for hosts nnb cannot start or stop).
+    #[serde(default)]
+    pub unused_neighbors: Option<UnusedNeighborsFile>,
 }
 
 /// Which resource the isolation matrix stresses.
@@ -684,11 +738,6 @@ pub struct MatrixFile {
     #[serde(default)]
     pub read_fraction: Option<Spanned<f64>>,
     /// disk: operations in flight (one thread each). Default 4.
-    /// The neighbors at a zero-load level: "absent" (default: the test tenant and
-    /// its server alone, the thesis' baseline) or "idle" (every tenant up at every
-    /// level; for hosts nnb cannot start or stop).
-    #[serde(default)]
-    pub unused_neighbors: Option<UnusedNeighborsFile>,
     #[serde(default)]
     pub queue_depth: Option<Spanned<usize>>,
     /// disk: bytes per operation, e.g. "4k". Default "4k".
@@ -730,7 +779,15 @@ pub struct ThroughputStaircaseFile {
     /// UDP payload bytes per datagram. Default 1400.
     #[serde(default)]
     pub msg_size: Option<Spanned<usize>>,
-    /// How long every node sends at each level, e.g. "30s". Default "30s".
+    /// How the nodes' loads run across levels: "continuous" (the default, the
+    /// thesis': each node's load starts when it joins and runs to the end, and each
+    /// level's figure is the latest `window` samples of the sink's arrival series
+    /// after the level settles) or "restart-per-level" (every node present starts
+    /// afresh for `duration` at each level).
+    #[serde(default)]
+    pub loads: Option<Spanned<LoadsFile>>,
+    /// With `loads = "restart-per-level"`: how long every node sends at each level,
+    /// e.g. "30s". Default "30s".
     #[serde(default)]
     pub duration: Option<Spanned<String>>,
     /// Throughput sampling interval, a multiple of 100 ms. Default "1s".
@@ -760,6 +817,16 @@ pub struct ThroughputStaircaseFile {
     /// Pacing granularity: bytes sent back to back before each idle, e.g. "128K".
     #[serde(default)]
     pub pacing_chunk: Option<Spanned<SizeFile>>,
+}
+
+/// A throughput staircase's `loads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadsFile {
+    /// Each node's load runs from the level where it joins to the end.
+    Continuous,
+    /// Every node present starts afresh at each level.
+    RestartPerLevel,
 }
 
 /// Only the scenario's `kind`, read first to pick the scenario type.

@@ -11,11 +11,13 @@
 //! the spans of its values (serde buffers tagged content and loses them).
 
 pub mod aws;
+pub mod credits;
 pub mod diagnostic;
 pub mod file;
 mod isolation;
 pub mod pair;
 pub mod plan;
+mod servers;
 pub mod tenant;
 mod values;
 
@@ -28,11 +30,11 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::tenant::TenantSpec;
-pub use crate::tenant::{Network, NicQueue, Role, TenantGrant};
-pub use aws::{AgentInstall, AwsHost, AwsSpec};
+pub use crate::tenant::{Network, NicQueue, Role, Servers, TenantGrant};
+pub use aws::{AgentInstall, AwsHost, AwsSpec, ServerTenancy};
 pub use diagnostic::Diagnostic;
 use file::{
-    BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, MatrixFile,
+    BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, LoadsFile, MatrixFile,
     NeighborStateFile, NetworkMode, NicQueueFile, PairSuiteFile, RoleFile, ScenarioSchema, Spanned,
     StaircaseFile, SweepFile, ThroughputStaircaseFile, UnusedNeighborsFile,
 };
@@ -129,6 +131,8 @@ pub struct Experiment {
     /// Where the results are uploaded after the run (`s3://bucket/prefix`; the run
     /// id is appended), from `results_s3` in `[provider]` (any provider kind).
     pub results_s3: Option<String>,
+    /// Who receives the tenants' probes and loads (`[provider] servers`).
+    pub servers: Servers,
 }
 
 /// Where the tenants run.
@@ -211,7 +215,8 @@ pub struct TenantDef {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BurnAmount {
-    /// Fixed work: operations per thread (the result is a runtime).
+    /// Fixed work: operations per thread, or in all with a shared pool (the result
+    /// is a runtime).
     Ops(u64),
     /// Fixed time (the result is a throughput).
     #[serde(serialize_with = "values::serialize_ms")]
@@ -229,6 +234,8 @@ pub struct Burn {
     pub amount: BurnAmount,
     /// Pinning strategy name (checked).
     pub pin: String,
+    /// Where fixed work's ops come from (per thread or one shared pool).
+    pub pool: nnb_format::EventPool,
 }
 
 /// What neighbors do at a staircase level.
@@ -291,13 +298,6 @@ pub enum UnusedNeighbors {
     Idle,
 }
 
-/// The neighbor staircase (thesis 5.2).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Staircase {
-    /// Neighbor counts, ascending, starting at 0.
-    pub levels: Vec<usize>,
-    /// Busy, idle, or both in that order.
-    pub states: Vec<NeighborState>,
 impl UnusedNeighbors {
     /// What a file's `unused_neighbors` asks for. A file that says nothing gets
     /// [`UnusedNeighbors::Absent`], in a staircase and in load steps alike: that is
@@ -312,6 +312,13 @@ impl UnusedNeighbors {
     }
 }
 
+/// The neighbor staircase (thesis 5.2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Staircase {
+    /// Neighbor counts, ascending, starting at 0.
+    pub levels: Vec<usize>,
+    /// Busy, idle, or both in that order.
+    pub states: Vec<NeighborState>,
     /// What the neighbors above a level are.
     pub unused: UnusedNeighbors,
     /// What busy neighbors run.
@@ -358,13 +365,6 @@ pub struct LoadSteps {
     pub options: nnb_agent::jobs::LoadOptions,
     /// The probe.
     pub probe: Probe,
-}
-
-/// Which resource the isolation matrix stresses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Resource {
-    /// CPU burners.
     /// The neighbors at a zero-load level: absent (the test tenant alone, the
     /// thesis' baseline) or idle. Every tenant is present at the levels above zero.
     pub unused: UnusedNeighbors,
@@ -376,6 +376,13 @@ impl LoadSteps {
     fn leaves_neighbors_out(&self) -> bool {
         self.unused == UnusedNeighbors::Absent && self.levels_bps.iter().any(|&b| b <= 0.0)
     }
+}
+
+/// Which resource the isolation matrix stresses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    /// CPU burners.
     Cpu,
     /// Memory allocated and kept touched (`stress-ng --vm --vm-keep`).
     Memory,
@@ -435,7 +442,9 @@ pub struct ThroughputStaircase {
     pub streams: usize,
     /// Payload bytes.
     pub msg_size: usize,
-    /// How long the nodes send at each level.
+    /// How the nodes' loads run across levels.
+    pub loads: Loads,
+    /// How long the nodes send at each level ([`Loads::RestartPerLevel`]).
     #[serde(serialize_with = "values::serialize_ms", rename = "duration_ms")]
     pub duration: Duration,
     /// Throughput sampling interval.
@@ -449,6 +458,22 @@ pub struct ThroughputStaircase {
     /// Wang & Ng's settings of the nodes' loads (UDP only: sampled).
     #[serde(skip_serializing_if = "nnb_agent::jobs::LoadOptions::is_default")]
     pub options: nnb_agent::jobs::LoadOptions,
+}
+
+/// How a throughput staircase's nodes send across levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Loads {
+    /// Each node's load starts at the level where it joins and runs, unstopped,
+    /// to the end of the staircase; each level's figure per node is the mean of the
+    /// latest `window` samples of the sink's arrival series, taken after the level
+    /// settled (the thesis ran each client as one `iperf3 -t 3600` "to ensure
+    /// steady-state" and averaged the latest 20 one-second points after each
+    /// addition, §6.1.1).
+    Continuous,
+    /// Every node present starts a load afresh at each level, sends for `duration`
+    /// and stops; its figure is the mean of the latest `window` samples of that run.
+    RestartPerLevel,
 }
 
 /// The scenario of an experiment.
@@ -893,9 +918,11 @@ impl Checker<'_> {
                  provider, or keep them running idle with unused_neighbors = \"idle\"",
             ));
         }
+        let servers = cx.servers(f.provider.as_ref(), &provider, &scenario)?;
         let exp = Experiment {
             name,
             description: f.description,
+            servers,
             provider,
             repetitions,
             warmup: f.warmup.as_ref().map_or(0, |w| *w.get_ref()),
@@ -1222,6 +1249,7 @@ impl Checker<'_> {
             threads,
             amount,
             pin,
+            pool: f.pool.as_ref().map(|p| *p.get_ref()).unwrap_or_default(),
         })
     }
 
@@ -1407,6 +1435,25 @@ impl Checker<'_> {
             Network::Emulated { host_bw_bps, .. } => 2.0 * host_bw_bps,
             Network::None => DEFAULT_NODE_RATE_BPS,
         });
+        let loads = match s.loads.as_ref().map(|l| *l.get_ref()) {
+            None | Some(LoadsFile::Continuous) => Loads::Continuous,
+            Some(LoadsFile::RestartPerLevel) => Loads::RestartPerLevel,
+        };
+        if let (Loads::Continuous, Some(d)) = (loads, &s.duration) {
+            return Err(self.error(
+                d.span(),
+                "`duration` is how long restart-per-level loads send at each level: continuous \
+                 loads run to the end, a level lasting `settle` and `window` x `sample_interval` \
+                 (or set loads = \"restart-per-level\")",
+            ));
+        }
+        if let (Loads::Continuous, Some(b)) = (loads, &s.bytes) {
+            return Err(self.error(
+                b.span(),
+                "a byte bound would end a continuous load before the staircase does: \
+                 `bytes` needs loads = \"restart-per-level\"",
+            ));
+        }
         let duration = self.nonzero_duration(&s.duration, Duration::from_secs(30), "duration")?;
         let sample_interval = self.nonzero_duration(
             &s.sample_interval,
@@ -1417,21 +1464,31 @@ impl Checker<'_> {
             .sample_interval
             .as_ref()
             .map_or(self.scenario_span.clone(), Spanned::span);
-        let samples = nnb_netlat::sampling::sample_count(duration, sample_interval)
-            .map_err(|e| self.error(interval_span, e))?;
         let window = match &s.window {
             None => nnb_netlat::load::DEFAULT_WINDOW,
-            Some(w) => {
-                let n = self.positive(w, "window")?;
-                if n > samples {
+            Some(w) => self.positive(w, "window")?,
+        };
+        let window_at = s
+            .window
+            .as_ref()
+            .map_or(interval_span.clone(), Spanned::span);
+        match loads {
+            // A level's window is read from the sink's series while the loads run.
+            Loads::Continuous => {
+                nnb_netlat::window::window_span(sample_interval, window)
+                    .map_err(|e| self.error(window_at, e))?;
+            }
+            Loads::RestartPerLevel => {
+                let samples = nnb_netlat::sampling::sample_count(duration, sample_interval)
+                    .map_err(|e| self.error(interval_span, e))?;
+                if s.window.is_some() && window > samples {
                     return Err(self.error(
-                        w.span(),
-                        format!("window = {n}, but a level of {duration:?} has only {samples} samples of {sample_interval:?}"),
+                        window_at,
+                        format!("window = {window}, but a level of {duration:?} has only {samples} samples of {sample_interval:?}"),
                     ));
                 }
-                n
             }
-        };
+        }
         let options = self.load_options(s.load_settings())?;
         if let (true, Some(p)) = (options.tcp, &s.protocol) {
             return Err(self.error(
@@ -1442,6 +1499,7 @@ impl Checker<'_> {
         }
         Ok(ThroughputStaircase {
             options,
+            loads,
             levels,
             rate_bps,
             streams: self.streams(&s.streams)?,
@@ -1507,7 +1565,7 @@ impl Checker<'_> {
                 msg_size: self.msg_size(&probe.msg_size, 64)?,
                 busy_poll: probe.busy_poll.unwrap_or(false),
             },
+            unused: UnusedNeighbors::from_file(s.unused_neighbors),
         })
     }
 }
-            unused: UnusedNeighbors::from_file(s.unused_neighbors),

@@ -13,9 +13,10 @@ use serde::Serialize;
 mod isolation;
 mod pair;
 
+use crate::tenant::server_name;
 use crate::{
-    Burn, BurnAmount, Busy, Experiment, LoadSteps, NeighborState, Role, Scenario, Staircase,
-    TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
+    Burn, BurnAmount, Busy, Experiment, LoadSteps, Loads, NeighborState, Role, Scenario, Servers,
+    Staircase, TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
 };
 use nnb_agent::jobs::{BurnScope, JobSpec, LoadOptions, LoadSampling};
 use nnb_format::{StepGroup, StepRecord};
@@ -26,6 +27,56 @@ pub const SINK: &str = "@sink";
 pub const REFLECTOR: &str = "@reflector";
 /// Target placeholder for the endpoint's TCP sink, resolved by the controller.
 pub const TCP_SINK: &str = "@tcp-sink";
+
+/// Whether `target` is one of the placeholders the controller resolves to a server.
+fn is_placeholder(target: &str) -> bool {
+    [SINK, REFLECTOR, TCP_SINK].contains(&target)
+}
+
+/// Where a job sends or probes, for the kinds that have a target.
+fn target_of(job: &JobSpec) -> Option<&str> {
+    match job {
+        JobSpec::Latency { target, .. }
+        | JobSpec::Load { target, .. }
+        | JobSpec::Rtt { target, .. }
+        | JobSpec::Badabing { target, .. } => Some(target),
+        _ => None,
+    }
+}
+
+/// Who runs the `serve` jobs a plan's placeholder targets resolve to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "clients", rename_all = "kebab-case")]
+pub enum Serving {
+    /// Nobody: no job sends or probes.
+    None,
+    /// The endpoint agent, for every tenant.
+    Shared,
+    /// A server agent per client ([`server_name`]), each sent to by its client only:
+    /// the clients, in the order of their first job.
+    Mirrored(Vec<String>),
+}
+
+impl Serving {
+    /// The clients that get a server of their own (none unless mirrored).
+    pub fn clients(&self) -> &[String] {
+        match self {
+            Serving::Mirrored(c) => c,
+            Serving::None | Serving::Shared => &[],
+        }
+    }
+
+    /// The agent whose `serve` job `tenant`'s placeholder targets resolve to: the
+    /// endpoint when shared, the tenant's own server when mirrored; `None` when
+    /// nobody serves it.
+    pub fn server_of(&self, tenant: &str) -> Option<String> {
+        match self {
+            Serving::None => None,
+            Serving::Shared => Some(crate::tenant::ENDPOINT.to_string()),
+            Serving::Mirrored(c) => c.iter().any(|c| c == tenant).then(|| server_name(tenant)),
+        }
+    }
+}
 
 /// One job on one tenant.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,6 +120,14 @@ pub struct Step {
     /// Background jobs running during the step (present tenants not listed run
     /// nothing).
     pub background: Vec<Assignment>,
+    /// Whether background jobs carry over into this step: one it still wants
+    /// unchanged (same tenant, same spec) keeps running through the step's changes
+    /// of background and present tenants, only the jobs it no longer wants are
+    /// stopped and only new ones started (a continuous throughput staircase's
+    /// loads). `false`: any change stops every background job and starts the
+    /// wanted ones afresh.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub continuous: bool,
     /// Jobs started together and measured; the step ends when all have ended.
     pub measure: Vec<Assignment>,
     /// Expected measuring time; `None` for fixed-work burns (runtime is the result).
@@ -88,20 +147,40 @@ impl Plan {
     /// or runs on it (a pair suite's CPUTest on the pair's other side).
     pub fn needs_endpoint(&self) -> bool {
         let uses = |a: &Assignment| {
-            a.tenant == crate::tenant::ENDPOINT
-                || match &a.job {
-                    JobSpec::Latency { target, .. }
-                    | JobSpec::Load { target, .. }
-                    | JobSpec::Rtt { target, .. }
-                    | JobSpec::Badabing { target, .. } => {
-                        [SINK, REFLECTOR, TCP_SINK].contains(&target.as_str())
-                    }
-                    _ => false,
-                }
+            a.tenant == crate::tenant::ENDPOINT || target_of(&a.job).is_some_and(is_placeholder)
         };
         self.steps
             .iter()
             .any(|s| s.background.iter().chain(&s.measure).any(uses))
+    }
+
+    /// The tenants whose jobs send to or probe a placeholder target, in the order of
+    /// their first such job: the clients that mirrored servers pair.
+    pub fn clients(&self) -> Vec<String> {
+        let mut clients: Vec<String> = Vec::new();
+        let jobs = self
+            .steps
+            .iter()
+            .flat_map(|s| s.background.iter().chain(&s.measure));
+        for a in jobs {
+            if target_of(&a.job).is_some_and(is_placeholder)
+                && a.tenant != crate::tenant::ENDPOINT
+                && !clients.contains(&a.tenant)
+            {
+                clients.push(a.tenant.clone());
+            }
+        }
+        clients
+    }
+
+    /// Who serves this plan's placeholder targets when the experiment asks for
+    /// `servers`.
+    pub fn serving(&self, servers: Servers) -> Serving {
+        match servers {
+            _ if !self.needs_endpoint() => Serving::None,
+            Servers::Shared => Serving::Shared,
+            Servers::Mirrored => Serving::Mirrored(self.clients()),
+        }
     }
 
     /// Steps whose tenants or background differ from the step before (the first
@@ -178,6 +257,12 @@ struct Builder<'a> {
 impl Builder<'_> {
     /// Adds the level's warm-up repetitions, then its measured ones.
     fn level(&mut self, l: Level) {
+        self.level_with(l, false);
+    }
+
+    /// [`Builder::level`], with background jobs that carry over (`continuous`,
+    /// see [`Step::continuous`]).
+    fn level_with(&mut self, l: Level, continuous: bool) {
         let present = l
             .present
             .unwrap_or_else(|| self.exp.tenants.iter().map(|t| t.name.clone()).collect());
@@ -196,6 +281,7 @@ impl Builder<'_> {
                 present: present.clone(),
                 lifted: l.lifted.clone(),
                 background: l.background.clone(),
+                continuous,
                 measure: l.measure.clone(),
                 estimate: l.estimate,
             });
@@ -294,6 +380,9 @@ impl Builder<'_> {
                     job: load_with(each, s.streams, s.msg_size, Some(span), &s.options),
                 }));
             }
+            // The baseline: the test tenant alone when the neighbors are absent.
+            let present =
+                (bps <= 0.0 && s.unused == UnusedNeighbors::Absent).then(|| vec![test.clone()]);
             self.level(Level {
                 group: StepGroup::Load,
                 level: bps,
@@ -308,32 +397,57 @@ impl Builder<'_> {
     }
 
     /// The throughput staircase: level k has the test tenant and the first k
-    /// neighbors present, each sending at the node rate for the level's duration,
-    /// sampled; all measured together (one record per node).
+    /// neighbors present, each sending at the node rate; every node's rate is
+    /// measured together (one record per node). With continuous loads each node's
+    /// load is a background job from the level where it joins to the end (the same
+    /// spec at every level, so it carries over) and each level measures a window of
+    /// every node's running load; restarting per level, each node present sends
+    /// afresh for the level's duration, sampled.
     fn throughput_staircase(&mut self, s: &ThroughputStaircase) {
         let test = self.test().name.clone();
         let neighbors: Vec<String> = self.neighbors().iter().map(|t| t.name.clone()).collect();
-        let sampling = LoadSampling {
-            interval_ms: nnb_units::millis(s.sample_interval),
-            window: s.window,
+        let interval_ms = nnb_units::millis(s.sample_interval);
+        let load = |duration_ms, sampling| JobSpec::Load {
+            target: SINK.to_string(),
+            rate_bps: s.rate_bps,
+            streams: s.streams,
+            msg_size: s.msg_size,
+            duration_ms,
+            sampling,
+            options: s.options,
         };
         for &k in &s.levels {
             let nodes: Vec<&String> = std::iter::once(&test).chain(&neighbors[..k]).collect();
-            let measure = nodes
-                .iter()
-                .map(|n| Assignment {
-                    tenant: (*n).clone(),
-                    job: JobSpec::Load {
-                        target: SINK.to_string(),
-                        rate_bps: s.rate_bps,
-                        streams: s.streams,
-                        msg_size: s.msg_size,
-                        duration_ms: Some(nnb_units::millis(s.duration)),
-                        sampling: Some(sampling),
-                        options: s.options,
-                    },
-                })
-                .collect();
+            let each = |job: &JobSpec| -> Vec<Assignment> {
+                nodes
+                    .iter()
+                    .map(|n| Assignment {
+                        tenant: (*n).clone(),
+                        job: job.clone(),
+                    })
+                    .collect()
+            };
+            let (background, measure, estimate) = match s.loads {
+                Loads::Continuous => (
+                    each(&load(None, None)),
+                    each(&JobSpec::LoadWindow {
+                        interval_ms,
+                        window: s.window,
+                    }),
+                    nnb_agent::jobs::window_span(interval_ms, s.window).ok(),
+                ),
+                Loads::RestartPerLevel => (
+                    Vec::new(),
+                    each(&load(
+                        Some(nnb_units::millis(s.duration)),
+                        Some(LoadSampling {
+                            interval_ms,
+                            window: s.window,
+                        }),
+                    )),
+                    Some(s.duration),
+                ),
+            };
             let present = self
                 .exp
                 .tenants
@@ -341,16 +455,19 @@ impl Builder<'_> {
                 .filter(|t| nodes.contains(&&t.name))
                 .map(|t| t.name.clone())
                 .collect();
-            self.level(Level {
-                group: StepGroup::Throughput,
-                level: k as f64,
-                label: format!("neighbors={k}"),
-                present: Some(present),
-                lifted: Vec::new(),
-                background: Vec::new(),
-                measure,
-                estimate: Some(s.duration),
-            });
+            self.level_with(
+                Level {
+                    group: StepGroup::Throughput,
+                    level: k as f64,
+                    label: format!("neighbors={k}"),
+                    present: Some(present),
+                    lifted: Vec::new(),
+                    background,
+                    measure,
+                    estimate,
+                },
+                s.loads == Loads::Continuous,
+            );
         }
     }
 }
@@ -380,9 +497,6 @@ fn load(rate_bps: f64, streams: usize, msg_size: usize, duration: Option<Duratio
         duration,
         &LoadOptions::default(),
     )
-            // The baseline: the test tenant alone when the neighbors are absent.
-            let present =
-                (bps <= 0.0 && s.unused == UnusedNeighbors::Absent).then(|| vec![test.clone()]);
 }
 
 /// A load with Wang & Ng's `options`: a TCP one goes to the endpoint's TCP sink
@@ -421,6 +535,7 @@ fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
             cpus: None,
             scope: BurnScope::Tenant,
             duty: None,
+            pool: b.pool,
         },
     }
 }
@@ -452,7 +567,7 @@ impl StepRecord for Step {
     fn warmup(&self) -> bool {
         self.warmup
     }
-}
     fn present(&self) -> &[String] {
         &self.present
     }
+}

@@ -323,7 +323,7 @@ fn example_experiments_expand() {
 fn throughput_staircase_adds_a_sending_node_per_level() {
     let src = format!(
         "name = \"t\"\nrepetitions = 2\n[network]\nmode = \"emulated\"\nhost_bw = \"100M\"\n{TENANTS}\n\
-         [scenario]\nkind = \"throughput-staircase\"\nstep = 2\nduration = \"4s\"\n\
+         [scenario]\nkind = \"throughput-staircase\"\nloads = \"restart-per-level\"\nstep = 2\nduration = \"4s\"\n\
          sample_interval = \"500ms\"\nwindow = 6\nstreams = 2\n"
     );
     let p = plan(&src);
@@ -415,7 +415,7 @@ fn throughput_staircase_sampling_is_checked() {
     let e = err("sample_interval = \"250ms\"\n");
     assert!(e.contains("multiple of the sink's 100ms bins"), "{e}");
     assert!(e.contains("p.toml:"), "{e}");
-    let e = err("duration = \"5s\"\nwindow = 6\n");
+    let e = err("loads = \"restart-per-level\"\nduration = \"5s\"\nwindow = 6\n");
     assert!(e.contains("only 5 samples"), "{e}");
 }
 

@@ -69,11 +69,14 @@ pub enum AgentJob {
     /// Wang & Ng's Badabing: probes in random time slots, the loss frequency of slots
     /// and the one-way delays that explain it.
     Badabing,
+    /// A window of the agent's running load, read from the sink's arrival series (a
+    /// continuous throughput staircase's node at one level): measured as a `load`.
+    LoadWindow,
 }
 
 impl AgentJob {
     /// Every kind.
-    pub const ALL: [AgentJob; 11] = [
+    pub const ALL: [AgentJob; 12] = [
         AgentJob::Burn,
         AgentJob::Steal,
         AgentJob::Latency,
@@ -85,6 +88,7 @@ impl AgentJob {
         AgentJob::Memory,
         AgentJob::Rtt,
         AgentJob::Badabing,
+        AgentJob::LoadWindow,
     ];
 
     /// The kind's name on the wire and in the format, e.g. `burn`.
@@ -101,6 +105,7 @@ impl AgentJob {
             AgentJob::Memory => "memory",
             AgentJob::Rtt => "rtt",
             AgentJob::Badabing => "badabing",
+            AgentJob::LoadWindow => "load-window",
         }
     }
 
@@ -109,7 +114,8 @@ impl AgentJob {
         match self {
             AgentJob::Burn => Some(JobKind::Burn),
             AgentJob::Latency => Some(JobKind::Latency),
-            AgentJob::Load => Some(JobKind::Load),
+            // A window's result has a sampled load's shape: its record is the load's.
+            AgentJob::Load | AgentJob::LoadWindow => Some(JobKind::Load),
             AgentJob::Disk => Some(JobKind::Disk),
             AgentJob::Memory => Some(JobKind::Memory),
             AgentJob::Steal => Some(JobKind::Steal),
@@ -133,7 +139,8 @@ impl AgentJob {
             | AgentJob::Disk
             | AgentJob::Memory
             | AgentJob::Rtt
-            | AgentJob::Badabing => None,
+            | AgentJob::Badabing
+            | AgentJob::LoadWindow => None,
         }
     }
 }
@@ -221,6 +228,68 @@ impl JobKind {
     }
 }
 
+/// Where the threads of a fixed-work burn take their events (ops) from.
+///
+/// sysbench's threads draw events from one pool until `--events` are done (the
+/// thesis' "aggregated workload", §5.1): a thread slowed by a neighbor takes fewer
+/// and the runtime is the whole pool's. The thesis' `cpu_burn` (and nnb before format
+/// version 9) gives each thread its own fixed share, so the runtime is the slowest
+/// thread's. A fixed-time burn has no pool: every thread runs until the deadline
+/// either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum EventPool {
+    /// Each thread does `ops` ops of its own (the thesis' `cpu_burn`, one process
+    /// per thread); the runtime is the slowest thread's.
+    #[default]
+    PerThread,
+    /// The threads take batches of events from one pool of `ops` events in all
+    /// (sysbench's `--events`); the runtime ends with the pool's last event.
+    Shared,
+}
+
+impl EventPool {
+    /// Every pool's name, as [`EventPool::from_str`](std::str::FromStr) takes it.
+    pub const NAMES: [&'static str; 2] = ["per-thread", "shared"];
+
+    /// Whether this is the default, [`EventPool::PerThread`] (left out of a job's JSON).
+    pub fn is_per_thread(&self) -> bool {
+        *self == EventPool::PerThread
+    }
+
+    /// The name as typed (`per-thread`, `shared`).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventPool::PerThread => "per-thread",
+            EventPool::Shared => "shared",
+        }
+    }
+}
+
+impl std::fmt::Display for EventPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A pool name that is not one of [`EventPool::NAMES`].
+#[derive(Debug, thiserror::Error)]
+#[error("unknown event pool '{0}': expected per-thread or shared")]
+pub struct UnknownEventPool(pub String);
+
+impl std::str::FromStr for EventPool {
+    type Err = UnknownEventPool;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "per-thread" => Ok(EventPool::PerThread),
+            "shared" => Ok(EventPool::Shared),
+            other => Err(UnknownEventPool(other.to_string())),
+        }
+    }
+}
+
 /// The burner's totals in a `burn` job's result (`burn` object).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct BurnTotals {
@@ -228,9 +297,25 @@ pub struct BurnTotals {
     pub wall_ns: f64,
     /// Operations of all threads per second.
     pub ops_per_sec: f64,
-    /// One entry per thread (only counted here).
+    /// Where the threads took their events from (version 9; older results, which
+    /// lack it, were per-thread).
     #[serde(default)]
-    pub threads: Vec<serde::de::IgnoredAny>,
+    pub pool: EventPool,
+    /// One entry per thread.
+    #[serde(default)]
+    pub threads: Vec<BurnThread>,
+}
+
+/// What the format reads of one burner thread (`burn.threads[]`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct BurnThread {
+    /// Ops (events) this thread did: with a shared pool, the events it took.
+    #[serde(default)]
+    pub ops: u64,
+    /// The thread's own CPU time over its measured span, ns (version 9; absent in
+    /// older results).
+    #[serde(default)]
+    pub busy_ns: Option<f64>,
 }
 
 /// What the format reads of a `burn` job's result.
@@ -945,6 +1030,35 @@ mod tests {
         );
         // 2 threads at 400 ops/s together: 2 / 400 s = 5 ms per op per thread.
         assert_eq!(timed.get(Metric::NsPerOpPerThread), Some(5e6));
+    }
+
+    /// A version 9 burn result says where its events came from and what each thread
+    /// did and used; an older one (no `pool`, no `busy_ns`) reads as per-thread.
+    #[test]
+    fn a_burn_result_reads_its_pool_and_per_thread_events() {
+        let v9 = json!({"burn": {"wall_ns": 2e9, "ops_per_sec": 500.0, "pool": "shared",
+            "threads": [{"ops": 667, "busy_ns": 2e9}, {"ops": 333, "busy_ns": 1e9}]}});
+        let JobResult::Burn(b) = JobResult::parse(JobKind::Burn, &v9).unwrap() else {
+            panic!("not a burn");
+        };
+        assert_eq!(b.burn.pool, EventPool::Shared);
+        let ops: Vec<u64> = b.burn.threads.iter().map(|t| t.ops).collect();
+        assert_eq!(ops, [667, 333]);
+        assert_eq!(b.burn.threads[1].busy_ns, Some(1e9));
+        let v8 = json!({"burn": {"wall_ns": 2e9, "ops_per_sec": 500.0,
+            "threads": [{"ops": 500}, {"ops": 500}]}});
+        let JobResult::Burn(b) = JobResult::parse(JobKind::Burn, &v8).unwrap() else {
+            panic!("not a burn");
+        };
+        assert_eq!(b.burn.pool, EventPool::PerThread);
+        assert_eq!(b.burn.threads[0].busy_ns, None);
+        assert!("sometimes".parse::<EventPool>().is_err());
+        for name in EventPool::NAMES {
+            assert_eq!(
+                name.parse::<EventPool>().map(EventPool::name).ok(),
+                Some(name)
+            );
+        }
     }
 
     #[test]

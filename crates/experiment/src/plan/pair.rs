@@ -48,6 +48,7 @@ impl Builder<'_> {
                     present: present.clone(),
                     lifted: Vec::new(),
                     background: Vec::new(),
+                    continuous: false,
                     measure: vec![Assignment {
                         tenant: j.tenant.clone(),
                         job: j.job.clone(),
