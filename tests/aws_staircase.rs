@@ -26,7 +26,7 @@ use nnb_aws::ec2::Ec2;
 use nnb_controller::client::{AgentApi, AgentError, BoxFuture};
 use nnb_controller::provider::aws::{AwsProvider, InstanceAgents};
 use nnb_controller::provider::{
-    CloudRecord, Fleet, Provider, ProviderError, Role, Tenant, TenantSpec,
+    CloudRecord, Fleet, Provider, ProviderError, Role, Serving, Tenant, TenantSpec,
 };
 use nnb_controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
 use nnb_experiment::plan;
@@ -304,9 +304,9 @@ impl Provider for Watched {
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
-        self.inner.launch(specs, with_endpoint)
+        self.inner.launch(specs, serving)
     }
 
     fn agent(&self, tenant: &Tenant) -> Arc<dyn AgentApi> {

@@ -75,7 +75,7 @@ async fn launch(p: &mut LocalProvider) -> Fleet {
         role: Role::Test,
         vcpus: 1,
     }];
-    p.launch(&specs, false)
+    p.launch(&specs, &nnb_controller::provider::Serving::None)
         .await
         .unwrap_or_else(|e| panic!("launching tenant {A} with its grant: {e}"))
 }
@@ -193,6 +193,7 @@ fn burn(duty: Option<f64>) -> JobSpec {
         cpus: None,
         scope: BurnScope::Tenant,
         duty,
+        pool: nnb_format::EventPool::PerThread,
     }
 }
 

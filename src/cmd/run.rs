@@ -327,6 +327,7 @@ fn dry_run(
             "tenants": tenants,
             "warnings": warnings,
             "steps": plan.steps,
+            "servers": plan.serving(exp.servers),
             "estimate_ms": estimate.as_millis() as u64,
             "steps_without_estimate": unknown,
             "cloud": cloud,
@@ -356,6 +357,21 @@ fn dry_run(
     writeln!(out, "{t}")?;
     for w in &warnings {
         writeln!(out, "warning: {w}")?;
+    }
+    if let nnb_experiment::plan::Serving::Mirrored(clients) = plan.serving(exp.servers) {
+        let pair = |c: &String| format!("{} serves {c}", nnb_experiment::tenant::server_name(c));
+        let pairs = match clients.as_slice() {
+            [first, .., last] if clients.len() > 3 => {
+                format!(
+                    "{} .. {} ({} pairs)",
+                    pair(first),
+                    pair(last),
+                    clients.len()
+                )
+            }
+            _ => clients.iter().map(pair).collect::<Vec<_>>().join(", "),
+        };
+        writeln!(out, "mirrored servers: {pairs}")?;
     }
     let mut t = table(["#", "step", "present", "background", "measured", "estimate"]);
     for (i, s) in plan.steps.iter().enumerate() {

@@ -12,7 +12,7 @@ use crate::support::Moto;
 use aws_config::SdkConfig;
 use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, Tag};
 use nnb_aws::ec2::{
-    tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, SecurityGroupPlan, Tags, TenantLaunch,
+    tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, Place, SecurityGroupPlan, Tags, TenantLaunch,
 };
 use nnb_aws::reap::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
@@ -80,6 +80,7 @@ fn user_data(run_id: &str) -> String {
 fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> LaunchPlan {
     LaunchPlan {
         host: HostKind::Family("m5".into()),
+        server_host: None,
         availability_zone: ZONE.into(),
         tenants: (0..n)
             .map(|i| TenantLaunch {
@@ -90,6 +91,7 @@ fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> Launch
                 },
                 role: if i == 0 { Role::Test } else { Role::Neighbor },
                 instance_type: "m5.large".into(),
+                place: Place::Host,
             })
             .collect(),
         image_id: "ami-12c6146b".into(),
@@ -366,6 +368,7 @@ async fn the_endpoint_runs_beside_the_host_and_is_torn_down_with_it() {
         name: Role::Endpoint.name().into(),
         role: Role::Endpoint,
         instance_type: "c5n.9xlarge".into(),
+        place: Place::Default,
     });
     let mut lease = Lease::new("endpoint-1");
 
@@ -397,6 +400,64 @@ async fn the_endpoint_runs_beside_the_host_and_is_torn_down_with_it() {
         "{endpoint}"
     );
     assert_eq!(launched[2].host_id, None);
+
+    lease.teardown(&ec2).await.expect("teardown");
+    assert!(live_instances(&client).await.is_empty());
+    assert!(allocated_hosts(&client).await.is_empty());
+}
+
+/// Mirrored servers (issue 27 item 1, the thesis' setup): a second dedicated host is
+/// allocated, each server is launched on it (tenancy host, its host id), the clients
+/// stay on the first, and teardown releases both hosts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mirrored_servers_run_on_a_second_dedicated_host_torn_down_with_the_first() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let mut plan = plan("servers-1", 2, &subnet_id, now() + 3600);
+    plan.server_host = Some(HostKind::Family("m5".into()));
+    for client in ["test", "neighbor-1"] {
+        plan.tenants.push(TenantLaunch {
+            name: format!("endpoint@{client}"),
+            role: Role::Endpoint,
+            instance_type: "m5.xlarge".into(),
+            place: Place::ServerHost,
+        });
+    }
+    let mut lease = Lease::new("servers-1");
+
+    let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
+
+    assert_eq!(lease.host_ids().len(), 2, "{:?}", lease.host_ids());
+    let (clients_host, servers_host) = (&lease.host_ids()[0], &lease.host_ids()[1]);
+    assert_ne!(clients_host, servers_host);
+    let hosts: Vec<(&str, Option<&str>)> = launched
+        .iter()
+        .map(|l| (l.tenant.as_str(), l.host_id.as_deref()))
+        .collect();
+    assert_eq!(
+        hosts,
+        [
+            ("test", Some(clients_host.as_str())),
+            ("neighbor-1", Some(clients_host.as_str())),
+            ("endpoint@test", Some(servers_host.as_str())),
+            ("endpoint@neighbor-1", Some(servers_host.as_str())),
+        ]
+    );
+    let runs = proxy.calls("RunInstances");
+    assert_eq!(runs.len(), 4);
+    for body in &runs[2..] {
+        assert!(body.contains("InstanceType=m5.xlarge"), "{body}");
+        assert!(body.contains("Placement.Tenancy=host"), "{body}");
+        assert!(
+            body.contains(&format!("Placement.HostId={servers_host}")),
+            "{body}"
+        );
+    }
+    assert_eq!(proxy.calls("AllocateHosts").len(), 2);
 
     lease.teardown(&ec2).await.expect("teardown");
     assert!(live_instances(&client).await.is_empty());

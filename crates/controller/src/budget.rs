@@ -22,8 +22,10 @@ use tokio::time::Instant;
 pub struct CostEstimate {
     /// What is priced (the dedicated host's family).
     pub family: String,
-    /// Its on-demand price, USD per hour (catalog).
+    /// Its on-demand price, USD per hour (catalog), per host.
     pub usd_per_hour: f64,
+    /// Dedicated hosts held: 1, or 2 with mirrored servers on a host of their own.
+    pub hosts: u32,
     /// Region the price is for.
     pub price_region: String,
     /// When the price was read.

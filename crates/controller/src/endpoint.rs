@@ -2,16 +2,21 @@
 //! (a UDP reflector and sink) is started once per session and kept, so its final
 //! snapshot is recorded when the session ends; the measured and background jobs'
 //! `@reflector` / `@sink` / `@tcp-sink` targets resolve to its bound addresses.
+//! With mirrored servers ([`Serving::Mirrored`]) every client has a server agent of
+//! its own running the same `serve`, and a job's targets resolve to the addresses of
+//! its own tenant's server ([`Endpoints`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use serde_json::Value;
 use tokio::time::Instant;
 
 use super::background::Running;
 use super::{ControllerError, BACKGROUND_DEADLINE};
 use crate::client::AgentApi;
-use crate::provider::Tenant;
+use crate::provider::{Fleet, Serving, Tenant};
 use nnb_agent::jobs::{JobRequest, JobSpec};
 use nnb_experiment::plan::{REFLECTOR, SINK, TCP_SINK};
 use nnb_format::{BackgroundJob, Role};
@@ -103,15 +108,13 @@ impl Endpoint {
     }
 
     /// `spec` with the target placeholders replaced by the bound addresses.
-    pub(crate) fn resolve(this: Option<&Endpoint>, spec: &JobSpec) -> JobSpec {
+    fn resolve(&self, spec: &JobSpec) -> JobSpec {
+        let ep = self;
         let mut spec = spec.clone();
-        if let (
-            Some(ep),
-            JobSpec::Latency { target, .. }
-            | JobSpec::Load { target, .. }
-            | JobSpec::Rtt { target, .. }
-            | JobSpec::Badabing { target, .. },
-        ) = (this, &mut spec)
+        if let JobSpec::Latency { target, .. }
+        | JobSpec::Load { target, .. }
+        | JobSpec::Rtt { target, .. }
+        | JobSpec::Badabing { target, .. } = &mut spec
         {
             if target == SINK {
                 *target = ep.sink.clone();
@@ -122,5 +125,109 @@ impl Endpoint {
             }
         }
         spec
+    }
+}
+
+/// The session's `serve` jobs: the endpoint's for every tenant, or with mirrored
+/// servers each client's own server's.
+#[derive(Debug, Default)]
+pub(crate) struct Endpoints {
+    /// The shared endpoint, when the plan sends to it.
+    shared: Option<Endpoint>,
+    /// Each client with its own server (mirrored servers).
+    mirrored: Vec<(String, Endpoint)>,
+}
+
+impl Endpoints {
+    /// Starts the `serve` jobs `serving` asks for on `fleet`'s agents, reached
+    /// through `agent`, with `ports` (the endpoint's reflector and sink ports; each
+    /// server takes the same on its own machine). Returns them and the agents they
+    /// run on, by name, for the driver's clients.
+    pub(crate) async fn start(
+        fleet: &Fleet,
+        serving: &Serving,
+        agent: impl Fn(&Tenant) -> Arc<dyn AgentApi>,
+        ports: (u16, u16),
+    ) -> Result<(Endpoints, Vec<(String, Arc<dyn AgentApi>)>), ControllerError> {
+        let mut agents = Vec::new();
+        let mut started = Endpoints::default();
+        match serving {
+            Serving::None => {}
+            Serving::Shared => {
+                let Some(ep) = &fleet.endpoint else {
+                    return Err(ControllerError::Fleet(
+                        "this experiment sends probes or load to an endpoint, but the fleet has \
+                         none (static provider: add an `endpoint` line to the hosts file)"
+                            .to_string(),
+                    ));
+                };
+                let a = agent(ep);
+                started.shared = Some(Endpoint::start(ep, a.as_ref(), ports).await?);
+                agents.push((ep.name.clone(), a));
+            }
+            Serving::Mirrored(clients) => {
+                let mut pairs = Vec::with_capacity(clients.len());
+                for client in clients {
+                    let name = nnb_experiment::tenant::server_name(client);
+                    let server =
+                        fleet
+                            .servers
+                            .iter()
+                            .find(|s| s.name == name)
+                            .ok_or_else(|| {
+                                ControllerError::Fleet(format!(
+                            "the fleet has no server {name} for client {client} (mirrored servers)"
+                        ))
+                            })?;
+                    pairs.push((client, server, agent(server)));
+                }
+                let starts = pairs
+                    .iter()
+                    .map(|(_, server, a)| Endpoint::start(server, a.as_ref(), ports));
+                for ((client, server, a), ep) in pairs.iter().zip(join_all(starts).await) {
+                    let mut ep = ep?;
+                    ep.job = ep.job.serving(client);
+                    started.mirrored.push(((*client).clone(), ep));
+                    agents.push((server.name.clone(), Arc::clone(a)));
+                }
+            }
+        }
+        Ok((started, agents))
+    }
+
+    /// `tenant`'s `spec` with its target placeholders replaced by its server's bound
+    /// addresses: its own server's when mirrored, the endpoint's when shared.
+    pub(crate) fn resolve(&self, tenant: &str, spec: &JobSpec) -> JobSpec {
+        let own = self
+            .mirrored
+            .iter()
+            .find(|(c, _)| c == tenant)
+            .map(|(_, ep)| ep);
+        match own.or(self.shared.as_ref()) {
+            Some(ep) => ep.resolve(spec),
+            None => spec.clone(),
+        }
+    }
+
+    /// Notes that step `step` is attempted while the `serve` jobs run.
+    pub(crate) fn spans(&mut self, step: &str) {
+        for ep in self.all_mut() {
+            ep.job.spans(step);
+        }
+    }
+
+    /// The `serve` jobs, handed over to be stopped and recorded (the session ends).
+    pub(crate) fn take_jobs(&mut self) -> Vec<Running> {
+        let shared = self.shared.take().into_iter();
+        let mirrored = std::mem::take(&mut self.mirrored)
+            .into_iter()
+            .map(|(_, ep)| ep);
+        shared.chain(mirrored).map(|ep| ep.job).collect()
+    }
+
+    fn all_mut(&mut self) -> impl Iterator<Item = &mut Endpoint> {
+        self.shared
+            .iter_mut()
+            .chain(self.mirrored.iter_mut().map(|(_, ep)| ep))
     }
 }

@@ -265,8 +265,9 @@ async fn measure_all(
 ) -> Result<RunStatus, ControllerError> {
     let held_since = Instant::now();
     let specs = run.experiment.tenant_specs();
+    let serving = run.plan.serving(run.experiment.servers);
     let launched = tokio::select! {
-        f = provider.launch(&specs, run.plan.needs_endpoint()) => Some(f),
+        f = provider.launch(&specs, &serving) => Some(f),
         () = cancel.wait() => None,
     };
     let mut fleet = match launched {
@@ -324,6 +325,7 @@ async fn record_fleet(
         .iter()
         .map(|t| (t, t.role))
         .chain(fleet.endpoint.iter().map(|t| (t, Role::Endpoint)))
+        .chain(fleet.servers.iter().map(|t| (t, Role::Endpoint)))
         .collect();
     let healths = join_all(all.iter().map(|(t, _)| {
         let agent = provider.agent(t);

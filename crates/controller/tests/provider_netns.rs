@@ -27,7 +27,7 @@ fn a_lab_replaces_a_dead_runs_leftovers_and_removes_itself() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let lab = NetLab::create(2, 100e6, NicQueue::Fifo).unwrap();
+    let lab = NetLab::create(2, 0, 100e6, NicQueue::Fifo).unwrap();
     let present = list_namespaces().unwrap();
     assert!(
         !present.iter().any(|n| n == leftover),
@@ -52,7 +52,7 @@ fn impossible_labs_are_refused() {
         return;
     }
     for (tenants, bw) in [(MAX_TENANTS + 1, 1e9), (1, 0.0), (1, f64::NAN)] {
-        match NetLab::create(tenants, bw, NicQueue::Fifo) {
+        match NetLab::create(tenants, 0, bw, NicQueue::Fifo) {
             Err(ProviderError::Invalid(_)) => {}
             other => panic!("{tenants} tenants at {bw}: expected Invalid, got {other:?}"),
         }

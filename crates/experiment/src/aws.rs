@@ -11,7 +11,7 @@ use std::time::Duration;
 use nnb_catalog::{Arch, Catalog};
 use serde::Serialize;
 
-use super::file::{InstallFile, ProviderFile, Spanned};
+use super::file::{InstallFile, ProviderFile, ServerTenancyFile, ServersFile, Spanned};
 use super::{values, Checker, ExperimentError};
 
 /// Default TCP port of the tenants' agents.
@@ -38,6 +38,17 @@ impl AwsHost {
             AwsHost::Family(n) | AwsHost::Type(n) => n,
         }
     }
+}
+
+/// Where mirrored servers (`servers = "mirrored"`) run on aws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ServerTenancy {
+    /// On a second dedicated host of the clients' family (the thesis' setup).
+    #[default]
+    DedicatedHost,
+    /// Default tenancy instances, off any dedicated host.
+    Default,
 }
 
 /// Where the tenants get the `nnb` binary that runs their agent.
@@ -74,6 +85,11 @@ pub struct AwsSpec {
     pub instance_type: String,
     /// The endpoint's instance type (off the host, default tenancy).
     pub endpoint_instance_type: String,
+    /// Where mirrored servers run (read only with `servers = "mirrored"`).
+    pub server_tenancy: ServerTenancy,
+    /// The mirrored servers' instance type; `None`: each server is its client's
+    /// type (`instance_type`).
+    pub server_instance_type: Option<String>,
     /// The AMI.
     pub image_id: String,
     /// Subnet; `None` = the default VPC's subnet in the zone.
@@ -107,6 +123,14 @@ impl AwsSpec {
         Catalog::builtin()
             .size(&self.instance_type)
             .map_or(1, |(_, s)| s.vcpus as usize)
+    }
+
+    /// The instance type of a mirrored server: `server_instance_type`, else its
+    /// client's (every client is an `instance_type`).
+    pub fn server_type(&self) -> &str {
+        self.server_instance_type
+            .as_deref()
+            .unwrap_or(&self.instance_type)
     }
 
     /// The endpoint's UDP reflector and sink ports: the two after the agent's.
@@ -220,6 +244,7 @@ impl Checker<'_> {
             Some(v) => self.at(v, instance_type_name(v.get_ref()))?,
             None => instance_type.clone(),
         };
+        let (server_tenancy, server_instance_type) = self.aws_servers(p, &host, family)?;
         let availability_zone = need(
             &p.availability_zone,
             "an aws provider needs `availability_zone`, e.g. \"us-east-1a\"",
@@ -294,6 +319,8 @@ impl Checker<'_> {
             family: family.name.clone(),
             instance_type,
             endpoint_instance_type,
+            server_tenancy,
+            server_instance_type,
             image_id,
             subnet_id,
             security_group_ids,
@@ -314,6 +341,66 @@ impl Checker<'_> {
             )?,
             max_cost_usd,
         })
+    }
+
+    /// `server_tenancy` and `server_instance_type`, which only mirrored servers read:
+    /// a server on the second dedicated host is a size of its `family` (of the
+    /// `host`'s one type on a single-type host), one of default tenancy any type.
+    fn aws_servers(
+        &self,
+        p: &ProviderFile,
+        host: &AwsHost,
+        family: &nnb_catalog::Family,
+    ) -> Result<(ServerTenancy, Option<String>), ExperimentError> {
+        let mirrored = p
+            .servers
+            .as_ref()
+            .is_some_and(|s| *s.get_ref() == ServersFile::Mirrored);
+        let tenancy_at = p.server_tenancy.as_ref().map(Spanned::span);
+        let type_at = p.server_instance_type.as_ref().map(Spanned::span);
+        if let (false, Some(at)) = (mirrored, tenancy_at.clone().or(type_at.clone())) {
+            return Err(self.error(at, "this key applies to servers = \"mirrored\""));
+        }
+        let tenancy = match p.server_tenancy.as_ref().map(|t| *t.get_ref()) {
+            None | Some(ServerTenancyFile::DedicatedHost) => ServerTenancy::DedicatedHost,
+            Some(ServerTenancyFile::Default) => ServerTenancy::Default,
+        };
+        let Some(v) = &p.server_instance_type else {
+            return Ok((tenancy, None));
+        };
+        let t = self.at(v, instance_type_name(v.get_ref()))?;
+        if tenancy == ServerTenancy::DedicatedHost {
+            let sizes = family
+                .sizes
+                .iter()
+                .map(|s| s.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            if family.size(&t).is_none() {
+                return Err(self.error(
+                    v.span(),
+                    format!(
+                        "the servers' second dedicated host is a {} host: `{t}` is not one of \
+                         its sizes ({sizes}); set server_tenancy = \"default\" for another type",
+                        family.name
+                    ),
+                ));
+            }
+            if let AwsHost::Type(h) = host {
+                if *h != t {
+                    return Err(self.error(
+                        v.span(),
+                        format!(
+                            "the servers' second host is a `{h}` host like the clients', which \
+                             runs only {h} instances: set host = \"{}\" or server_tenancy = \
+                             \"default\"",
+                            family.name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok((tenancy, Some(t)))
     }
 
     /// `install` or `preinstalled` (exactly one), with the host's architecture given.

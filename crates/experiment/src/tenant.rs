@@ -15,6 +15,27 @@ pub use nnb_format::Role;
 /// reserved: no tenant may be called this.
 pub const ENDPOINT: &str = Role::Endpoint.name();
 
+/// Who receives the tenants' probes and loads (the `@sink`, `@reflector` and
+/// `@tcp-sink` targets of their jobs): `[provider] servers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Servers {
+    /// One endpoint agent runs one `serve` for every tenant (nnb's default).
+    #[default]
+    Shared,
+    /// Every tenant that sends or probes has a server of its own, an agent running
+    /// one `serve` that only it sends to: the thesis' setup (§6.1.1, §6.2.1: the
+    /// clients on one dedicated host, a paired server per client on another), so no
+    /// single receiver takes every tenant's traffic.
+    Mirrored,
+}
+
+/// The name of the agent serving `client` with mirrored servers, `endpoint@CLIENT`:
+/// `@` is not allowed in tenant names, so it is never a tenant's.
+pub fn server_name(client: &str) -> String {
+    format!("{ENDPOINT}@{client}")
+}
+
 /// The slowest rate an emulated link (`host_bw`) or a tenant's `rate` grant may be
 /// shaped to, bit/s: `tc` counts rates in whole bytes per second, and 8 kbit/s
 /// (1000 bytes/s) already takes over a second per full-size datagram.

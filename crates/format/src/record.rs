@@ -269,6 +269,11 @@ pub struct BackgroundRecord<R = Value> {
     pub role: Role,
     /// Job kind: `busy`, `load`, `idle`, `serve`.
     pub job: BackgroundJob,
+    /// The client tenant a mirrored server's `serve` job served (`servers =
+    /// "mirrored"`: each client's own server); absent for the shared endpoint and for
+    /// the other jobs (version 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serves: Option<String>,
     /// The steps attempted while it ran, in order (ids as a sample's `step`).
     pub steps: Vec<String>,
     /// `ok`: it ran until stopped and reported; `failed`: it ended before it was

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use nnb_catalog::{Catalog, Family, Size};
 
-use super::{AwsError, HostInfo, HostKind, LaunchPlan, TenantLaunch};
+use super::{AwsError, HostInfo, HostKind, LaunchPlan, Place, TenantLaunch};
 
 /// Checks `plan` against `catalog`, and against `host` when it is known: per instance type
 /// the count must not exceed what fits (AvailableCapacity, else the catalog's instances per
@@ -21,10 +21,51 @@ pub(crate) fn check(
     if !plan.tenants.iter().any(TenantLaunch::on_host) {
         return Err(AwsError::Plan("no tenants to launch on the host".into()));
     }
-    let family = host_family(&plan.host, catalog)?;
+    fits(
+        &plan.host,
+        plan.tenants.iter().filter(|t| t.on_host()),
+        catalog,
+        host,
+    )
+}
+
+/// Checks the mirrored servers of `plan` against its second host as [`check`] does the
+/// tenants against the first; a plan with servers to place there needs that host, and
+/// a second host needs servers.
+pub(crate) fn check_servers(
+    plan: &LaunchPlan,
+    catalog: &Catalog,
+    host: Option<&HostInfo>,
+) -> Result<(), AwsError> {
+    let mut servers = plan
+        .tenants
+        .iter()
+        .filter(|t| t.place == Place::ServerHost)
+        .peekable();
+    match (&plan.server_host, servers.peek()) {
+        (None, None) => Ok(()),
+        (None, Some(t)) => Err(AwsError::Plan(format!(
+            "{} is to run on the servers' dedicated host, but the plan allocates none",
+            t.name
+        ))),
+        (Some(_), None) => Err(AwsError::Plan(
+            "the plan allocates a dedicated host for servers but places none there".into(),
+        )),
+        (Some(kind), Some(_)) => fits(kind, servers, catalog, host),
+    }
+}
+
+/// Whether `tenants` fit one host of `kind` (and `host`, as DescribeHosts reports it).
+fn fits<'a>(
+    kind: &HostKind,
+    tenants: impl Iterator<Item = &'a TenantLaunch>,
+    catalog: &Catalog,
+    host: Option<&HostInfo>,
+) -> Result<(), AwsError> {
+    let family = host_family(kind, catalog)?;
     let mut per_type: BTreeMap<&str, (&Size, u32)> = BTreeMap::new();
-    for tenant in plan.tenants.iter().filter(|t| t.on_host()) {
-        let size = tenant_size(&plan.host, family, &tenant.instance_type, &tenant.name)?;
+    for tenant in tenants {
+        let size = tenant_size(kind, family, &tenant.instance_type, &tenant.name)?;
         per_type.entry(size.name.as_str()).or_insert((size, 0)).1 += 1;
     }
     for (name, (size, count)) in &per_type {
@@ -42,7 +83,7 @@ pub(crate) fn check(
             });
         }
     }
-    if let HostKind::Family(_) = plan.host {
+    if let HostKind::Family(_) = kind {
         let requested: u32 = per_type.values().map(|(s, n)| s.vcpus * n).sum();
         // moto reports no HostProperties vCPUs (0): the catalog stands in for them.
         let (fits, source_of_limit) = match host.map(|h| h.total_vcpus).filter(|v| *v > 0) {
@@ -105,6 +146,7 @@ mod tests {
     fn plan(host: HostKind, types: &[&str]) -> LaunchPlan {
         LaunchPlan {
             host,
+            server_host: None,
             availability_zone: "us-east-1a".into(),
             tenants: types
                 .iter()
@@ -113,6 +155,7 @@ mod tests {
                     name: format!("t{i}"),
                     role: if i == 0 { Role::Test } else { Role::Neighbor },
                     instance_type: (*t).into(),
+                    place: Place::Host,
                 })
                 .collect(),
             image_id: "ami-1".into(),
@@ -236,6 +279,7 @@ mod tests {
             name: "endpoint".into(),
             role: Role::Endpoint,
             instance_type: "c5n.9xlarge".into(),
+            place: Place::Default,
         });
         check(&p, catalog(), None).unwrap();
         // An endpoint alone is not a plan for a dedicated host.

@@ -13,19 +13,28 @@ const LIVE_STATES: [&str; 4] = [
 ];
 
 impl Ec2 {
-    /// AllocateHosts: one host of the plan's family or type, auto-placement off (only
-    /// instances that name the host land on it), a client token derived from the run id, tagged.
-    pub(crate) async fn allocate_host(&self, plan: &LaunchPlan) -> Result<String, AwsError> {
-        let name = format!("nnb-{}", plan.tags.run_id);
+    /// AllocateHosts: one host of family or type `kind`, auto-placement off (only
+    /// instances that name the host land on it), a client token derived from the run id
+    /// and `what` (`host`, `server-host`), tagged.
+    pub(crate) async fn allocate_host(
+        &self,
+        plan: &LaunchPlan,
+        kind: &HostKind,
+        what: &str,
+    ) -> Result<String, AwsError> {
+        let name = match what {
+            "host" => format!("nnb-{}", plan.tags.run_id),
+            _ => format!("nnb-{}-{what}", plan.tags.run_id),
+        };
         let request = self
             .client
             .allocate_hosts()
             .availability_zone(&plan.availability_zone)
             .quantity(1)
             .auto_placement(AutoPlacement::Off)
-            .client_token(tags::client_token(&plan.tags.run_id, "host"))
+            .client_token(tags::client_token(&plan.tags.run_id, what))
             .tag_specifications(plan.tags.spec(ResourceType::DedicatedHost, &name, &[]));
-        let request = match &plan.host {
+        let request = match kind {
             HostKind::Family(family) => request.instance_family(family),
             HostKind::Type(instance_type) => request.instance_type(instance_type),
         };

@@ -19,14 +19,14 @@ const POLL: Duration = Duration::from_secs(5);
 
 impl Ec2 {
     /// RunInstances of one tenant on `host_id`: Placement{host_id, tenancy: host,
-    /// affinity: host} (the endpoint: only the availability zone, default tenancy), the plan's
+    /// affinity: host} (without a host: only the availability zone, default tenancy), the plan's
     /// image, network, user data (base64) and tags on the instance and its volumes,
     /// MinCount = MaxCount = 1, a client token per tenant.
     pub(crate) async fn run_tenant(
         &self,
         plan: &LaunchPlan,
         tenant: &TenantLaunch,
-        host_id: &str,
+        host_id: Option<&str>,
         security_groups: &[String],
     ) -> Result<Launched, AwsError> {
         let name = format!("nnb-{}-{}", plan.tags.run_id, tenant.name);
@@ -35,15 +35,14 @@ impl Ec2 {
             (tags::ROLE, tenant.role.name()),
         ];
         let placement = Placement::builder().availability_zone(&plan.availability_zone);
-        let placement = if tenant.on_host() {
+        let placement = match host_id {
             // Affinity "host": a tenant stopped between steps starts again on this host,
             // never on another one (nnb's hosts have auto-placement off anyway).
-            placement
+            Some(host_id) => placement
                 .host_id(host_id)
                 .tenancy(Tenancy::Host)
-                .affinity("host")
-        } else {
-            placement
+                .affinity("host"),
+            None => placement,
         }
         .build();
         let profile = plan.iam_instance_profile.as_ref().map(|p| {

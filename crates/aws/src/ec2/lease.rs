@@ -22,6 +22,8 @@ pub struct Lease {
     host_ids: Vec<String>,
     security_group_ids: Vec<String>,
     host: Option<HostInfo>,
+    /// The servers' second host as DescribeHosts reported it (mirrored servers).
+    server_host: Option<HostInfo>,
     /// Whether teardown also looks for resources tagged with the run id: a resource whose
     /// create call was interrupted or whose answer was lost exists without being leased.
     by_run_tag: bool,
@@ -49,6 +51,7 @@ impl Lease {
             host_ids: Vec::new(),
             security_group_ids: Vec::new(),
             host: None,
+            server_host: None,
             by_run_tag: true,
         }
     }
@@ -66,6 +69,7 @@ impl Lease {
             host_ids,
             security_group_ids,
             host: None,
+            server_host: None,
             by_run_tag: false,
         }
     }
@@ -95,6 +99,11 @@ impl Lease {
         self.host.as_ref()
     }
 
+    /// The servers' second host as DescribeHosts reported it, when the run has one.
+    pub fn server_host(&self) -> Option<&HostInfo> {
+        self.server_host.as_ref()
+    }
+
     /// Whether the lease holds nothing any more.
     pub fn is_empty(&self) -> bool {
         self.instance_ids.is_empty()
@@ -120,6 +129,11 @@ impl Lease {
     /// Keeps what DescribeHosts said about the host.
     pub(crate) fn set_host(&mut self, host: HostInfo) {
         self.host = Some(host);
+    }
+
+    /// Keeps what DescribeHosts said about the servers' second host.
+    pub(crate) fn set_server_host(&mut self, host: HostInfo) {
+        self.server_host = Some(host);
     }
 
     /// Adds the live resources tagged with this run that the lease does not hold yet.

@@ -16,7 +16,7 @@ pub mod tags;
 
 pub use error::AwsError;
 pub use lease::{Lease, TeardownReport};
-pub use plan::{HostInfo, HostKind, LaunchPlan, Launched, SecurityGroupPlan, TenantLaunch};
+pub use plan::{HostInfo, HostKind, LaunchPlan, Launched, Place, SecurityGroupPlan, TenantLaunch};
 pub use tags::Tags;
 
 use aws_config::SdkConfig;
@@ -41,10 +41,11 @@ impl Ec2 {
     /// instances per host, and total vCPUs vs host vCPUs for a family host). moto does not
     /// check this; nnb does.
     pub fn check_capacity(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), AwsError> {
-        capacity::check(plan, catalog, None)
+        capacity::check(plan, catalog, None)?;
+        capacity::check_servers(plan, catalog, None)
     }
 
-    /// Allocates the host (auto-placement off, client token from the run id, tags), reads
+    /// Allocates the host (and the servers' second host when the plan has one; auto-placement off, client token from the run id, tags), reads
     /// DescribeHosts (HostProperties, AvailableCapacity: run-time values win over the
     /// catalog, capacity re-checked), creates the security group if asked, and launches the
     /// tenants in order with Placement{host_id, tenancy: host}, user data and tags.
@@ -62,18 +63,35 @@ impl Ec2 {
             )));
         }
         let catalog = Catalog::builtin();
-        capacity::check(plan, catalog, None)?;
+        Ec2::check_capacity(plan, catalog)?;
         check_security_group_plan(plan)?;
-        let host_id = self.allocate_host(plan).await?;
+        let host_id = self.allocate_host(plan, &plan.host, "host").await?;
         tracing::info!(host = %host_id, "dedicated host allocated");
         lease.add_host(host_id.clone());
         let host = self.describe_host(&host_id).await?;
         lease.set_host(host.clone());
         capacity::check(plan, catalog, Some(&host))?;
+        let server_host_id = match &plan.server_host {
+            Some(kind) => {
+                let id = self.allocate_host(plan, kind, "server-host").await?;
+                tracing::info!(host = %id, "the servers' dedicated host allocated");
+                lease.add_host(id.clone());
+                let info = self.describe_host(&id).await?;
+                capacity::check_servers(plan, catalog, Some(&info))?;
+                lease.set_server_host(info);
+                Some(id)
+            }
+            None => None,
+        };
         let groups = self.security_groups(plan, lease).await?;
         let mut launched = Vec::with_capacity(plan.tenants.len());
         for tenant in &plan.tenants {
-            let tenant = self.run_tenant(plan, tenant, &host_id, &groups).await?;
+            let on = match tenant.place {
+                Place::Host => Some(host_id.as_str()),
+                Place::ServerHost => server_host_id.as_deref(),
+                Place::Default => None,
+            };
+            let tenant = self.run_tenant(plan, tenant, on, &groups).await?;
             tracing::info!(tenant = %tenant.tenant, instance = %tenant.instance_id, "launched");
             lease.add_instance(tenant.instance_id.clone());
             launched.push(tenant);
@@ -166,6 +184,7 @@ mod tests {
     fn a_group_without_vpc_or_cidrs_is_refused_up_front() {
         let mut plan = LaunchPlan {
             host: HostKind::Family("m5".into()),
+            server_host: None,
             availability_zone: "us-east-1a".into(),
             tenants: Vec::new(),
             image_id: "ami-1".into(),

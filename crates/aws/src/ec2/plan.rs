@@ -16,25 +16,38 @@ pub enum HostKind {
     Type(String),
 }
 
+/// Where one instance runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// On the run's dedicated host (the tenants).
+    Host,
+    /// On the second dedicated host, [`LaunchPlan::server_host`] (mirrored servers,
+    /// as the thesis ran them: the clients on one host, their servers on another).
+    ServerHost,
+    /// Default tenancy in the same subnet, on no dedicated host and not counted
+    /// against one (the endpoint, the sink and reflector that stand for the world
+    /// outside the host; or mirrored servers when asked).
+    Default,
+}
+
 /// One tenant to launch on the host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TenantLaunch {
     /// The tenant's name in the experiment (also tag `nnb:tenant`).
     pub name: String,
     /// Test for the measured node, neighbor for the others, endpoint for the off-host
-    /// peer of network experiments (tag `nnb:role`).
+    /// peer of network experiments and for mirrored servers (tag `nnb:role`).
     pub role: Role,
     /// EC2 instance type, e.g. "m5.large".
     pub instance_type: String,
+    /// Where it runs.
+    pub place: Place,
 }
 
 impl TenantLaunch {
-    /// Whether this tenant goes on the dedicated host: every role but the endpoint, the
-    /// sink and reflector that stand for the world outside the host (the thesis ran
-    /// them on a second machine), which is launched with default tenancy in the same
-    /// subnet and is not counted against the host's capacity.
+    /// Whether this tenant goes on the run's dedicated host.
     pub fn on_host(&self) -> bool {
-        self.role != Role::Endpoint
+        self.place == Place::Host
     }
 }
 
@@ -61,6 +74,9 @@ pub enum SecurityGroupPlan {
 pub struct LaunchPlan {
     /// The dedicated host to allocate.
     pub host: HostKind,
+    /// The second dedicated host, for the tenants placed on [`Place::ServerHost`]
+    /// (mirrored servers); `None`: none is allocated.
+    pub server_host: Option<HostKind>,
     /// Availability zone of the host, e.g. "us-east-1a".
     pub availability_zone: String,
     /// Test node first, then neighbors: the launch order.

@@ -1,5 +1,11 @@
 //! The EC2 provider: the experiment's tenants as instances on one dedicated host.
 //!
+//! With mirrored servers (`servers = "mirrored"`) each client gets a server instance
+//! of its own: by default on a second dedicated host of the clients' family (the
+//! thesis' two hosts), each the client's type unless `server_instance_type` names
+//! another, or with default tenancy when `server_tenancy = "default"`; the servers
+//! stay up for the whole run.
+//!
 //! [`launch_plan`] turns an [`AwsSpec`] and the tenants into an
 //! [`nnb_aws::ec2::LaunchPlan`] (cloud-init user data that installs nnb and starts
 //! `nnb agent` with the run's random token, tags with the run id and an expiry);
@@ -23,23 +29,23 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
 use nnb_aws::ec2::{
-    Ec2, HostKind, LaunchPlan, Launched, Lease, SecurityGroupPlan, Tags, TenantLaunch,
+    Ec2, HostKind, LaunchPlan, Launched, Lease, Place, SecurityGroupPlan, Tags, TenantLaunch,
 };
 use nnb_aws::s3::S3;
 use nnb_aws::userdata::{self, Install, UserDataParams};
 use nnb_catalog::{Arch, Catalog};
-use nnb_experiment::tenant::ENDPOINT;
+use nnb_experiment::tenant::{server_name, ENDPOINT};
 use nnb_format::ProviderKind;
 
 use super::{
     upload, CloudLease, CloudRecord, CloudTeardown, Fleet, HostCpus, HostRecord, InstanceRecord,
-    Placement, Preflight, Provider, ProviderError, Role, Tenant, TenantSpec, UploadReport,
+    Placement, Preflight, Provider, ProviderError, Role, Serving, Tenant, TenantSpec, UploadReport,
 };
 use crate::budget::CostCap;
 use crate::client::BoxFuture;
 use nnb_agent::Token;
 use nnb_experiment::plan::Plan;
-use nnb_experiment::{AgentInstall, AwsHost, AwsSpec, Experiment};
+use nnb_experiment::{AgentInstall, AwsHost, AwsSpec, Experiment, ServerTenancy};
 
 /// A status line for the person watching, on stderr. Never panics: teardown must
 /// go on when stderr is closed (a pipe whose reader left, a closed terminal).
@@ -197,13 +203,23 @@ fn install(spec: &AwsSpec) -> Result<Install, ProviderError> {
     })
 }
 
+/// The dedicated host of `spec`'s tenants, as EC2 allocates it.
+fn host_kind(spec: &AwsSpec) -> HostKind {
+    match &spec.host {
+        AwsHost::Family(f) => HostKind::Family(f.clone()),
+        AwsHost::Type(t) => HostKind::Type(t.clone()),
+    }
+}
+
 /// The cloud side of a run: host, tenants in launch order (test node first, then
-/// the neighbors, then the endpoint off the host when `with_endpoint`), user data
-/// starting `nnb agent` with `token`, tags with `run_id` and the expiry.
+/// the neighbors, then who `serving` says receives their probes and loads: the
+/// endpoint off the host, or a server per client on the second host or with default
+/// tenancy), user data starting `nnb agent` with `token`, tags with `run_id` and the
+/// expiry.
 pub fn launch_plan(
     spec: &AwsSpec,
     tenants: &[TenantSpec],
-    with_endpoint: bool,
+    serving: &Serving,
     run_id: &str,
     token: &str,
 ) -> Result<LaunchPlan, ProviderError> {
@@ -227,23 +243,39 @@ pub fn launch_plan(
             name: t.name.clone(),
             role: t.role,
             instance_type: spec.instance_type.clone(),
+            place: Place::Host,
         })
         .collect();
-    let mut probe_ports = Vec::new();
-    if with_endpoint {
-        launches.push(TenantLaunch {
+    let server_place = match spec.server_tenancy {
+        ServerTenancy::DedicatedHost => Place::ServerHost,
+        ServerTenancy::Default => Place::Default,
+    };
+    match serving {
+        Serving::None => {}
+        Serving::Shared => launches.push(TenantLaunch {
             name: ENDPOINT.to_string(),
             role: Role::Endpoint,
             instance_type: spec.endpoint_instance_type.clone(),
-        });
-        let (reflector, sink) = spec.serve_ports();
-        probe_ports = vec![reflector, sink];
+            place: Place::Default,
+        }),
+        Serving::Mirrored(clients) => launches.extend(clients.iter().map(|c| TenantLaunch {
+            name: server_name(c),
+            role: Role::Endpoint,
+            instance_type: spec.server_type().to_string(),
+            place: server_place,
+        })),
     }
+    let probe_ports = match serving {
+        Serving::None => Vec::new(),
+        Serving::Shared | Serving::Mirrored(_) => {
+            let (reflector, sink) = spec.serve_ports();
+            vec![reflector, sink]
+        }
+    };
+    let servers_on_host = launches.iter().any(|t| t.place == Place::ServerHost);
     Ok(LaunchPlan {
-        host: match &spec.host {
-            AwsHost::Family(f) => HostKind::Family(f.clone()),
-            AwsHost::Type(t) => HostKind::Type(t.clone()),
-        },
+        host: host_kind(spec),
+        server_host: servers_on_host.then(|| host_kind(spec)),
         availability_zone: spec.availability_zone.clone(),
         tenants: launches,
         image_id: spec.image_id.clone(),
@@ -300,6 +332,9 @@ pub struct AwsProvider {
     agents: Option<Arc<dyn InstanceAgents>>,
     /// The launched instances, once the launch succeeded.
     placed: Option<Placed>,
+    /// Dedicated hosts the run holds: 1, or 2 with mirrored servers on a host of
+    /// their own (known once launched).
+    dedicated_hosts: u32,
 }
 
 impl AwsProvider {
@@ -313,6 +348,7 @@ impl AwsProvider {
             ec2: None,
             agents: None,
             placed: None,
+            dedicated_hosts: 1,
         }
     }
 
@@ -333,17 +369,17 @@ impl AwsProvider {
         }
     }
 
-    /// Provisions `tenants` (and an endpoint off the host when `with_endpoint`)
-    /// into the provider's lease, waits for every agent's health check, and returns
-    /// the fleet, which then owns the lease.
+    /// Provisions `tenants` (and who `serving` says serves them: an endpoint off
+    /// the host, or mirrored servers) into the provider's lease, waits for every
+    /// agent's health check, and returns the fleet, which then owns the lease.
     async fn launch_aws(
         &mut self,
         tenants: &[TenantSpec],
-        with_endpoint: bool,
+        serving: &Serving,
     ) -> Result<Fleet, ProviderError> {
         let (spec, run_id) = (&self.spec, self.run_id.as_str());
         let token = Token::generate().secret().to_string();
-        let plan = launch_plan(spec, tenants, with_endpoint, run_id, &token)?;
+        let plan = launch_plan(spec, tenants, serving, run_id, &token)?;
         check_capacity(&plan)?;
         let ec2 = match &self.ec2 {
             Some(ec2) => ec2.clone(),
@@ -355,10 +391,13 @@ impl AwsProvider {
             agents: self.agents.clone(),
         });
         say!(
-            "run {run_id}: allocating a {} dedicated host in {} and launching {} x {}",
+            "run {run_id}: allocating {} {} dedicated host(s) in {} and launching {} instance(s) \
+             ({} x {})",
+            1 + usize::from(plan.server_host.is_some()),
             spec.host.name(),
             spec.availability_zone,
             plan.tenants.len(),
+            tenants.len(),
             spec.instance_type
         );
         let launched = held.ec2.provision(&plan, &mut held.lease).await?;
@@ -377,26 +416,40 @@ impl AwsProvider {
             SecurityGroupPlan::Existing(ids) => ids.clone(),
             SecurityGroupPlan::Create { .. } => held.lease.security_group_ids().to_vec(),
         };
-        self.record = Some(record(spec, &plan, held.lease.host(), &launched, groups));
+        let hosts = (held.lease.host(), held.lease.server_host());
+        self.record = Some(record(spec, &plan, hosts, &launched, groups));
+        self.dedicated_hosts = 1 + u32::from(plan.server_host.is_some());
         let addrs = agent_addrs(spec, self.agents.as_ref(), &launched, &token).await?;
         let fleet_tenants = to_tenants(tenants, &launched, &addrs, &token)?;
-        let endpoint = if with_endpoint {
-            let spec_ep = TenantSpec {
-                name: ENDPOINT.to_string(),
-                role: Role::Endpoint,
-                vcpus: 1,
-            };
-            to_tenants(&[spec_ep], &launched, &addrs, &token)?.pop()
-        } else {
-            None
+        let off_host = |name: String| TenantSpec {
+            name,
+            role: Role::Endpoint,
+            vcpus: 1,
         };
+        let endpoint = match serving {
+            Serving::Shared => {
+                to_tenants(&[off_host(ENDPOINT.to_string())], &launched, &addrs, &token)?.pop()
+            }
+            Serving::None | Serving::Mirrored(_) => None,
+        };
+        let server_specs: Vec<TenantSpec> = serving
+            .clients()
+            .iter()
+            .map(|c| off_host(server_name(c)))
+            .collect();
+        let servers = to_tenants(&server_specs, &launched, &addrs, &token)?;
         say!(
             "run {run_id}: {} instance(s) launched; waiting up to {:?} for their agents on port {}",
             launched.len(),
             spec.health_timeout,
             spec.agent_port
         );
-        let all: Vec<Tenant> = fleet_tenants.iter().chain(&endpoint).cloned().collect();
+        let all: Vec<Tenant> = fleet_tenants
+            .iter()
+            .chain(&endpoint)
+            .chain(&servers)
+            .cloned()
+            .collect();
         wait_healthy(&all, deadline, spec.health_timeout).await?;
         self.placed = Some(Placed {
             ec2,
@@ -410,6 +463,7 @@ impl AwsProvider {
             unconfirmed: BTreeSet::new(),
         });
         let mut fleet = Fleet::of(fleet_tenants, endpoint);
+        fleet.servers = servers;
         fleet.cloud = CloudLease {
             held: self
                 .lease
@@ -426,7 +480,8 @@ impl Provider for AwsProvider {
         ProviderKind::Aws
     }
 
-    /// One instance of `instance_type` per tenant.
+    /// One instance of `instance_type` per tenant (mirrored servers are listed by
+    /// [`preflight`]).
     fn placement(
         &self,
         specs: &[TenantSpec],
@@ -460,9 +515,9 @@ impl Provider for AwsProvider {
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
-        Box::pin(self.launch_aws(specs, with_endpoint))
+        Box::pin(self.launch_aws(specs, serving))
     }
 
     /// Stops the tenants `present` leaves out and starts the stopped ones it names, on
@@ -475,13 +530,19 @@ impl Provider for AwsProvider {
         Box::pin(self.change_present(fleet, present))
     }
 
-    /// `max_cost_usd` at the catalog price of the host family, when both are known.
+    /// `max_cost_usd` at the catalog price of the host family, when both are known,
+    /// times the hosts the run holds (the tenants', and the servers' when they have
+    /// one of their own).
     fn cost_cap(&self, since: tokio::time::Instant) -> Option<CostCap> {
         let max_usd = self.spec.max_cost_usd?;
         let usd_per_hour = Catalog::builtin()
             .family(&self.spec.family)?
             .host_price_usd_per_hour;
-        Some(CostCap::new(usd_per_hour, max_usd, since))
+        Some(CostCap::new(
+            usd_per_hour * f64::from(self.dedicated_hosts),
+            max_usd,
+            since,
+        ))
     }
 
     fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
@@ -629,11 +690,28 @@ fn to_tenants(
         .collect()
 }
 
-/// The manifest's record of what was provisioned.
+/// The manifest's record of a dedicated host.
+fn host_record(h: &nnb_aws::ec2::HostInfo) -> HostRecord {
+    HostRecord {
+        host_id: h.host_id.clone(),
+        instance_family: h.instance_family.clone(),
+        instance_type: h.instance_type.clone(),
+        cores: h.cores,
+        sockets: h.sockets,
+        total_vcpus: h.total_vcpus,
+        available: h.available.clone(),
+    }
+}
+
+/// The manifest's record of what was provisioned: `(host, server_host)` as
+/// DescribeHosts reported them.
 fn record(
     spec: &AwsSpec,
     plan: &LaunchPlan,
-    host: Option<&nnb_aws::ec2::HostInfo>,
+    (host, server_host): (
+        Option<&nnb_aws::ec2::HostInfo>,
+        Option<&nnb_aws::ec2::HostInfo>,
+    ),
     launched: &[Launched],
     security_groups: Vec<String>,
 ) -> CloudRecord {
@@ -641,26 +719,19 @@ fn record(
         provider: ProviderKind::Aws,
         region: spec.region.clone(),
         availability_zone: plan.availability_zone.clone(),
-        host: host.map(|h| HostRecord {
-            host_id: h.host_id.clone(),
-            instance_family: h.instance_family.clone(),
-            instance_type: h.instance_type.clone(),
-            cores: h.cores,
-            sockets: h.sockets,
-            total_vcpus: h.total_vcpus,
-            available: h.available.clone(),
-        }),
+        host: host.map(host_record),
+        server_host: server_host.map(host_record),
         instances: launched
             .iter()
             .map(|l| InstanceRecord {
                 tenant: l.tenant.clone(),
                 role: l.role,
                 instance_id: l.instance_id.clone(),
-                instance_type: if l.role == Some(Role::Endpoint) {
-                    spec.endpoint_instance_type.clone()
-                } else {
-                    spec.instance_type.clone()
-                },
+                instance_type: plan
+                    .tenants
+                    .iter()
+                    .find(|t| t.name == l.tenant)
+                    .map_or_else(|| spec.instance_type.clone(), |t| t.instance_type.clone()),
                 private_ip: l.private_ip.map(|ip| ip.to_string()),
                 public_ip: l.public_ip.map(|ip| ip.to_string()),
                 host_id: l.host_id.clone(),

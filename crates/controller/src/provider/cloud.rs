@@ -67,6 +67,9 @@ pub struct CloudRecord {
     pub availability_zone: String,
     /// The dedicated host.
     pub host: Option<HostRecord>,
+    /// The mirrored servers' second dedicated host, when they had one (version 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_host: Option<HostRecord>,
     /// Every tenant's instance, in launch order.
     pub instances: Vec<InstanceRecord>,
     /// Security groups the tenants used.

@@ -38,12 +38,12 @@ use nnb_burn::topology::{format_list, Topology};
 use super::grants::{Placement, TenantCgroups};
 use super::netns::NetLab;
 use super::usage::{UsageMeter, UsageSource};
-use super::{Fleet, HostCpus, Provider, ProviderError, Role, Tenant, TenantSpec};
+use super::{Fleet, HostCpus, Provider, ProviderError, Role, Serving, Tenant, TenantSpec};
 use crate::client::BoxFuture;
 use crate::lockfile::{cpu_lock_dir, hold_cpus};
 use nnb_agent::jobs::Health;
 use nnb_agent::Token;
-use nnb_experiment::tenant::{Network, TenantGrant, ENDPOINT};
+use nnb_experiment::tenant::{server_name, Network, TenantGrant, ENDPOINT};
 use nnb_format::ProviderKind;
 
 /// Pause between two health checks of an agent that did not answer yet.
@@ -65,6 +65,10 @@ pub struct LocalOptions {
     /// Where I/O limits apply when a grant names no `io_dir` (a disk isolation
     /// matrix's directory), and where a dead run's disk files are looked for.
     pub io_dir: Option<PathBuf>,
+    /// The clients that get a mirrored server of their own ([`Serving::Mirrored`]):
+    /// one agent each beside the endpoint (with the emulated network in the
+    /// endpoint's namespace, at an address of its own).
+    pub servers: Vec<String>,
 }
 
 /// Whether a local fleet's tenants get cgroups of their own (see
@@ -122,6 +126,7 @@ impl Default for LocalOptions {
             cgroups: Cgroups::Off,
             grants: Vec::new(),
             io_dir: None,
+            servers: Vec::new(),
         }
     }
 }
@@ -185,9 +190,10 @@ pub fn carve_cpus(
     Ok((sets, warnings))
 }
 
-/// Starts one `nnb agent` per tenant (plus the endpoint agent), each pinned to its
-/// carved CPU set, and waits until every one answers `/health`. On error everything
-/// started so far is torn down.
+/// Starts one `nnb agent` per tenant (plus the endpoint agent, and a server agent
+/// per client of `opts.servers`), each tenant pinned to its carved CPU set, and
+/// waits until every one answers `/health`. On error everything started so far is
+/// torn down.
 pub async fn launch_local(
     specs: &[TenantSpec],
     opts: &LocalOptions,
@@ -211,6 +217,7 @@ pub async fn launch_local(
     let mut fleet = Fleet {
         tenants: Vec::with_capacity(specs.len()),
         endpoint: None,
+        servers: Vec::new(),
         warnings,
         children: Vec::new(),
         net: None,
@@ -222,7 +229,7 @@ pub async fn launch_local(
     let net = match opts.network {
         Network::None => None,
         Network::Emulated { host_bw_bps, queue } => {
-            let lab = NetLab::create(specs.len(), host_bw_bps, queue)?;
+            let lab = NetLab::create(specs.len(), opts.servers.len(), host_bw_bps, queue)?;
             for (i, spec) in specs.iter().enumerate() {
                 if let Some(rate) = opts.grant(&spec.name).and_then(|g| g.rate_bps) {
                     lab.shape_tenant(i, Some(rate))?;
@@ -263,6 +270,21 @@ pub async fn launch_local(
     };
     let (child, endpoint_token) = endpoint.spawn(&bin, scratch.path())?;
     fleet.children.push((ENDPOINT.to_string(), child));
+    // Mirrored servers: beside the endpoint, each at its own address.
+    let mut servers = Vec::with_capacity(opts.servers.len());
+    for (j, client) in opts.servers.iter().enumerate() {
+        let name = server_name(client);
+        let ip = net.map(|lab| lab.server_ip(j));
+        let server = AgentLaunch {
+            name: &name,
+            netns: endpoint_ns.as_deref(),
+            listen: ip.unwrap_or(loopback),
+            cpus: None,
+        };
+        let (child, token) = server.spawn(&bin, scratch.path())?;
+        fleet.children.push((name.clone(), child));
+        servers.push((name, token, ip));
+    }
 
     // Read every agent's address, then wait for every health in parallel.
     let mut addrs = Vec::with_capacity(fleet.children.len());
@@ -270,10 +292,12 @@ pub async fn launch_local(
         .iter()
         .map(|p| p.0.clone())
         .chain([ENDPOINT.to_string()])
+        .chain(servers.iter().map(|s| s.0.clone()))
         .collect();
     for (k, name) in names.iter().enumerate() {
         addrs.push(read_address(&mut fleet.children[k].1, name, opts.start_timeout).await?);
     }
+    let pending_len = pending.len();
     for ((name, role, token, cpus, ns, ip), addr) in pending.into_iter().zip(&addrs) {
         fleet.tenants.push(Tenant {
             name,
@@ -285,7 +309,18 @@ pub async fn launch_local(
             ip,
         });
     }
-    let endpoint_addr = addrs[addrs.len() - 1];
+    let endpoint_addr = addrs[pending_len];
+    for ((name, token, ip), addr) in servers.into_iter().zip(&addrs[pending_len + 1..]) {
+        fleet.servers.push(Tenant {
+            name,
+            role: Role::Endpoint,
+            addr: *addr,
+            token,
+            cpus: allowed.clone(),
+            netns: endpoint_ns.clone(),
+            ip,
+        });
+    }
     fleet.endpoint = Some(Tenant {
         name: ENDPOINT.into(),
         role: Role::Endpoint,
@@ -296,7 +331,7 @@ pub async fn launch_local(
         ip: endpoint_ip,
     });
     let mut checks = tokio::task::JoinSet::new();
-    for t in fleet.tenants.iter().chain(fleet.endpoint.as_ref()) {
+    for t in fleet.all() {
         let (t, timeout) = (t.clone(), opts.start_timeout);
         checks.spawn(async move {
             let health = wait_healthy(&t, timeout).await?;
@@ -358,12 +393,14 @@ impl Provider for LocalProvider {
         })
     }
 
-    /// Always starts the endpoint agent too (it costs one idle process).
+    /// Always starts the endpoint agent too (it costs one idle process), and a
+    /// server agent per client when `serving` is mirrored.
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        _with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
+        self.opts.servers = serving.clients().to_vec();
         Box::pin(launch_local(specs, &self.opts))
     }
 
@@ -377,7 +414,11 @@ impl Provider for LocalProvider {
     ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
         Box::pin(async move {
             fleet.check_present(present)?;
-            fleet.kill_children(|n| n == ENDPOINT || present.iter().any(|p| p == n));
+            // Only tenants come and go: the endpoint and the servers stay.
+            let tenants: Vec<String> = fleet.tenants.iter().map(|t| t.name.clone()).collect();
+            fleet.kill_children(|n| {
+                !tenants.iter().any(|t| t == n) || present.iter().any(|p| p == n)
+            });
             let mut started = Vec::new();
             for name in present {
                 if fleet.children.iter().any(|(n, _)| n == name) {

@@ -41,6 +41,7 @@ use crate::client::{stop_all_jobs, AgentApi, AgentClient, AgentError, BoxFuture}
 use nnb_agent::jobs::limits::SHUTDOWN_GRACE;
 use nnb_agent::jobs::Health;
 use nnb_experiment::plan::Plan;
+pub use nnb_experiment::plan::Serving;
 use nnb_experiment::Experiment;
 use nnb_format::ProviderKind;
 
@@ -60,12 +61,13 @@ pub trait Provider: Send + Sync {
     /// The kind, as written in experiment files (`local`, `static`, `aws`).
     fn kind(&self) -> ProviderKind;
 
-    /// Brings up the tenants of `specs`, plus an endpoint agent when `with_endpoint`
-    /// (the run sends probes or load off the host), and waits until they answer.
+    /// Brings up the tenants of `specs`, plus who `serving` says receives their
+    /// probes and loads (off the host): an endpoint agent when shared, a server agent
+    /// per client when mirrored ([`Fleet::servers`]), and waits until they answer.
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>>;
 
     /// The job API of `tenant`'s agent (the HTTP client by default).
@@ -380,6 +382,11 @@ pub struct Fleet {
     /// the emulated network, a plain loopback agent otherwise. Run the `serve` job
     /// there. `None` for a static fleet without an `endpoint` line.
     pub endpoint: Option<Tenant>,
+    /// Mirrored servers ([`Serving::Mirrored`]): one agent per client, named
+    /// [`nnb_experiment::tenant::server_name`] of it, in the order of the clients.
+    /// Each runs the `serve` job only its client sends to; they stay up for the whole
+    /// run, whichever tenants are present.
+    pub servers: Vec<Tenant>,
     /// Things the experiment should record (e.g. tenants sharing CPUs).
     pub warnings: Vec<String>,
     /// Child agents, with the name of the tenant each serves.
@@ -442,6 +449,7 @@ impl Fleet {
         Fleet {
             tenants,
             endpoint,
+            servers: Vec::new(),
             warnings: Vec::new(),
             children: Vec::new(),
             net: None,
@@ -451,9 +459,12 @@ impl Fleet {
         }
     }
 
-    /// Every agent: the tenants, then the endpoint.
+    /// Every agent: the tenants, then the endpoint, then the mirrored servers.
     pub fn all(&self) -> impl Iterator<Item = &Tenant> {
-        self.tenants.iter().chain(self.endpoint.as_ref())
+        self.tenants
+            .iter()
+            .chain(self.endpoint.as_ref())
+            .chain(&self.servers)
     }
 
     /// The test tenant, if the fleet has one.

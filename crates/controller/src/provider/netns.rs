@@ -19,6 +19,11 @@
 //! the agents over its own veth into the bridge, which does not cross the shaped
 //! link. All addresses are in one /24 chosen so it is unused on this machine.
 //!
+//! Mirrored servers (one per client, `servers = "mirrored"`) stand for the thesis'
+//! second host: they run in the endpoint's namespace, beyond the shaped uplink, each
+//! at an address of its own on its `eth0` (the addresses after the tenants'), so
+//! each client's traffic crosses the same NIC to a receiver of its own.
+//!
 //! Names carry the controller's pid (`nnb<pid hex>-<n>-...`), so concurrent runs do
 //! not collide, and leftovers of a controller killed with `-9` (whose agents died
 //! with it) are removed by the next run.
@@ -30,7 +35,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use super::ProviderError;
 use nnb_experiment::tenant::NicQueue;
 
-/// Most tenants one emulated network holds (addresses .10 to .249 of the /24).
+/// Most tenants one emulated network holds, mirrored servers included (addresses .10
+/// to .249 of the /24).
 pub const MAX_TENANTS: usize = 240;
 /// First host number of tenant addresses.
 const TENANT_BASE: usize = 10;
@@ -44,6 +50,7 @@ static NEXT_LAB: AtomicU32 = AtomicU32::new(0);
 pub struct NetLab {
     run: String,
     tenants: usize,
+    servers: usize,
     prefix: [u8; 3],
     removed: bool,
 }
@@ -174,18 +181,21 @@ fn shaping(
 
 impl NetLab {
     /// Builds the namespaces, bridge, veths and shaping for `tenants` tenants and a
-    /// host NIC of `host_bw_bps`. On error what was built is removed again.
+    /// host NIC of `host_bw_bps`, with the addresses of `servers` mirrored servers in
+    /// the endpoint's namespace. On error what was built is removed again.
     pub fn create(
         tenants: usize,
+        servers: usize,
         host_bw_bps: f64,
         queue: NicQueue,
     ) -> Result<NetLab, ProviderError> {
         if !is_root() {
             return Err(ProviderError::NeedRoot);
         }
-        if tenants > MAX_TENANTS {
+        if tenants.saturating_add(servers) > MAX_TENANTS {
             return Err(ProviderError::Invalid(format!(
-                "the emulated network holds at most {MAX_TENANTS} tenants, not {tenants}"
+                "the emulated network holds at most {MAX_TENANTS} tenants and servers, not \
+                 {tenants} tenants and {servers} servers"
             )));
         }
         if !(host_bw_bps.is_finite() && host_bw_bps >= 1000.0) {
@@ -198,6 +208,7 @@ impl NetLab {
         let mut lab = NetLab {
             run: format!("nnb{:x}-{n:x}", std::process::id()),
             tenants,
+            servers,
             prefix: free_prefix(n)?,
             removed: false,
         };
@@ -232,6 +243,10 @@ impl NetLab {
             "ip",
             &["-n", &ep, "addr", "add", &self.cidr(2), "dev", "eth0"],
         )?;
+        for j in 0..self.servers {
+            let server = self.cidr(TENANT_BASE + self.tenants + j);
+            run("ip", &["-n", &ep, "addr", "add", &server, "dev", "eth0"])?;
+        }
         run("ip", &["-n", &ep, "link", "set", "eth0", "up"])?;
         // Towards the endpoint tenants are told apart by source, back by destination.
         let tenant_ips: Vec<IpAddr> = (0..self.tenants).map(|i| self.tenant_ip(i)).collect();
@@ -337,6 +352,11 @@ impl NetLab {
     /// Tenant `i`'s address.
     pub fn tenant_ip(&self, i: usize) -> IpAddr {
         self.ip(TENANT_BASE + i)
+    }
+
+    /// Mirrored server `j`'s address (on the endpoint namespace's `eth0`).
+    pub fn server_ip(&self, j: usize) -> IpAddr {
+        self.ip(TENANT_BASE + self.tenants + j)
     }
 
     /// The endpoint's address.

@@ -17,7 +17,9 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-use super::{Fleet, HostCpus, Placement, Provider, ProviderError, Role, Tenant, TenantSpec};
+use super::{
+    Fleet, HostCpus, Placement, Provider, ProviderError, Role, Serving, Tenant, TenantSpec,
+};
 use crate::client::BoxFuture;
 use nnb_agent::Token;
 use nnb_format::ProviderKind;
@@ -55,13 +57,21 @@ impl Provider for StaticProvider {
     }
 
     /// Reads the hosts file and checks that every tenant is in it with its role
-    /// (whether an endpoint is needed is checked by the controller).
+    /// (whether an endpoint is needed is checked by the controller). Mirrored servers
+    /// are agents nnb would start: refused (the checker refuses them first).
     fn launch<'a>(
         &'a mut self,
         specs: &'a [TenantSpec],
-        _with_endpoint: bool,
+        serving: &'a Serving,
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
         Box::pin(async move {
+            if let Serving::Mirrored(_) = serving {
+                return Err(ProviderError::Unsupported(
+                    "a static fleet has one endpoint: mirrored servers need the local or aws \
+                     provider"
+                        .to_string(),
+                ));
+            }
             let fleet = load_static(&self.hosts, &self.token_file)?;
             let hosts = self.hosts.display();
             for t in specs {

@@ -11,11 +11,19 @@ use serde_json::json;
 
 use super::{check_capacity, launch_plan, LAUNCH_OVERHEAD, LEVEL_CHANGE};
 use crate::budget::{usd, Consent, CostEstimate};
-use crate::provider::{Preflight, ProviderError, Resource, Resources, TenantSpec, Verdict};
+use crate::provider::{
+    Preflight, ProviderError, Resource, Resources, Serving, TenantSpec, Verdict,
+};
 
-/// Prices holding `spec`'s host for `measuring` (the plan's estimate), plus
+/// Prices holding `hosts` of `spec`'s dedicated hosts (the tenants', and the
+/// mirrored servers' when they have one) for `measuring` (the plan's estimate), plus
 /// `level_changes` changes of the tenants present and the launch and teardown overhead.
-pub fn estimate_cost(spec: &AwsSpec, measuring: Duration, level_changes: usize) -> CostEstimate {
+pub fn estimate_cost(
+    spec: &AwsSpec,
+    hosts: u32,
+    measuring: Duration,
+    level_changes: usize,
+) -> CostEstimate {
     let family = Catalog::builtin().family(&spec.family);
     let usd_per_hour = family.map_or(0.0, |f| f.host_price_usd_per_hour);
     let changes = LEVEL_CHANGE.saturating_mul(u32::try_from(level_changes).unwrap_or(u32::MAX));
@@ -23,11 +31,12 @@ pub fn estimate_cost(spec: &AwsSpec, measuring: Duration, level_changes: usize) 
     CostEstimate {
         family: spec.family.clone(),
         usd_per_hour,
+        hosts,
         price_region: family.map_or_else(String::new, |f| f.price_region.clone()),
         price_as_of: family.map_or_else(String::new, |f| f.price_as_of.clone()),
         level_changes,
         hours,
-        usd: usd_per_hour * hours,
+        usd: usd_per_hour * f64::from(hosts) * hours,
     }
 }
 
@@ -66,8 +75,12 @@ fn cost_line(cost: &CostEstimate, steps_without_estimate: usize) -> String {
     } else {
         String::new()
     };
+    let hosts = match cost.hosts {
+        1 => String::new(),
+        n => format!("{n} x "),
+    };
     format!(
-        "{} host at {}/h ({}, price as of {}) x {:.2} h (plan{changes} + {} min launch and \
+        "{hosts}{} host at {}/h ({}, price as of {}) x {:.2} h (plan{changes} + {} min launch and \
          teardown) = {}{unknown}",
         cost.family,
         usd(cost.usd_per_hour),
@@ -91,16 +104,27 @@ pub fn preflight(
 ) -> Result<Preflight, ProviderError> {
     let (estimate, unknown) = plan.estimate(exp.settle);
     let tenants = exp.tenant_specs();
-    let cost = estimate_cost(spec, estimate, level_changes(plan, &tenants));
-    let endpoint = plan.needs_endpoint();
-    let launch = launch_plan(spec, &tenants, endpoint, "dry-run", "dry-run-token")?;
+    let serving = plan.serving(exp.servers);
+    let launch = launch_plan(spec, &tenants, &serving, "dry-run", "dry-run-token")?;
+    let hosts = 1 + u32::from(launch.server_host.is_some());
+    let cost = estimate_cost(spec, hosts, estimate, level_changes(plan, &tenants));
+    let endpoint = serving == Serving::Shared;
+    let clients = serving.clients();
+    let server_type = spec.server_type();
     let capacity = match check_capacity(&launch) {
         Ok(()) => Ok(format!(
-            "ok: {} x {} fit on one {} host (catalog: {} per host)",
+            "ok: {} x {} fit on one {} host (catalog: {} per host){}",
             exp.tenants.len(),
             spec.instance_type,
             spec.host.name(),
-            spec.instances_per_host()
+            spec.instances_per_host(),
+            match launch.server_host {
+                Some(_) => format!(
+                    ", and their {} servers ({server_type}) on a second one",
+                    clients.len()
+                ),
+                None => String::new(),
+            }
         )),
         Err(e) => Err(e.to_string()),
     };
@@ -132,7 +156,7 @@ pub fn preflight(
     let neighbors = exp.neighbors().count();
     let vcpus = spec.tenant_vcpus();
     let (reflector, sink) = spec.serve_ports();
-    let udp = if endpoint {
+    let udp = if serving != Serving::None {
         format!(", UDP {reflector} and {sink}")
     } else {
         String::new()
@@ -157,6 +181,13 @@ pub fn preflight(
         "instances": { "type": spec.instance_type, "count": exp.tenants.len(), "vcpus_each": vcpus },
         "security_group": group,
         "endpoint": endpoint.then(|| json!({ "type": spec.endpoint_instance_type, "tenancy": "default", "priced": false })),
+        "servers": (!clients.is_empty()).then(|| json!({
+            "type": server_type,
+            "count": clients.len(),
+            "clients": clients,
+            "tenancy": if launch.server_host.is_some() { "dedicated-host" } else { "default" },
+            "priced": launch.server_host.is_some(),
+        })),
         "image_id": spec.image_id,
         "cost": cost,
         "steps_without_estimate": unknown,
@@ -170,8 +201,11 @@ pub fn preflight(
     let mut rows = vec![
         Resource {
             resource: "dedicated host".to_string(),
-            what: host_kind,
-            count: 1,
+            what: match launch.server_host {
+                Some(_) => format!("{host_kind}: one for the clients, one for their servers"),
+                None => host_kind,
+            },
+            count: hosts as usize,
         },
         Resource {
             resource: "instance".to_string(),
@@ -190,6 +224,23 @@ pub fn preflight(
                 spec.endpoint_instance_type
             ),
             count: 1,
+        });
+    }
+    if !clients.is_empty() {
+        let (place, priced) = match launch.server_host {
+            Some(_) => ("on the second dedicated host", "priced with it"),
+            None => ("default tenancy", "not priced"),
+        };
+        rows.push(Resource {
+            resource: "server".to_string(),
+            what: format!(
+                "{server_type}, {place}, one per client ({}; sink and reflector; {priced})",
+                match clients {
+                    [first, .., last] if clients.len() > 3 => format!("{first}..{last}"),
+                    _ => clients.join(", "),
+                }
+            ),
+            count: clients.len(),
         });
     }
     rows.push(Resource {
