@@ -89,6 +89,7 @@ async fn three_pinned_agents_run_jobs_and_shutdown_leaves_no_process() {
         cpus: None,
         scope: BurnScope::Tenant,
         duty: None,
+        pool: nnb_format::EventPool::PerThread,
     };
     let id = test
         .start(&JobRequest {

@@ -1,8 +1,8 @@
 //! `nnb cpu`: the pinned, TSC-timed CPU burner.
 //!
 //! Plans where the threads go (`--pin`, `--cpus`), runs warm-ups and repetitions of a
-//! fixed-work (`--ops`, runtime is the result) or fixed-time (`--duration`, ops/s is
-//! the result) burn, verifies every thread ran where it was put, and reports the
+//! fixed-work (`--ops`, runtime is the result; `--pool shared` draws the ops from one
+//! pool as sysbench does) or fixed-time (`--duration`, ops/s is the result) burn, verifies every thread ran where it was put, and reports the
 //! repetitions' statistics; `--load P` keeps each thread busy only P% of the time
 //! (`stress-ng --cpu-load`); `--sweep` repeats this for a range of thread counts and
 //! marks the knees. Output: a human table, `--json` or `--csv`, the latter two with the
@@ -18,7 +18,7 @@ use comfy_table::Cell;
 use crate::table::{right, table};
 use indicatif::{ProgressBar, ProgressStyle};
 use nnb_agent::jobs::limits::MAX_THREADS;
-use nnb_burn::burner::{BurnResult, Duty, Work};
+use nnb_burn::burner::{BurnResult, Duty, EventPool, Work};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::placement::{
@@ -65,11 +65,19 @@ pub(crate) struct CpuArgs {
     /// primes (sysbench's cpu event), fma, int, mem.
     #[arg(short, long, default_value = Workload::DEFAULT.name())]
     pub workload: String,
-    /// Fixed work: ops per thread (the runtime is the result) [default: about 1 s per
-    /// thread on a 3 GHz Zen 3: fpadd 1G, cpu-burn-o0 250M, primes 4000 events, fma 500M,
-    /// int 200M, mem 250M].
+    /// Fixed work: ops per thread, or in all with --pool shared (the runtime is the
+    /// result) [default: about 1 s of one thread on a 3 GHz Zen 3: fpadd 1G,
+    /// cpu-burn-o0 250M, primes 4000 events, fma 500M, int 200M, mem 250M].
     #[arg(long, conflicts_with = "duration")]
     pub ops: Option<u64>,
+    /// Where a fixed-work burn's threads take their ops: per-thread (each does --ops,
+    /// like the thesis' cpu_burn; the runtime is the slowest thread's) or shared (one
+    /// pool of --ops events that the threads draw from in small batches, like
+    /// sysbench's --events; a thread slowed by a neighbor does fewer, and the runtime
+    /// ends with the pool's last event). A --duration burn is unaffected: every thread
+    /// runs until the deadline either way.
+    #[arg(long, default_value = "per-thread")]
+    pub pool: EventPool,
     /// Fixed time, e.g. 10s, 500ms or 1h (ops/s is the result).
     #[arg(short, long, value_parser = nnb_units::parse_positive_duration)]
     pub duration: Option<Duration>,
@@ -111,6 +119,7 @@ pub(crate) struct CpuArgs {
 struct Config {
     workload: Workload,
     work: Work,
+    pool: EventPool,
     duty: Option<Duty>,
     strategy: PinStrategy,
     counts: Vec<usize>,
@@ -134,6 +143,8 @@ struct Report {
     clock: ClockInfo,
     workload: Workload,
     work: Work,
+    /// Where a fixed-work burn's threads took their ops (`--pool`).
+    pool: EventPool,
     /// The busy share of `--load` (absent without it).
     #[serde(skip_serializing_if = "Option::is_none")]
     duty: Option<Duty>,
@@ -197,6 +208,7 @@ pub(crate) fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
         clock: clock.info(),
         workload: cfg.workload,
         work: cfg.work,
+        pool: cfg.pool,
         duty: cfg.duty,
         pin: cfg.strategy.to_string(),
         warmup: args.warmup,
@@ -270,6 +282,7 @@ fn validate(args: &CpuArgs, allowed: usize) -> anyhow::Result<Config> {
     Ok(Config {
         workload,
         work,
+        pool: args.pool,
         duty,
         strategy,
         counts,
@@ -320,6 +333,7 @@ fn measure(
         clock,
         workload: &cfg.workload,
         work: cfg.work,
+        pool: cfg.pool,
         warmup: args.warmup,
         reps: args.reps,
         duty: cfg.duty,
@@ -422,9 +436,15 @@ fn fmt_ops(r: f64) -> String {
 fn print_human(out: &mut Out, report: &Report) -> io::Result<()> {
     let env = &report.environment;
     let clock = &report.clock;
-    let work = match report.work {
-        Work::Ops(n) => format!("{n} ops ({}) per thread", report.workload.op_unit()),
-        Work::Duration(d) => format!("{d:?} per run"),
+    let work = match (report.work, report.pool) {
+        (Work::Ops(n), EventPool::PerThread) => {
+            format!("{n} ops ({}) per thread", report.workload.op_unit())
+        }
+        (Work::Ops(n), EventPool::Shared) => format!(
+            "{n} ops ({}) in one pool the threads share",
+            report.workload.op_unit()
+        ),
+        (Work::Duration(d), _) => format!("{d:?} per run"),
     };
     let work = match report.duty {
         Some(d) => format!("{work} at {:.0}% load", d.share() * 100.0),
@@ -466,7 +486,7 @@ fn print_human(out: &mut Out, report: &Report) -> io::Result<()> {
     match &report.sweep {
         None => {
             for step in &report.steps {
-                print_reps(out, report.work, step)?;
+                print_reps(out, report.work, report.pool, step)?;
             }
         }
         Some(sweep) => print_sweep(out, report, sweep)?,
@@ -518,11 +538,15 @@ fn print_verified_placement(out: &mut Out, step: &Step) -> io::Result<()> {
     Ok(())
 }
 
-fn print_reps(out: &mut Out, work: Work, step: &Step) -> io::Result<()> {
+fn print_reps(out: &mut Out, work: Work, pool: EventPool, step: &Step) -> io::Result<()> {
     let duty_cycled = step.runs.iter().any(|r| r.achieved_duty.is_some());
+    let shared = pool == EventPool::Shared && matches!(work, Work::Ops(_));
     let mut header = vec!["rep", "wall", "ops/s", "start skew", "overhead"];
     if duty_cycled {
         header.push("busy (achieved load)");
+    }
+    if shared {
+        header.push("ops per thread");
     }
     let mut t = table(header);
     for (i, r) in step.runs.iter().enumerate() {
@@ -538,6 +562,10 @@ fn print_reps(out: &mut Out, work: Work, step: &Step) -> io::Result<()> {
                 r.achieved_duty
                     .map_or("-".to_string(), |a| format!("{:.1}%", a * 100.0)),
             ));
+        }
+        if shared {
+            let ops: Vec<String> = r.threads.iter().map(|t| t.ops.to_string()).collect();
+            row.push(right(ops.join(" / ")));
         }
         t.add_row(row);
     }
@@ -635,9 +663,10 @@ fn print_csv(out: &mut Out, report: &Report) -> anyhow::Result<()> {
     writeln!(out, "# clock: {}", serde_json::to_string(&report.clock)?)?;
     writeln!(
         out,
-        "# workload: {} work: {}",
+        "# workload: {} work: {} pool: {}",
         serde_json::to_string(&report.workload)?,
-        serde_json::to_string(&report.work)?
+        serde_json::to_string(&report.work)?,
+        report.pool
     )?;
     for step in &report.steps {
         writeln!(
@@ -650,7 +679,7 @@ fn print_csv(out: &mut Out, report: &Report) -> anyhow::Result<()> {
     writeln!(
         out,
         "threads,rep,thread,planned_cpu,cpu_start,cpu_end,core,package,ops,elapsed_ns,\
-         ops_per_sec,cycles,checksum,wall_ns,run_ops_per_sec,start_skew_ns"
+         ops_per_sec,cycles,checksum,wall_ns,run_ops_per_sec,start_skew_ns,busy_ns"
     )?;
     let opt = |v: Option<usize>| v.map_or(String::new(), |v| v.to_string());
     for step in &report.steps {
@@ -658,7 +687,7 @@ fn print_csv(out: &mut Out, report: &Report) -> anyhow::Result<()> {
             for t in &r.threads {
                 writeln!(
                     out,
-                    "{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{},{:.1},{:.3},{:.1}",
+                    "{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{},{:.1},{:.3},{:.1},{:.0}",
                     step.threads,
                     rep + 1,
                     t.thread,
@@ -674,7 +703,8 @@ fn print_csv(out: &mut Out, report: &Report) -> anyhow::Result<()> {
                     t.checksum,
                     r.wall_ns,
                     r.ops_per_sec,
-                    r.start_skew_ns
+                    r.start_skew_ns,
+                    t.busy_ns
                 )?;
             }
         }

@@ -15,9 +15,14 @@
 //!   are kept, with the CPU it was seen on at start and end;
 //! - the timing overhead (start skew plus the cost of the clock reads inside the
 //!   measured span) is estimated and reported with the result.
+//!
+//! A fixed-work burn's threads either do `ops` each ([`EventPool::PerThread`], the
+//! thesis' `cpu_burn`) or take batches from one pool of `ops` events
+//! ([`EventPool::Shared`], sysbench's `--events`): a thread slowed by a neighbor then
+//! does fewer and the runtime is the pool's, not the slowest thread's.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -28,11 +33,14 @@ use crate::clock::Clock;
 use crate::placement::{allowed_cpus, Slot};
 use crate::workload::Workload;
 
+pub use nnb_format::EventPool;
+
 /// How much work each thread does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Work {
-    /// Fixed work: this many ops per thread; the runtime is the result.
+    /// Fixed work: this many ops per thread, or in all with a shared [`EventPool`];
+    /// the runtime is the result.
     Ops(u64),
     /// Fixed time: run this long; ops/s is the result. Serialized as nanoseconds.
     #[serde(rename = "duration_ns", serialize_with = "serialize_ns")]
@@ -125,7 +133,7 @@ pub struct ThreadRecord {
     pub cycles: u64,
     /// The span in nanoseconds.
     pub elapsed_ns: f64,
-    /// Ops done.
+    /// Ops done: with a shared pool, the events this thread took.
     pub ops: u64,
     /// ops / elapsed.
     pub ops_per_sec: f64,
@@ -133,6 +141,10 @@ pub struct ThreadRecord {
     pub checksum: u64,
     /// Clock reads inside the measured span (2 for fixed work).
     pub clock_reads: u64,
+    /// The thread's own CPU time over its measured span (`CLOCK_THREAD_CPUTIME_ID`,
+    /// read just outside it), ns: below `elapsed_ns` by the time the CPU ran
+    /// something else (a neighbor on it, steal).
+    pub busy_ns: f64,
     /// A duty-cycled thread's achieved busy share: the CPU time it used in the
     /// measured span (its own CPU clock) over the span; absent without a duty cycle.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,6 +158,11 @@ pub struct BurnResult {
     pub workload: Workload,
     /// Fixed work or fixed time.
     pub work: Work,
+    /// Where a fixed-work burn's threads took their ops: `per-thread` (`ops` each) or
+    /// `shared` (one pool of `ops` events, sysbench's way: the threads' `ops` add up
+    /// to it and the wall time ends with the pool's last event). A fixed-time burn's
+    /// threads all run until the deadline whichever it is.
+    pub pool: EventPool,
     /// One record per thread, in thread order.
     pub threads: Vec<ThreadRecord>,
     /// Last end - first start, nanoseconds: the runtime of a fixed-work burn.
@@ -180,6 +197,12 @@ enum Limit<'a> {
         n: u64,
         stop: Option<&'a AtomicBool>,
     },
+    /// When the shared pool is empty, or at the first check (every batch) after
+    /// `stop` was raised.
+    Pool {
+        events: &'a SharedEvents,
+        stop: Option<&'a AtomicBool>,
+    },
     /// At the first check (every [`Workload::check_every`] ops) after `duration` has
     /// passed (never without one) or after `stop` was raised; with a duty cycle, the
     /// checks pace the thread.
@@ -190,14 +213,49 @@ enum Limit<'a> {
     },
 }
 
-/// Runs `workload` on one thread per slot and measures it.
+/// One pool of events for all threads of a burn: each thread takes a batch at a
+/// time until all `total` are taken, the last batch cut to what is left, so exactly
+/// `total` are handed out. A batch is [`Workload::check_every`] ops (about 60 to
+/// 250 us of work; one `primes` event, as sysbench takes them). A take is one
+/// compare-and-swap: 8 ns alone, 85 ns with two CPUs taking back to back (measured
+/// on the 2-CPU build VM), so at most about 0.1% of the shortest batch.
+#[derive(Debug)]
+pub(crate) struct SharedEvents {
+    total: u64,
+    taken: AtomicU64,
+}
+
+impl SharedEvents {
+    /// A pool of `total` events.
+    pub(crate) fn new(total: u64) -> SharedEvents {
+        SharedEvents {
+            total,
+            taken: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes up to `batch` (at least 1) events; `None` once the pool is empty.
+    pub(crate) fn take(&self, batch: u64) -> Option<u64> {
+        let batch = batch.max(1);
+        self.taken
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                (t < self.total).then(|| t + batch.min(self.total - t))
+            })
+            .ok()
+            .map(|t| batch.min(self.total - t))
+    }
+}
+
+/// Runs `workload` on one thread per slot and measures it; a fixed-work burn takes
+/// its ops from `pool`.
 pub fn burn(
     clock: &Clock,
     workload: &Workload,
     work: Work,
+    pool: EventPool,
     slots: &[Slot],
 ) -> Result<BurnResult, BurnError> {
-    burn_limited(clock, workload, work, slots, None)
+    burn_limited(clock, workload, work, pool, slots, None)
 }
 
 /// [`burn`] that also ends early once `stop` is raised: every thread checks the flag
@@ -208,29 +266,39 @@ pub fn burn_stoppable(
     clock: &Clock,
     workload: &Workload,
     work: Work,
+    pool: EventPool,
     slots: &[Slot],
     stop: &AtomicBool,
 ) -> Result<BurnResult, BurnError> {
-    burn_limited(clock, workload, work, slots, Some(stop))
+    burn_limited(clock, workload, work, pool, slots, Some(stop))
 }
 
 fn burn_limited(
     clock: &Clock,
     workload: &Workload,
     work: Work,
+    pool: EventPool,
     slots: &[Slot],
     stop: Option<&AtomicBool>,
 ) -> Result<BurnResult, BurnError> {
-    let limit = match work {
-        Work::Ops(n) => Limit::Ops { n, stop },
-        Work::Duration(d) => Limit::Until {
+    let events = SharedEvents::new(match work {
+        Work::Ops(n) => n,
+        Work::Duration(_) => 0,
+    });
+    let limit = match (work, pool) {
+        (Work::Ops(n), EventPool::PerThread) => Limit::Ops { n, stop },
+        (Work::Ops(_), EventPool::Shared) => Limit::Pool {
+            events: &events,
+            stop,
+        },
+        (Work::Duration(d), _) => Limit::Until {
             duration: Some(d),
             stop,
             duty: None,
         },
     };
     let threads = run_threads(clock, workload, limit, slots, "burn")?;
-    Ok(summarize(clock, workload, work, None, threads))
+    Ok(summarize(clock, workload, work, pool, None, threads))
 }
 
 /// A fixed-time burn of `duration` ([`burn`] with [`Work::Duration`]) in which every
@@ -253,7 +321,8 @@ pub fn burn_duty(
     };
     let threads = run_threads(clock, workload, limit, slots, "burn")?;
     let work = Work::Duration(duration);
-    Ok(summarize(clock, workload, work, Some(duty), threads))
+    let pool = EventPool::PerThread;
+    Ok(summarize(clock, workload, work, pool, Some(duty), threads))
 }
 
 /// Runs `workload` on one thread per slot until `stop` is raised: a steady load. The
@@ -279,6 +348,7 @@ pub fn burn_until(
         clock,
         workload,
         Work::Duration(Duration::ZERO),
+        EventPool::PerThread,
         None,
         threads,
     );
@@ -330,6 +400,7 @@ fn summarize(
     clock: &Clock,
     workload: &Workload,
     work: Work,
+    pool: EventPool,
     duty: Option<Duty>,
     threads: Vec<ThreadRecord>,
 ) -> BurnResult {
@@ -348,6 +419,7 @@ fn summarize(
     BurnResult {
         workload: *workload,
         work,
+        pool,
         wall_ns,
         total_ops,
         ops_per_sec: per_sec(total_ops, wall_ns),
@@ -401,12 +473,13 @@ fn run_thread(
     }
 
     let cpu_start = current_cpu();
+    let cpu_at_start = thread_cpu_ns();
     let start = clock.start_now();
-    // A duty-cycled thread's CPU time over the span: the busy share it got.
-    let (end, ops, checksum, clock_reads, cpu_used_ns) = match limit {
+    let stopped = |stop: Option<&AtomicBool>| stop.is_some_and(|f| f.load(Ordering::Relaxed));
+    let (end, ops, checksum, clock_reads) = match limit {
         Limit::Ops { n, stop: None } => {
             let checksum = runner.run_ops(n);
-            (clock.now(), n, checksum, 2, None)
+            (clock.now(), n, checksum, 2)
         }
         Limit::Ops {
             n,
@@ -414,7 +487,13 @@ fn run_thread(
         } => {
             let (ops, checksum) =
                 runner.run_ops_until(n, workload.check_every(), || stop.load(Ordering::Relaxed));
-            (clock.now(), ops, checksum, 2, None)
+            (clock.now(), ops, checksum, 2)
+        }
+        Limit::Pool { events, stop } => {
+            let batch = workload.check_every();
+            let (ops, checksum) =
+                runner.run_chunks(|| (!stopped(stop)).then(|| events.take(batch)).flatten());
+            (clock.now(), ops, checksum, 2)
         }
         Limit::Until {
             duration,
@@ -427,16 +506,14 @@ fn run_thread(
             let chunk = workload.check_every();
             // A thread busy all the time needs no pacing (and no CPU clock reads).
             let mut pacer = duty.filter(|d| d.share() < 1.0).map(Pacer::new);
-            let cpu_at_start = duty.map(|_| thread_cpu_ns());
             let (mut ops, mut checksum, mut reads) = (0u64, 0u64, 1u64);
             loop {
                 checksum = checksum.wrapping_add(runner.run_ops(chunk));
                 ops += chunk;
                 let now = clock.now();
                 reads += 1;
-                if now >= deadline || stop.is_some_and(|f| f.load(Ordering::Relaxed)) {
-                    let used = cpu_at_start.map(|c| thread_cpu_ns().saturating_sub(c));
-                    break (now, ops, checksum, reads, used);
+                if now >= deadline || stopped(stop) {
+                    break (now, ops, checksum, reads);
                 }
                 if let Some(p) = &mut pacer {
                     p.pace();
@@ -444,6 +521,7 @@ fn run_thread(
             }
         }
     };
+    let busy_ns = thread_cpu_ns().saturating_sub(cpu_at_start) as f64;
     let cpu_end = current_cpu();
     if let Some(cpu) = slot.cpu {
         for (observed, when) in [(cpu_start, "at start"), (cpu_end, "at end")] {
@@ -474,9 +552,11 @@ fn run_thread(
         ops_per_sec: per_sec(ops, elapsed_ns),
         checksum,
         clock_reads,
-        achieved_duty: cpu_used_ns
-            .filter(|_| elapsed_ns > 0.0)
-            .map(|ns| ns as f64 / elapsed_ns),
+        busy_ns,
+        // A duty-cycled thread's CPU time over its span: the busy share it got.
+        achieved_duty: matches!(limit, Limit::Until { duty: Some(_), .. })
+            .then_some(busy_ns / elapsed_ns)
+            .filter(|_| elapsed_ns > 0.0),
     })
 }
 
@@ -573,6 +653,7 @@ fn empty_record(slot: &Slot, affinity: Vec<usize>) -> ThreadRecord {
         ops_per_sec: 0.0,
         checksum: 0,
         clock_reads: 0,
+        busy_ns: 0.0,
         achieved_duty: None,
     }
 }
@@ -644,7 +725,7 @@ mod tests {
             .map(|(t, &c)| slot(t, Some(c)))
             .collect();
         let w = Workload::FpAdd;
-        let r = burn(&clock, &w, Work::Ops(200_000), &slots).unwrap();
+        let r = burn(&clock, &w, Work::Ops(200_000), EventPool::PerThread, &slots).unwrap();
         let expected = w.runner().run_ops(200_000);
         assert_eq!(r.threads.len(), cpus.len());
         for (t, &cpu) in r.threads.iter().zip(&cpus) {
@@ -667,7 +748,15 @@ mod tests {
     fn fixed_time_stops_after_the_duration() {
         let clock = Clock::calibrate();
         let d = Duration::from_millis(30);
-        let r = burn(&clock, &Workload::Int, Work::Duration(d), &[slot(0, None)]).unwrap();
+        let per_thread = EventPool::PerThread;
+        let r = burn(
+            &clock,
+            &Workload::Int,
+            Work::Duration(d),
+            per_thread,
+            &[slot(0, None)],
+        )
+        .unwrap();
         let t = &r.threads[0];
         assert!(t.elapsed_ns >= 30e6, "{}", t.elapsed_ns);
         assert!(t.elapsed_ns < 300e6, "{}", t.elapsed_ns);
@@ -722,7 +811,14 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(100));
                     stop.store(true, Ordering::Relaxed);
                 });
-                burn_stoppable(&clock, &Workload::Int, work, &[slot(0, None)], &stop)
+                burn_stoppable(
+                    &clock,
+                    &Workload::Int,
+                    work,
+                    EventPool::PerThread,
+                    &[slot(0, None)],
+                    &stop,
+                )
             })
             .unwrap();
             assert!(started.elapsed() < Duration::from_secs(10), "{work:?}");
@@ -747,9 +843,29 @@ mod tests {
         assert_eq!(r.work, Work::Duration(d));
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["duty"], 0.5);
-        let plain = burn(&clock, &Workload::Int, Work::Duration(d), &[slot(0, None)]).unwrap();
+        let pool = EventPool::PerThread;
+        let plain = burn(
+            &clock,
+            &Workload::Int,
+            Work::Duration(d),
+            pool,
+            &[slot(0, None)],
+        )
+        .unwrap();
         assert_eq!(plain.duty, None);
         assert!(serde_json::to_value(&plain).unwrap().get("duty").is_none());
+    }
+
+    /// A pool hands out whole batches and cuts the last to what is left: 10 events in
+    /// batches of 4 are 4, 4, 2, then none; a batch of 0 takes 1.
+    #[test]
+    fn a_pool_hands_out_exactly_its_events() {
+        let pool = SharedEvents::new(10);
+        let taken: Vec<Option<u64>> = (0..5).map(|_| pool.take(4)).collect();
+        assert_eq!(taken, [Some(4), Some(4), Some(2), None, None]);
+        let pool = SharedEvents::new(1);
+        assert_eq!((pool.take(0), pool.take(0)), (Some(1), None));
+        assert_eq!(SharedEvents::new(0).take(4), None);
     }
 
     #[test]
@@ -760,10 +876,18 @@ mod tests {
             &clock,
             &Workload::FpAdd,
             Work::Ops(10),
+            EventPool::PerThread,
             &[slot(0, Some(0)), slot(1, Some(absent))],
         )
         .unwrap_err();
         assert!(matches!(err, BurnError::Pin { thread: 1, .. }), "{err}");
-        assert!(burn(&clock, &Workload::FpAdd, Work::Ops(1), &[]).is_err());
+        assert!(burn(
+            &clock,
+            &Workload::FpAdd,
+            Work::Ops(1),
+            EventPool::PerThread,
+            &[]
+        )
+        .is_err());
     }
 }

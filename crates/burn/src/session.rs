@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::burner::{burn, burn_duty, BurnError, BurnResult, Duty, Work};
+use crate::burner::{burn, burn_duty, BurnError, BurnResult, Duty, EventPool, Work};
 use crate::clock::Clock;
 use crate::placement::Placement;
 use crate::workload::Workload;
@@ -22,6 +22,8 @@ pub struct Session<'a> {
     pub workload: &'a Workload,
     /// Fixed work or fixed time per run.
     pub work: Work,
+    /// Where a fixed-work run's threads take their ops (see [`EventPool`]).
+    pub pool: EventPool,
     /// Runs per thread count before the measured ones, discarded.
     pub warmup: usize,
     /// Measured repetitions per thread count (at least 1).
@@ -116,7 +118,7 @@ impl Session<'_> {
                     (Work::Duration(d), Some(duty)) => {
                         burn_duty(self.clock, self.workload, d, duty, slots, None)
                     }
-                    (work, _) => burn(self.clock, self.workload, work, slots),
+                    (work, _) => burn(self.clock, self.workload, work, self.pool, slots),
                 }
                 .map_err(|source| SessionError::Burn { threads, source })?;
                 tracing::debug!(threads, rep = i, wall_ns = r.wall_ns, "burn done");
@@ -172,6 +174,7 @@ mod tests {
             clock: &clock,
             workload: &Workload::FpAdd,
             work: Work::Ops(1000),
+            pool: EventPool::PerThread,
             warmup: 2,
             reps: 3,
             duty: None,
@@ -205,6 +208,7 @@ mod tests {
             clock: &clock,
             workload: &Workload::FpAdd,
             work: Work::Ops(1),
+            pool: EventPool::PerThread,
             warmup: 0,
             reps: 0,
             duty: None,

@@ -256,10 +256,23 @@ impl Runner {
         chunk: u64,
         mut stop: impl FnMut() -> bool,
     ) -> (u64, u64) {
+        let mut left = n;
+        self.run_chunks(|| {
+            let k = chunk.max(1).min(left);
+            (k > 0 && !stop()).then(|| {
+                left -= k;
+                k
+            })
+        })
+    }
+
+    /// Runs chunks of ops as long as `next` gives their sizes (a shared pool's
+    /// batches, or [`Runner::run_ops_until`]'s chunks). Returns the ops done and the
+    /// checksum [`Runner::run_ops`] gives for that many ops in one call.
+    pub fn run_chunks(&mut self, mut next: impl FnMut() -> Option<u64>) -> (u64, u64) {
         let sums = matches!(self.state, State::Primes { .. } | State::Mem { .. });
         let (mut done, mut checksum) = (0u64, 0u64);
-        while done < n && !stop() {
-            let k = chunk.max(1).min(n - done);
+        while let Some(k) = next() {
             let c = self.run_ops(k);
             checksum = if sums { checksum.wrapping_add(c) } else { c };
             done += k;
@@ -288,8 +301,13 @@ impl Runner {
                 x.to_bits()
             }
             State::Primes { max_prime } => {
-                let max = black_box(*max_prime);
-                (0..n).fold(0u64, |sum, _| sum.wrapping_add(count_primes(max)))
+                // black_box on every event: count_primes is pure, and with the bound
+                // read once the compiler computes it once and multiplies (n events
+                // took one event's time).
+                let max = *max_prime;
+                (0..n).fold(0u64, |sum, _| {
+                    sum.wrapping_add(count_primes(black_box(max)))
+                })
             }
             State::Fma { acc } => {
                 fma_chains(acc, n);
@@ -632,6 +650,27 @@ mod tests {
             "primes divides with {ours:?}, sysbench with divq only"
         );
         assert_eq!(count_primes(black_box(10_000)), 1228);
+    }
+
+    /// n `primes` events take n events' CPU time: the compiler may not count the
+    /// primes once and multiply (it did, with the bound read once outside the loop:
+    /// `nnb cpu --workload primes --ops N` ran one event). 100 events against the
+    /// quickest of 5 single events, on the thread's own CPU clock: about 100x, at
+    /// least 20x here.
+    #[test]
+    fn primes_runs_every_event() {
+        let mut r = Workload::Primes { max_prime: 10_000 }.runner();
+        let mut cpu_ns = |n| {
+            let start = nnb_sys::clock::thread_cpu_ns();
+            r.run_ops(n);
+            nnb_sys::clock::thread_cpu_ns() - start
+        };
+        let one = (0..5).map(|_| cpu_ns(1)).min().unwrap_or(0);
+        let hundred = cpu_ns(100);
+        assert!(
+            hundred > 20 * one,
+            "100 events {hundred} ns, 1 event {one} ns"
+        );
     }
 
     /// The fpadd checksum is cpu_burn's x after n ops, and chunked runs equal one run.

@@ -5,5 +5,6 @@ mod disk;
 mod duty;
 mod memload;
 mod placement;
+mod pool;
 mod smt_probe;
 mod topology;

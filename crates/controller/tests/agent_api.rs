@@ -228,6 +228,7 @@ async fn a_burn_job_returns_its_result_with_placement() {
         cpus: None,
         scope: BurnScope::Tenant,
         duty: None,
+        pool: nnb_format::EventPool::PerThread,
     };
     let id = start_job(&c, spec, 60_000).await;
     let st = c.wait(&id, Duration::from_secs(60)).await.unwrap();
@@ -473,6 +474,7 @@ async fn a_burn_past_its_deadline_is_timed_out_and_keeps_what_it_did() {
         cpus: None,
         scope: BurnScope::Tenant,
         duty: None,
+        pool: nnb_format::EventPool::PerThread,
     };
     let id = start_job(&c, spec, 100).await;
     let st = c.wait(&id, Duration::from_secs(10)).await.unwrap();
@@ -524,6 +526,7 @@ async fn a_timed_out_or_stopped_burn_leaves_no_thread_spinning() {
         cpus: None,
         scope: BurnScope::Tenant,
         duty: None,
+        pool: nnb_format::EventPool::PerThread,
     };
     let timed = start_job(&c, burn(1), 300).await;
     let stopped = start_job(&c, burn(1), 120_000).await;

@@ -235,6 +235,7 @@ fn burn(m: &IsolationMatrix, cpus: f64, pin: &str, scope: BurnScope) -> JobSpec 
         cpus: None,
         scope,
         duty: (duty < FULL_DUTY).then_some((duty * 1e3).round() / 1e3),
+        pool: nnb_format::EventPool::PerThread,
     }
 }
 
@@ -280,6 +281,7 @@ fn capacity(m: &IsolationMatrix, network: &Network, host_cpus: usize) -> Option<
             cpus: None,
             scope: BurnScope::Host,
             duty: None,
+            pool: nnb_format::EventPool::PerThread,
         }),
         Resource::Memory => None,
         Resource::Disk => Some(disk(m, None, m.disk.as_ref().map_or(1, |d| d.queue_depth))),
