@@ -51,9 +51,11 @@ pub struct LatencyLevel {
     pub label: String,
     /// Repetitions used.
     pub n: usize,
-    /// RTT samples behind the numbers (0 without HDR logs).
+    /// RTT samples behind the pooled numbers (0 without HDR logs).
     pub samples: u64,
-    /// Mean RTT, ns.
+    /// Pooled mean RTT, ns: of all the level's RTTs together (its HDR logs summed);
+    /// without HDR logs (`samples` 0) this and the other pooled fields are the
+    /// means of the records' own values, as in [`LatencyLevel::runs`].
     pub mean_ns: f64,
     /// Median RTT, ns.
     pub p50_ns: f64,
