@@ -477,3 +477,112 @@ async fn aws_staircase_failing_mid_way_is_torn_down() {
     );
     assert_all_gone(&moto, &out.agents);
 }
+
+/// Load steps of a test node probing and two m5.large neighbors loading, with
+/// mirrored servers of type m5.xlarge (on the second m5 host by default).
+fn mirrored_text(subnet: &str) -> String {
+    format!(
+        r#"name = "aws-mirrored"
+repetitions = 1
+settle = "0s"
+
+[provider]
+kind = "aws"
+availability_zone = "{ZONE}"
+host = "m5"
+instance_type = "m5.large"
+servers = "mirrored"
+server_instance_type = "m5.xlarge"
+image_id = "ami-12c6146b"
+subnet_id = "{subnet}"
+allowed_cidrs = ["10.0.0.0/8"]
+preinstalled = "/usr/local/bin/nnb"
+health_timeout = "20s"
+expires_after = "1h"
+
+[[tenants]]
+name = "test"
+role = "test"
+
+[[tenants]]
+name = "nb"
+role = "neighbor"
+count = 2
+
+[scenario]
+kind = "load-steps"
+levels = ["0", "20M"]
+"#
+    )
+}
+
+/// Issue 27 item 1 (review item 38): a mirrored plan launched by the real aws provider
+/// against moto allocates two dedicated hosts, the clients on the first and one
+/// server per client (endpoint@test, endpoint@nb-1, endpoint@nb-2), each an
+/// m5.xlarge as the file names, on the second; the fleet pairs each client with its
+/// own server; shutting down leaves no instance, host or group in moto (boto3) and
+/// no agent process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws_mirrored_servers_run_on_a_second_host_and_are_torn_down() {
+    let Some(moto) = Moto::start() else { return };
+    let sdk = nnb_aws::config::loader(Some(REGION))
+        .endpoint_url(&moto.endpoint)
+        .test_credentials()
+        .load()
+        .await;
+    let ec2 = Ec2::new(&sdk);
+    let exp: Experiment = nnb_experiment::parse(
+        "aws-mirrored.toml",
+        &mirrored_text(&moto.default_subnet()),
+        Some(2),
+    )
+    .unwrap_or_else(|e| panic!("the experiment: {e}"));
+    let plan = plan::expand(&exp, exp.provider.host_vcpus().unwrap_or(2));
+    let serving = plan.serving(exp.servers);
+    let nnb_experiment::Provider::Aws(spec) = &exp.provider else {
+        panic!("an aws experiment")
+    };
+    let agents = Arc::new(LocalAgents::new());
+    let seam: Arc<dyn InstanceAgents> = agents.clone();
+    let mut provider = AwsProvider::with_agents(spec, "mirrored-1", ec2.clone(), seam);
+    let fleet = provider
+        .launch(&exp.tenant_specs(), &serving)
+        .await
+        .unwrap_or_else(|e| panic!("the launch: {e}"));
+    let servers: Vec<&str> = fleet.servers.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(servers, ["endpoint@test", "endpoint@nb-1", "endpoint@nb-2"]);
+    assert!(fleet.endpoint.is_none(), "no shared endpoint");
+    assert_eq!(moto.leftovers().hosts.len(), 2, "{:?}", moto.leftovers());
+    // Where each instance runs, as DescribeInstances says.
+    let described = ec2
+        .describe(&agents.instance_ids())
+        .await
+        .unwrap_or_else(|e| panic!("DescribeInstances: {e}"));
+    let host_of = |tenant: &str| -> String {
+        let l = described
+            .iter()
+            .find(|l| l.tenant == tenant)
+            .unwrap_or_else(|| panic!("no instance of {tenant}: {described:?}"));
+        l.host_id.clone().unwrap_or_default()
+    };
+    let record = fleet.cloud_record().cloned().expect("a cloud record");
+    let clients_host = record.host.as_ref().map(|h| h.host_id.clone());
+    let servers_host = record.server_host.as_ref().map(|h| h.host_id.clone());
+    assert!(clients_host.is_some() && servers_host.is_some() && clients_host != servers_host);
+    for client in ["test", "nb-1", "nb-2"] {
+        assert_eq!(Some(host_of(client)), clients_host, "{client}");
+        let server = format!("endpoint@{client}");
+        assert_eq!(Some(host_of(&server)), servers_host, "{server}");
+        let ty = record
+            .instances
+            .iter()
+            .find(|i| i.tenant == server)
+            .map(|i| i.instance_type.as_str());
+        assert_eq!(ty, Some("m5.xlarge"), "{server}");
+    }
+    provider
+        .shutdown(fleet)
+        .await
+        .unwrap_or_else(|e| panic!("the shutdown: {e}"));
+    assert_all_gone(&moto, &agents);
+}
