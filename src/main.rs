@@ -35,6 +35,8 @@ struct Cli {
 enum Command {
     /// Pinned-thread CPU burner timed by the TSC (fixed work or fixed time, sweeps).
     Cpu(cmd::cpu::CpuArgs),
+    /// The blog's placements of two jobs (one CPU, time-shared, SMT siblings, separate cores, unpinned) and the SMT yield.
+    Placements(cmd::placements::PlacementsArgs),
     /// Memory load: worker processes that allocate and keep touching memory (stress-ng --vm).
     Memory(cmd::memory::MemoryArgs),
     /// Print the CPU topology; --probe finds SMT siblings empirically.
@@ -114,6 +116,7 @@ fn dispatch(command: Command, out: &mut out::Out) -> anyhow::Result<()> {
     match command {
         Command::Cpu(args) => cmd::cpu::run(args, out),
         Command::Memory(args) => cmd::memory::run(args, out),
+        Command::Placements(args) => cmd::placements::run(args, out),
         Command::Topo(args) => cmd::topo::run(args, out),
         Command::Steal(args) => cmd::steal::run(args, out),
         Command::Serve(args) => cmd::serve::run(args, out),

@@ -14,6 +14,7 @@ pub(crate) mod fetch;
 pub(crate) mod latency;
 pub(crate) mod load;
 pub(crate) mod memory;
+pub(crate) mod placements;
 pub(crate) mod rtt;
 #[cfg(feature = "controller")]
 pub(crate) mod run;

@@ -14,6 +14,7 @@ pub mod disk;
 pub mod env;
 pub mod freq;
 pub mod memload;
+pub mod pairs;
 pub mod placement;
 pub mod session;
 pub mod smt_probe;

@@ -4,6 +4,7 @@
 mod disk;
 mod duty;
 mod memload;
+mod pairs;
 mod placement;
 mod pool;
 mod smt_probe;
