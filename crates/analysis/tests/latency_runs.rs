@@ -161,6 +161,15 @@ fn the_latency_table_shows_the_mean_of_runs_beside_the_pooled_value() {
     close(cell(&t, "pooled: p99.9 (µs)"), 50.0);
     close(cell(&t, "mean of runs: p99.9 (µs)"), 145.0);
     close(cell(&t, "±ci95: p99.9 (µs)"), 1207.07);
+    // Fig 6.6's figures are averages over the levels: here the one level's.
+    assert!(
+        t.notes.iter().any(|n| n.contains(
+            "averaged over the 1 level, as the thesis quotes Fig 6.6: mean of runs' \
+             p90 - mean -0.13 µs, p99.9 - mean 99.87 µs"
+        )),
+        "{:?}",
+        t.notes
+    );
     assert!(
         t.notes.iter().any(|n| n.contains("mean of runs")
             && n.contains("pooled")
