@@ -173,6 +173,10 @@ fn bad_input_exits_2_with_a_clear_message() {
         (&["cpu", "--sweep", "1..4:0"], "step 0"),
         (&["cpu", "--sweep", "lots"], "START..END"),
         (&["cpu", "--workload", "avx"], "unknown workload 'avx'"),
+        (
+            &["cpu", "--pool", "sometimes"],
+            "unknown event pool 'sometimes'",
+        ),
         (&["cpu", "--duration", "0s"], "bad duration"),
         (&["cpu", "--clock", "hpet"], "unknown clock 'hpet'"),
         (&["cpu", "--threads", "1024"], "--oversubscribe"),
@@ -250,6 +254,51 @@ fn load_is_recorded() {
     let plain = json(&["cpu", "--json", "--threads", "1", "--duration", "50ms"]);
     assert!(plain.get("duty").is_none());
     assert!(plain["steps"][0]["runs"][0].get("duty").is_none());
+}
+
+/// `--pool shared`: the report and every run say so, and the threads' ops add up to
+/// `--ops` exactly (50,001 `int` ops drawn in batches of 20,000), each thread with its
+/// busy time; per-thread (the default) gives every thread `--ops`.
+#[test]
+fn a_shared_pool_is_recorded_and_its_events_add_up() {
+    let burn = |pool: &str, ops: &str| {
+        json(&[
+            "cpu",
+            "--json",
+            "--threads",
+            "2",
+            "--pin",
+            "none",
+            "--workload",
+            "int",
+            "--ops",
+            ops,
+            "--pool",
+            pool,
+            "--reps",
+            "2",
+            "--warmup",
+            "0",
+        ])
+    };
+    let shared = burn("shared", "50001");
+    assert_eq!(shared["pool"], "shared");
+    for run in shared["steps"][0]["runs"].as_array().unwrap() {
+        assert_eq!(run["pool"], "shared");
+        let threads = run["threads"].as_array().unwrap();
+        let ops: u64 = threads.iter().map(|t| t["ops"].as_u64().unwrap()).sum();
+        assert_eq!(ops, 50_001, "{threads:?}");
+        assert_eq!(run["total_ops"], 50_001);
+        assert!(threads.iter().all(|t| t["busy_ns"].as_f64().unwrap() > 0.0));
+    }
+    let per_thread = burn("per-thread", "1001");
+    assert_eq!(per_thread["pool"], "per-thread");
+    for t in per_thread["steps"][0]["runs"][0]["threads"]
+        .as_array()
+        .unwrap()
+    {
+        assert_eq!(t["ops"], 1001);
+    }
 }
 
 /// `1h` is a duration for `nnb cpu` as for every other command (it used to be refused).
