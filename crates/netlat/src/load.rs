@@ -940,16 +940,25 @@ fn request_report(
 /// Reads the sink's arrival series of `stream` page by page (each page asked up to
 /// [`REPORT_ATTEMPTS`] times); `None` when a page does not come back, or the sink
 /// claims more bins than it keeps.
-pub(crate) fn request_series(
+fn request_series(sock: &UdpSocket, stream: u32, wait: Duration) -> Option<Vec<SeriesPage>> {
+    series_from(sock, stream, wait, REPORT_ATTEMPTS, 0)
+}
+
+/// [`request_series`] from bin `offset` of the series on (an offset past its end
+/// gets one empty page, which says how many bins it holds), each page asked up to
+/// `attempts` times: a running load's window reader asks through its sender's
+/// saturated queue, where a request may be dropped like any datagram.
+pub(crate) fn series_from(
     sock: &UdpSocket,
     stream: u32,
     wait: Duration,
+    attempts: u32,
+    mut offset: usize,
 ) -> Option<Vec<SeriesPage>> {
     let mut pages: Vec<SeriesPage> = Vec::new();
-    let mut offset = 0usize;
     // At most MAX_BINS / MAX_PAGE_BINS pages, and one to learn that there are none.
     for _ in 0..=MAX_BINS.div_ceil(MAX_PAGE_BINS) {
-        let page = ask(sock, wait, |_| {
+        let page = ask_up_to(sock, wait, attempts, |_| {
             let req = encode_series_request(stream, offset as u64, now_ns());
             (req, move |answer: &[u8]| match decode_series(answer) {
                 Ok((h, page)) if h.stream == stream && page.offset == offset => Some(page),
@@ -1018,13 +1027,23 @@ fn measure_fine(
 fn ask<T, A: Fn(&[u8]) -> Option<T>>(
     sock: &UdpSocket,
     wait: Duration,
+    attempt: impl FnMut(u32) -> ([u8; crate::report::REPORT_REQUEST_LEN], A),
+) -> Option<T> {
+    ask_up_to(sock, wait, REPORT_ATTEMPTS, attempt)
+}
+
+/// [`ask`], up to `attempts` times.
+fn ask_up_to<T, A: Fn(&[u8]) -> Option<T>>(
+    sock: &UdpSocket,
+    wait: Duration,
+    attempts: u32,
     mut attempt: impl FnMut(u32) -> ([u8; crate::report::REPORT_REQUEST_LEN], A),
 ) -> Option<T> {
     if sock.set_read_timeout(Some(wait)).is_err() {
         return None;
     }
     let mut buf = vec![0u8; 65_536];
-    for n in 0..REPORT_ATTEMPTS {
+    for n in 0..attempts {
         let (req, accept) = attempt(n);
         // The padded request is larger than a load datagram: sent as one datagram
         // whatever GSO segment size the socket has (a running load's window reader

@@ -22,7 +22,7 @@ use std::time::{Duration, SystemTime};
 use serde::Serialize;
 
 use crate::clock::{duration_ns, now_ns};
-use crate::load::{request_series, LoadError};
+use crate::load::{series_from, LoadError};
 use crate::report::SeriesPage;
 use crate::sampling::{latest_received, window_mean, ThroughputSamples, MAX_SAMPLES};
 use crate::serve::series::{BIN_NS, MAX_BINS};
@@ -30,6 +30,10 @@ use crate::serve::series::{BIN_NS, MAX_BINS};
 /// Whole bins a window waits beyond its `window` intervals: the bin in progress when
 /// the window started and the one in progress when it is read (both partial).
 const MARGIN_BINS: u64 = 2;
+/// How many times a window reader asks for each page of a stream's series: its
+/// requests wait in the running load's send queue, which a saturated link drops
+/// from (half of what a node sends at twice its share).
+const WINDOW_ATTEMPTS: u32 = 20;
 
 /// How long [`read_window`] takes to wait for `window` samples of `interval`, or why
 /// such a window cannot be read: the interval is a whole number of the sink's bins,
@@ -254,7 +258,7 @@ pub fn read_window(
         socks
             .into_iter()
             .map(|(s, local, sock)| {
-                let pages = sock.and_then(|sock| request_series(&sock, s, wait));
+                let pages = sock.and_then(|sock| latest_pages(&sock, s, wait, span));
                 (s, local, pages)
             })
             .collect()
@@ -270,6 +274,27 @@ pub fn read_window(
         ),
         streams,
     ))
+}
+
+/// The pages of stream `stream`'s series that hold its latest `span` (and a bin
+/// each side): how many bins the series holds first, then those pages.
+fn latest_pages(
+    sock: &UdpSocket,
+    stream: u32,
+    wait: Duration,
+    span: Duration,
+) -> Option<Vec<SeriesPage>> {
+    let total = series_from(sock, stream, wait, WINDOW_ATTEMPTS, MAX_BINS)?
+        .first()?
+        .total;
+    let need = usize::try_from(duration_ns(span) / BIN_NS).unwrap_or(MAX_BINS) + 2;
+    series_from(
+        sock,
+        stream,
+        wait,
+        WINDOW_ATTEMPTS,
+        total.saturating_sub(need),
+    )
 }
 
 /// The report of a window from what was read: the sender's `(ns, datagrams, bytes)`

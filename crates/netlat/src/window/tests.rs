@@ -120,7 +120,9 @@ fn a_running_loads_window_is_the_mean_of_the_latest_intervals_of_its_series() {
         })
     );
     assert_eq!(r.streams.len(), 2);
-    assert_eq!(r.streams[0].bins, Some(34));
+    // Only the latest bins are read: the 1.7 s the window waits and a bin each side,
+    // 19 of stream 0's 34 (bins 23..=41); all 16 of stream 1's.
+    assert_eq!(r.streams[0].bins, Some(19));
     assert_eq!(r.streams[1].bins, Some(16));
     assert_eq!(r.load.locals.len(), 2);
     assert_eq!((r.sent.datagrams, r.sent.bytes), (0, 0));
