@@ -33,7 +33,7 @@ pub(crate) struct Endpoint {
     /// `tcp_port` field publishes none).
     tcp_sink: Option<String>,
     /// The `serve` job, stopped and recorded when the session ends.
-    pub(super) job: Running,
+    job: Running,
 }
 
 impl Endpoint {
@@ -109,7 +109,6 @@ impl Endpoint {
 
     /// `spec` with the target placeholders replaced by the bound addresses.
     fn resolve(&self, spec: &JobSpec) -> JobSpec {
-        let ep = self;
         let mut spec = spec.clone();
         if let JobSpec::Latency { target, .. }
         | JobSpec::Load { target, .. }
@@ -117,10 +116,10 @@ impl Endpoint {
         | JobSpec::Badabing { target, .. } = &mut spec
         {
             if target == SINK {
-                *target = ep.sink.clone();
+                *target = self.sink.clone();
             } else if target == REFLECTOR {
-                *target = ep.reflector.clone();
-            } else if let (true, Some(tcp)) = (target == TCP_SINK, &ep.tcp_sink) {
+                *target = self.reflector.clone();
+            } else if let (true, Some(tcp)) = (target == TCP_SINK, &self.tcp_sink) {
                 *target = tcp.clone();
             }
         }
