@@ -182,7 +182,8 @@ fn provider_error(e: ProviderError) -> anyhow::Error {
 
 /// Before a real run (or a resume), nothing created yet: the provider's preflight
 /// must let it start (a plan that does not fit, or a cost not accepted, is a usage
-/// error, exit 2); what it says on the way (the estimated cost) goes to stderr.
+/// error, exit 2); what it says on the way (the estimated cost, the burst credits
+/// the plan may outlast) goes to stderr.
 fn admit(provider: &dyn Provider, exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
     let preflight = provider
         .preflight(exp, plan, yes)
@@ -192,10 +193,24 @@ fn admit(provider: &dyn Provider, exp: &Experiment, plan: &Plan, yes: bool) -> a
             for note in notes {
                 eprintln!("{note}");
             }
+            for w in credit_warnings(exp, plan) {
+                eprintln!("warning: {w}");
+            }
             Ok(())
         }
         Verdict::Unfit { refusal, .. } | Verdict::Refused(refusal) => Err(usage(refusal)),
     }
+}
+
+/// The plan's warnings about burst credits (aws, [`nnb_experiment::credits`]): its
+/// instances load for the plan's estimate plus the changes of the tenants present,
+/// each [`provider::aws::LEVEL_CHANGE`] (the cost estimate's reckoning too).
+fn credit_warnings(exp: &Experiment, plan: &Plan) -> Vec<String> {
+    let (estimate, _) = plan.estimate(exp.settle);
+    let changes = provider::aws::level_changes(plan, &exp.tenant_specs());
+    let changes =
+        provider::aws::LEVEL_CHANGE.saturating_mul(u32::try_from(changes).unwrap_or(u32::MAX));
+    nnb_experiment::credits::credit_warnings(exp, plan, estimate + changes)
 }
 
 /// Uploads the run's directory to the experiment's `results_s3`, if it names one
@@ -309,6 +324,8 @@ fn dry_run(
         warnings,
     } = provider.placement(&specs, host)?;
     let (estimate, unknown) = plan.estimate(exp.settle);
+    let mut warnings = warnings;
+    warnings.extend(credit_warnings(exp, plan));
     if as_json {
         let tenants: Vec<_> = specs
             .iter()
