@@ -210,7 +210,7 @@ fn corrupt_runs_exit_2_naming_file_and_line() {
     let o = nnb(&["analyze", &fixture("wrong-version")]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("samples.jsonl:3: format_version 9 is not supported"),
+        stderr(&o).contains("samples.jsonl:3: format_version 99 is not supported"),
         "{}",
         stderr(&o)
     );

@@ -503,10 +503,10 @@ fn unknown_version_names_file_and_line() {
         panic!("{err:?}");
     };
     assert!(path.ends_with("wrong-version/samples.jsonl"));
-    assert_eq!((*line, *found), (3, 9));
+    assert_eq!((*line, *found), (3, 99));
     assert!(
         err.to_string()
-            .contains("samples.jsonl:3: format_version 9"),
+            .contains("samples.jsonl:3: format_version 99"),
         "{err}"
     );
 }

@@ -449,10 +449,10 @@ mod tests {
         assert_eq!(b.achieved.ops_per_sec, Some(4e8));
         assert_eq!(serde_json::to_value(&b).unwrap(), written);
         let mut later = written.clone();
-        later["format_version"] = json!(9);
+        later["format_version"] = json!(crate::FORMAT_VERSION + 1);
         assert_eq!(
             parse_background::<Value>(&later.to_string()).unwrap_err(),
-            LineError::Version(9)
+            LineError::Version(u64::from(crate::FORMAT_VERSION + 1))
         );
         let mut sample_like = written;
         sample_like
