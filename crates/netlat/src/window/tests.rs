@@ -25,7 +25,7 @@ fn feed(sink: &mut SinkState, peer: SocketAddr, stream: u32, bin: u64, bytes: us
     let mut reply = Vec::new();
     let mut seq = bin * 10_000;
     while left > 0 {
-        let len = left.min(1000).max(HEADER_LEN);
+        let len = left.clamp(HEADER_LEN, 1000);
         sink.handle(peer, &load(seq, stream, len), bin * BIN_NS + 1, &mut reply);
         left = left.saturating_sub(len);
         seq += 1;
