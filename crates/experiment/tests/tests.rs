@@ -2,7 +2,6 @@
 
 mod bounds;
 mod credit_windows;
-mod credit_windows;
 mod continuous_loads;
 mod event_pool;
 mod experiment_errors;

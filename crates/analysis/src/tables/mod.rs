@@ -5,6 +5,7 @@
 //! it.
 
 mod background;
+mod credits;
 mod degradation;
 mod isolation;
 mod knees;
@@ -16,6 +17,7 @@ mod tidy;
 mod verdict;
 
 pub use background::{achieved_background, AchievedBackground, BackgroundLevel};
+pub use credits::{credit_findings, credits, CreditLevel, Credits, LOW_CREDIT_SHARE};
 pub use degradation::{
     degradation, summary_table, Degradation, GroupLevels, LevelStats, ThreadBasis,
 };
@@ -113,6 +115,8 @@ pub struct Analyses {
     pub node_throughput: Option<NodeThroughput>,
     /// Wang & Ng's instruments and the per-pair table ([`crate::wang_ng::wang_ng`]).
     pub wang_ng: Option<WangNg>,
+    /// Burst credits per level and tenant ([`credits`]).
+    pub credits: Option<Credits>,
     /// Steps that failed after their retries (left out of every statistic).
     failed: usize,
     /// The run's verdict ([`findings`]): what qualifies its numbers.
@@ -131,6 +135,7 @@ impl Analyses {
             throughput: throughput(run)?,
             node_throughput: node_throughput(run)?,
             wang_ng: wang_ng(run)?,
+            credits: credits(run)?,
             failed: failed_steps(run)?,
             verdict: Vec::new(),
         };
@@ -150,6 +155,7 @@ impl Analyses {
         tables.extend(self.throughput.as_ref().map(Throughput::table));
         tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));
         tables.extend(self.wang_ng.iter().flat_map(WangNg::tables));
+        tables.extend(self.credits.as_ref().map(Credits::table));
         tables.push(verdict_table(&self.verdict));
         let mut notes = run.notes.clone();
         if self.failed > 0 {
