@@ -185,6 +185,8 @@ fn a_descheduled_receiver_shows_a_buffer_burst_in_every_window() {
     let mut serve = Command::new(NNB);
     serve
         .args(["serve", "--bind", "127.0.0.1", "--sink-port", "0"])
+        // One receiving socket: the forwarder is the descheduled receiver under test.
+        .args(["--sink-threads", "1"])
         .args(["--no-reflector", "--no-tcp", "--json", "--duration", "60s"]);
     let (_serve, sink) = spawn_serve(serve, "sink");
     let forwarder = Desched::start(sink, DeschedConfig::default());

@@ -1,8 +1,8 @@
 //! nnb-experiment's integration tests: one test binary (as ripgrep's `tests/tests.rs`).
 
 mod bounds;
-mod credit_windows;
 mod continuous_loads;
+mod credit_windows;
 mod event_pool;
 mod experiment_errors;
 mod pair_suite;

@@ -18,5 +18,5 @@ pub mod sendbatch;
 pub mod seq;
 pub mod serve;
 pub mod tcpinfo;
-pub mod wire;
 pub mod window;
+pub mod wire;

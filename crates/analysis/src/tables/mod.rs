@@ -35,8 +35,7 @@ pub use node_throughput::{
 pub use throughput::{throughput, NodeRates, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
 pub use verdict::{
-    findings, verdict_table, ReceiverDrops, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL,
-    NOISY_CV,
+    findings, verdict_table, ReceiverDrops, BASELINE_DRIFT_PCT, FREQ_DROP, LOAD_SHORTFALL, NOISY_CV,
 };
 
 use nnb_format::quality::Quality;
