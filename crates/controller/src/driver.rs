@@ -108,8 +108,9 @@ impl<'a> Driver<'a> {
         let present = fleet.tenants.iter().map(|t| t.name.clone()).collect();
         let serving = run.plan.serving(run.experiment.servers);
         let ports = run.experiment.provider.serve_ports();
+        let sink_threads = run.experiment.sink_threads;
         let (endpoints, agents) =
-            Endpoints::start(fleet, &serving, |t| provider.agent(t), ports).await?;
+            Endpoints::start(fleet, &serving, |t| provider.agent(t), ports, sink_threads).await?;
         let mut d = Driver {
             run,
             provider,

@@ -38,7 +38,8 @@ pub(crate) struct Endpoint {
 
 impl Endpoint {
     /// Starts `serve` on the endpoint agent `c` (of tenant `ep`) with
-    /// `(reflector, sink)` ports (0 = any; the TCP sink's is the UDP sink's) and waits
+    /// `(reflector, sink)` ports (0 = any; the TCP sink's is the UDP sink's) and
+    /// `sink_threads` UDP sink sockets (`None`: one per CPU there), and waits
     /// for its bound addresses. An
     /// address bound to all interfaces (`0.0.0.0:PORT`, an agent on a cloud
     /// instance) is published with the endpoint's own IP, which the tenants can reach.
@@ -46,6 +47,7 @@ impl Endpoint {
         ep: &Tenant,
         c: &dyn AgentApi,
         (reflector_port, sink_port): (u16, u16),
+        sink_threads: Option<usize>,
     ) -> Result<Endpoint, ControllerError> {
         let fail = |m: String| ControllerError::Fleet(format!("endpoint {}: {m}", c.addr()));
         let reachable = |published: String| match published.parse::<std::net::SocketAddr>() {
@@ -61,8 +63,7 @@ impl Endpoint {
                 // The TCP sink takes the UDP sink's port number (TCP's port space is
                 // apart): a cloud security group opens the probe ports for both.
                 tcp_port: Some(sink_port),
-                // One socket per CPU of the endpoint (the serve job's default).
-                sink_threads: None,
+                sink_threads,
             },
             deadline_ms: nnb_units::millis(BACKGROUND_DEADLINE),
         };
@@ -140,13 +141,15 @@ pub(crate) struct Endpoints {
 impl Endpoints {
     /// Starts the `serve` jobs `serving` asks for on `fleet`'s agents, reached
     /// through `agent`, with `ports` (the endpoint's reflector and sink ports; each
-    /// server takes the same on its own machine). Returns them and the agents they
+    /// server takes the same on its own machine) and `sink_threads` sink sockets
+    /// each (`None`: the serve job's default). Returns them and the agents they
     /// run on, by name, for the driver's clients.
     pub(crate) async fn start(
         fleet: &Fleet,
         serving: &Serving,
         agent: impl Fn(&Tenant) -> Arc<dyn AgentApi>,
         ports: (u16, u16),
+        sink_threads: Option<usize>,
     ) -> Result<(Endpoints, Vec<(String, Arc<dyn AgentApi>)>), ControllerError> {
         let mut agents = Vec::new();
         let mut started = Endpoints::default();
@@ -161,7 +164,7 @@ impl Endpoints {
                     ));
                 };
                 let a = agent(ep);
-                started.shared = Some(Endpoint::start(ep, a.as_ref(), ports).await?);
+                started.shared = Some(Endpoint::start(ep, a.as_ref(), ports, sink_threads).await?);
                 agents.push((ep.name.clone(), a));
             }
             Serving::Mirrored(clients) => {
@@ -182,7 +185,7 @@ impl Endpoints {
                 }
                 let starts = pairs
                     .iter()
-                    .map(|(_, server, a)| Endpoint::start(server, a.as_ref(), ports));
+                    .map(|(_, server, a)| Endpoint::start(server, a.as_ref(), ports, sink_threads));
                 for ((client, server, a), ep) in pairs.iter().zip(join_all(starts).await) {
                     let mut ep = ep?;
                     ep.job = ep.job.serving(client);

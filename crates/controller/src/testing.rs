@@ -66,6 +66,8 @@ pub(super) struct World {
     /// `(tenant, target)` of every job started with a target (probes and loads,
     /// measured or background), in order, as the agent was asked.
     pub targets: Vec<(String, String)>,
+    /// `(agent, sink_threads)` of every `serve` job started, in order.
+    pub serves: Vec<(String, Option<usize>)>,
     /// Measured starts (1-based, counted over the world's life) that fail.
     pub fail: BTreeSet<usize>,
     /// Measured starts (1-based) that end done with this result instead of a burn's.
@@ -228,7 +230,8 @@ impl FakeAgent {
                     }),
                 }));
             }
-        } else if let JobSpec::Serve { .. } = req.spec {
+        } else if let JobSpec::Serve { sink_threads, .. } = req.spec {
+            w.serves.push((self.tenant.clone(), sink_threads));
             // Ports of this agent's own: each server's addresses are its own.
             let port = self.addr.port();
             job.interim = Some(json!({

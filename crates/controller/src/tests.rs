@@ -863,11 +863,22 @@ warmup = "0s"
 #[tokio::test]
 async fn mirrored_servers_take_each_clients_jobs_and_nobody_elses() {
     let dir = tempfile::tempdir().unwrap();
-    let mut run = create_from(dir.path(), MIRRORED_LOAD_STEPS);
+    let with_sinks = MIRRORED_LOAD_STEPS.replace(
+        "servers = \"mirrored\"",
+        "servers = \"mirrored\"\nsink_threads = 3",
+    );
+    let mut run = create_from(dir.path(), &with_sinks);
     let world = World::shared();
     let mut provider = FakeProvider::new(&world);
     go(&mut run, &mut provider, &never()).await;
     let targets = world.lock().unwrap().targets.clone();
+    // Every server's sink gets the file's socket count.
+    let mut sinks = world.lock().unwrap().serves.clone();
+    sinks.sort();
+    assert_eq!(
+        sinks,
+        ["endpoint@nb-1", "endpoint@nb-2", "endpoint@test"].map(|s| (s.to_string(), Some(3)))
+    );
     let mut seen: Vec<(String, String)> = targets.clone();
     seen.sort();
     seen.dedup();

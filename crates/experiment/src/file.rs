@@ -134,6 +134,11 @@ pub struct ProviderFile {
     /// beyond the shaped uplink); on aws an instance per client.
     #[serde(default)]
     pub servers: Option<Spanned<ServersFile>>,
+    /// Any kind: UDP sink sockets (one receiving thread each, pinned) of the endpoint
+    /// and of every mirrored server, 1 to 256. Default: one per CPU of the machine
+    /// it runs on, at most 16; 1 is a single socket.
+    #[serde(default)]
+    pub sink_threads: Option<Spanned<usize>>,
     /// aws, servers = "mirrored": where the servers run: "dedicated-host" (default:
     /// a second dedicated host of the clients' family, as in the thesis) or
     /// "default" (default tenancy instances, off any dedicated host).
@@ -208,6 +213,7 @@ impl ProviderFile {
             token_file: _,
             results_s3: _,
             servers: _,
+            sink_threads: _,
             // Read by kind = "aws" only.
             region,
             availability_zone,

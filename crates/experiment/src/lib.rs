@@ -133,6 +133,9 @@ pub struct Experiment {
     pub results_s3: Option<String>,
     /// Who receives the tenants' probes and loads (`[provider] servers`).
     pub servers: Servers,
+    /// UDP sink sockets of the endpoint and of each server (`[provider]
+    /// sink_threads`); `None`: the serve job's default, one per CPU.
+    pub sink_threads: Option<usize>,
 }
 
 /// Where the tenants run.
@@ -919,10 +922,12 @@ impl Checker<'_> {
             ));
         }
         let servers = cx.servers(f.provider.as_ref(), &provider, &scenario)?;
+        let sink_threads = cx.sink_threads(f.provider.as_ref())?;
         let exp = Experiment {
             name,
             description: f.description,
             servers,
+            sink_threads,
             provider,
             repetitions,
             warmup: f.warmup.as_ref().map_or(0, |w| *w.get_ref()),

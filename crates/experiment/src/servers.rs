@@ -32,6 +32,20 @@ impl Checker<'_> {
             (ServersFile::Mirrored, _, _) => Ok(Servers::Mirrored),
         }
     }
+
+    /// `[provider] sink_threads`: the sink sockets of every server, checked as
+    /// `nnb serve --sink-threads` checks them.
+    pub(super) fn sink_threads(
+        &self,
+        p: Option<&ProviderFile>,
+    ) -> Result<Option<usize>, ExperimentError> {
+        p.and_then(|p| p.sink_threads.as_ref())
+            .map(|n| {
+                let v = *n.get_ref();
+                self.at(n, nnb_netlat::serve::check_sink_threads(v).map(|()| v))
+            })
+            .transpose()
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +179,25 @@ mod tests {
             let (got_line, got) = error(&src);
             assert!(got.contains(msg), "{msg:?} not in {got:?}");
             assert_eq!(got_line, line, "{got}");
+        }
+    }
+
+    /// `sink_threads` reaches the experiment (unset: the serve job's default); a
+    /// count `nnb serve --sink-threads` would refuse is refused at its line.
+    #[test]
+    fn sink_threads_are_read_and_checked_at_their_line() {
+        let two = experiment(&load_steps("kind = \"local\"\nsink_threads = 2"));
+        assert_eq!(two.sink_threads, Some(2));
+        assert_eq!(
+            experiment(&load_steps("kind = \"local\"")).sink_threads,
+            None
+        );
+        for bad in [0, 257] {
+            let (line, msg) = error(&load_steps(&format!(
+                "kind = \"local\"\nsink_threads = {bad}"
+            )));
+            assert_eq!(line, 4, "{msg}");
+            assert!(msg.contains("sink threads must be 1 to 256"), "{msg}");
         }
     }
 }
