@@ -101,8 +101,10 @@ fn quota_throttling_is_reported_apart() {
     let lost = c["gap_total_ns"].as_f64().unwrap();
     let throttled = s["throttled_ns"].as_u64().expect("throttled_ns") as f64;
     assert!(ran < 0.5, "ran {ran} under a 30% quota");
+    // The gaps also hold time other processes took (the loaded CI runner: 1.05 s
+    // throttled of 1.76 s lost); a throttling left unreported reads 0.
     assert!(
-        throttled > 0.6 * lost && throttled < 1.2 * lost,
+        throttled > 0.5 * lost && throttled < 1.2 * lost,
         "throttled {throttled} ns of {lost} ns lost"
     );
 }

@@ -798,6 +798,14 @@ fn udp_stream(job: StreamJob<'_>) -> Result<StreamResult, LoadError> {
             now = now_ns();
             continue;
         }
+        if cfg.tap.as_ref().is_some_and(|t| t.paused()) {
+            // A window is being read through this socket: the slots pass unsent, so
+            // the requests do not queue behind the load (see `LoadTap::paused`).
+            pacer.sent(n);
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            now = now_ns();
+            continue;
+        }
         let full = full_left > 0;
         let (result, size) = if !full {
             let Some(&len) = short.first() else { break };

@@ -78,6 +78,17 @@ pub struct LoadTap {
     tapped: Mutex<Vec<Tapped>>,
     datagrams: AtomicU64,
     bytes: AtomicU64,
+    /// Raised while a window is read: the streams send nothing.
+    paused: AtomicBool,
+}
+
+/// Holds a tap's streams paused while a window is read; resumes them when dropped.
+struct Pause<'a>(&'a LoadTap);
+
+impl Drop for Pause<'_> {
+    fn drop(&mut self) {
+        self.0.paused.store(false, Ordering::Relaxed);
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -97,7 +108,24 @@ impl LoadTap {
             tapped: Mutex::new(Vec::new()),
             datagrams: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            paused: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the streams hold back while a window is read through their sockets.
+    /// On a saturated link a series request sent beside the load waits in the
+    /// node's own full queue and is mostly dropped (at twice a node's share, half of
+    /// what it sends); with the load held back the queue drains and the request
+    /// passes. The queue keeps delivering at the link's rate while it drains, so the
+    /// sink's bins before the request stay those of the running load; the load
+    /// resumes as soon as the pages are read.
+    pub(crate) fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    fn pause(&self) -> Pause<'_> {
+        self.paused.store(true, Ordering::Relaxed);
+        Pause(self)
     }
 
     /// Lends stream `stream`'s socket (a clone; a clone that fails leaves the stream
@@ -248,6 +276,7 @@ pub fn read_window(
         std::thread::sleep(Duration::from_millis(20));
     }
     let (t1, d1, b1) = tap.totals();
+    let _paused = tap.pause();
     let streams: Vec<(u32, String, Option<Vec<SeriesPage>>)> = {
         // The clones are taken out of the lock: a stream that stops meanwhile is not
         // held up by the reads.
