@@ -142,7 +142,7 @@ fn other_versions_and_broken_lines_are_told_apart() {
     let third = wrong.lines().nth(2).unwrap();
     assert_eq!(
         parse_sample::<Value>(third).unwrap_err(),
-        LineError::Version(9)
+        LineError::Version(99)
     );
     assert_eq!(
         parse_sample::<Value>(r#"{"format_version": 99}"#).unwrap_err(),
