@@ -261,11 +261,17 @@ mod tests {
             Some(1),
             "the request's socket is the stream's latest"
         );
-        let snap = shared.snapshot();
-        assert_eq!(
-            snap.sockets.iter().map(|s| s.datagrams).collect::<Vec<_>>(),
-            [10, 1]
-        );
+        // The request's socket counts it after answering: wait for the count.
+        let counts = |snap: &SinkSnapshot| -> Vec<u64> {
+            snap.sockets.iter().map(|s| s.datagrams).collect()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let mut snap = shared.snapshot();
+        while counts(&snap) != [10, 1] && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            snap = shared.snapshot();
+        }
+        assert_eq!(counts(&snap), [10, 1]);
         assert_eq!(snap.drops, 0);
         stop.store(true, Ordering::Relaxed);
         for t in threads {
