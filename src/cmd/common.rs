@@ -161,3 +161,31 @@ pub(crate) fn load_config(
         .map_err(|e| usage(format!("{}: {e}", shape.flag)))?;
     Ok(cfg)
 }
+
+/// The CPU topology a CPU command plans on and the CPUs it may use: this machine's
+/// (online and in this process's affinity), or the sysfs tree at `sysfs_root`
+/// (another machine's, every online CPU; only for a dry run).
+pub(crate) fn topology(
+    sysfs_root: Option<&std::path::Path>,
+    dry_run: bool,
+) -> anyhow::Result<(Topology, Vec<usize>)> {
+    let topo = match sysfs_root {
+        Some(root) => {
+            if !dry_run {
+                return Err(usage(
+                    "--sysfs-root describes another machine: it only works with --dry-run",
+                ));
+            }
+            Topology::read(root).map_err(|e| usage(format!("--sysfs-root: {e}")))?
+        }
+        None => Topology::host().context("reading this machine's CPU topology")?,
+    };
+    let online = topo.online().map(|c| c.id);
+    let allowed = if sysfs_root.is_some() {
+        online.collect()
+    } else {
+        let mine = allowed_cpus();
+        online.filter(|c| mine.contains(c)).collect()
+    };
+    Ok((topo, allowed))
+}

@@ -21,9 +21,7 @@ use nnb_agent::jobs::limits::MAX_THREADS;
 use nnb_burn::burner::{BurnResult, Duty, EventPool, Work};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
-use nnb_burn::placement::{
-    allowed_cpus, parse_cpu_list, plan, render_placement, PinStrategy, Placement,
-};
+use nnb_burn::placement::{parse_cpu_list, plan, render_placement, PinStrategy, Placement};
 use nnb_burn::session::{Session, Step};
 use nnb_burn::sweep::{analyze, SweepAnalysis, SweepSpec};
 use nnb_burn::topology::{Topology, TopologySummary};
@@ -165,24 +163,7 @@ struct DryRun {
 
 /// Runs `nnb cpu`.
 pub(crate) fn run(args: CpuArgs, out: &mut Out) -> anyhow::Result<()> {
-    let topo = match &args.sysfs_root {
-        Some(root) => {
-            if !args.dry_run {
-                return Err(usage(
-                    "--sysfs-root describes another machine: it only works with --dry-run",
-                ));
-            }
-            Topology::read(root).map_err(|e| usage(format!("--sysfs-root: {e}")))?
-        }
-        None => Topology::host().context("reading this machine's CPU topology")?,
-    };
-    let online: Vec<usize> = topo.online().map(|c| c.id).collect();
-    let allowed: Vec<usize> = if args.sysfs_root.is_some() {
-        online
-    } else {
-        let mine = allowed_cpus();
-        online.into_iter().filter(|c| mine.contains(c)).collect()
-    };
+    let (topo, allowed) = super::common::topology(args.sysfs_root.as_deref(), args.dry_run)?;
     let cfg = validate(&args, allowed.len())?;
     let placements = cfg
         .counts

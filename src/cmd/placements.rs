@@ -15,9 +15,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nnb_burn::clock::{Clock, ClockChoice, ClockInfo};
 use nnb_burn::env::Environment;
 use nnb_burn::pairs::{self, Cores, Offer, PairPlacement, PairRun, PairsTable, PlannedPair};
-use nnb_burn::placement::allowed_cpus;
 use nnb_burn::smt_probe::{probe, ProbeConfig};
-use nnb_burn::topology::Topology;
 use nnb_burn::workload::Workload;
 use nnb_format::stats::Summary;
 use nnb_units::format_per_sec;
@@ -110,24 +108,7 @@ struct Report {
 
 /// Runs `nnb placements`.
 pub(crate) fn run(args: PlacementsArgs, out: &mut Out) -> anyhow::Result<()> {
-    let topo = match &args.sysfs_root {
-        Some(root) => {
-            if !args.dry_run {
-                return Err(usage(
-                    "--sysfs-root describes another machine: it only works with --dry-run",
-                ));
-            }
-            Topology::read(root).map_err(|e| usage(format!("--sysfs-root: {e}")))?
-        }
-        None => Topology::host().context("reading this machine's CPU topology")?,
-    };
-    let online: Vec<usize> = topo.online().map(|c| c.id).collect();
-    let allowed: Vec<usize> = if args.sysfs_root.is_some() {
-        online
-    } else {
-        let mine = allowed_cpus();
-        online.into_iter().filter(|c| mine.contains(c)).collect()
-    };
+    let (topo, allowed) = super::common::topology(args.sysfs_root.as_deref(), args.dry_run)?;
     let (workload, kinds) = validate(&args)?;
     let cores = if args.probe {
         let report = probe(&topo, &ProbeConfig::new(allowed.clone())).context("SMT probe")?;
