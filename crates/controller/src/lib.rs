@@ -177,6 +177,7 @@ pub async fn execute(
     let cx = ProviderContext {
         nnb_bin: opts.nnb_bin.clone(),
         run_id: run.dir.run_id.clone(),
+        campaign_id: None,
     };
     let mut provider = provider::for_experiment(&run.experiment, cx)?;
     execute_with(run, provider.as_mut(), opts, cancel).await

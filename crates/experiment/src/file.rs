@@ -92,6 +92,34 @@ pub struct ExperimentFile<S> {
     pub tenants: Spanned<Vec<TenantFile>>,
     /// What is measured, step by step.
     pub scenario: S,
+    /// Run the experiment as a campaign: many rounds, across instances or over time.
+    #[serde(default)]
+    pub campaign: Option<CampaignFile>,
+}
+
+/// The `[campaign]` table: the experiment (its scenario is one round's measurement
+/// suite) repeated over rounds, each round a run of its own.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFile {
+    /// "spatial" (fresh instances each round, released at its end) or "temporal"
+    /// (each lane keeps its instances, a round every `interval`).
+    pub kind: Spanned<String>,
+    /// The lanes: on aws, availability zones of the region (default: the provider's
+    /// `availability_zone`); locally, labels (default: one lane, "local"). Rounds in
+    /// different zones may run at the same time on aws; a zone's rounds never do.
+    #[serde(default)]
+    pub zones: Option<Spanned<Vec<String>>>,
+    /// Rounds per zone. Temporal campaigns may give `duration` instead.
+    #[serde(default)]
+    pub rounds: Option<Spanned<u32>>,
+    /// Temporal: from one round's start to the next, e.g. "10m".
+    #[serde(default)]
+    pub interval: Option<Spanned<String>>,
+    /// Temporal: how long the campaign lasts, e.g. "150h" (rounds = duration /
+    /// interval); instead of `rounds`.
+    #[serde(default)]
+    pub duration: Option<Spanned<String>>,
 }
 
 /// The `[provider]` table.

@@ -18,6 +18,7 @@ mod isolation;
 pub mod pair;
 pub mod plan;
 mod servers;
+pub mod campaign;
 pub mod tenant;
 mod values;
 
@@ -136,6 +137,8 @@ pub struct Experiment {
     /// UDP sink sockets of the endpoint and of each server (`[provider]
     /// sink_threads`); `None`: the serve job's default, one per CPU.
     pub sink_threads: Option<usize>,
+    /// The rounds this experiment is repeated over (`[campaign]`); `None`: one run.
+    pub campaign: Option<campaign::Campaign>,
 }
 
 /// Where the tenants run.
@@ -938,9 +941,14 @@ impl Checker<'_> {
             tenants,
             scenario,
             results_s3,
+            campaign: None,
         };
         cx.check_plan((f.repetitions.as_ref(), f.warmup.as_ref()), &exp)?;
-        Ok(exp)
+        let campaign = match &f.campaign {
+            Some(c) => Some(cx.campaign(c, &exp)?),
+            None => None,
+        };
+        Ok(Experiment { campaign, ..exp })
     }
 
     /// Checks the plan `exp` expands to before it is built: its size (at most

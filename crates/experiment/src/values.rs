@@ -15,6 +15,17 @@ pub(super) fn serialize_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S
     s.serialize_u64(nnb_units::millis(*d))
 }
 
+/// Serializes an optional duration as whole milliseconds (or null).
+pub(super) fn serialize_opt_ms<S: Serializer>(
+    d: &Option<Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => serialize_ms(d, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// A duration with its unit ("10s", "500ms", "2m"; zero allowed), read by
 /// [`nnb_units::parse_duration`]: a bare number is an error naming the unit to add.
 pub(super) fn duration(s: &str) -> Result<Duration, String> {

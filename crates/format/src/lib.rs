@@ -12,6 +12,7 @@
 //!   [`Scenario`], [`Role`], [`JobKind`], [`BackgroundJob`] and every [`AgentJob`],
 //!   [`StepGroup`], the isolation matrix's [`TenantState`] and [`MatrixLevel`] (its
 //!   level labels), [`SessionStatus`], [`ProviderKind`];
+//! - [`campaign`]: a campaign's manifest and its journal of rounds (version 10);
 //! - [`ExperimentView`]: what readers need of the experiment a manifest records;
 //! - [`StepConditions`]: what a measured job ran under (steal, uptime, effective
 //!   frequency), a sample's columns from version 4;
@@ -34,6 +35,7 @@ macro_rules! display_name {
     )*};
 }
 
+pub mod campaign;
 mod conditions;
 mod experiment;
 pub mod job;
@@ -67,9 +69,9 @@ pub use time::{run_id_stamp, timestamp};
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
 /// `docs/results-format.md` lists what each version changed.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 /// Every version this nnb reads: runs of older versions stay readable.
-pub const READABLE_VERSIONS: [u32; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+pub const READABLE_VERSIONS: [u32; 10] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
 
 /// Whether this nnb reads records and manifests of `version`.
 pub fn readable(version: u64) -> bool {

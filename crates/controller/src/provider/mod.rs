@@ -182,6 +182,9 @@ pub struct ProviderContext {
     pub nnb_bin: Option<PathBuf>,
     /// The run id (cloud resources are tagged with it).
     pub run_id: String,
+    /// The campaign the run is a round of (cloud resources are tagged with it too,
+    /// so a resumed campaign finds what a dead controller left); `None`: a lone run.
+    pub campaign_id: Option<String>,
 }
 
 /// The provider of `exp`'s kind: the one place provider kinds are registered.
