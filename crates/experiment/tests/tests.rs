@@ -1,6 +1,7 @@
 //! nnb-experiment's integration tests: one test binary (as ripgrep's `tests/tests.rs`).
 
 mod bounds;
+mod campaign_table;
 mod continuous_loads;
 mod credit_windows;
 mod event_pool;
