@@ -65,6 +65,13 @@ pub struct CpuCredits {
     pub name: String,
     /// vCPUs of one instance.
     pub vcpus: u32,
+    /// CPU architecture (t4g is arm64, t3 and t3a x86_64): which nnb binary the
+    /// instance installs.
+    pub arch: Arch,
+    /// On-demand price of one instance (Linux, the catalog's price region), USD per
+    /// hour: what a default-tenancy instance of the type costs.
+    #[serde(default)]
+    pub on_demand_usd_per_hour: Option<f64>,
     /// Credits earned per hour.
     pub credits_per_hour: f64,
     /// The utilisation per vCPU that spends what it earns, percent.
@@ -161,6 +168,10 @@ pub struct Size {
     pub name: String,
     /// vCPUs of one instance.
     pub vcpus: u32,
+    /// On-demand price of one instance with default tenancy (Linux, the family's
+    /// price region), USD per hour; `None` where the catalog does not know it.
+    #[serde(default)]
+    pub on_demand_usd_per_hour: Option<f64>,
     /// How many instances of this size alone fill one dedicated host.
     pub instances_per_host: u32,
     /// Bandwidth the instance keeps indefinitely, bit/s.
@@ -234,6 +245,26 @@ impl Catalog {
     /// type without them.
     pub fn cpu_credits(&self, instance_type: &str) -> Option<&CpuCredits> {
         self.burstable.iter().find(|c| c.name == instance_type)
+    }
+
+    /// The CPU architecture of an instance type of a catalog family or a burstable
+    /// type (`t3.micro`, `t4g.large`); `None` for a type the catalog does not know.
+    pub fn arch_of(&self, instance_type: &str) -> Option<Arch> {
+        match (self.size(instance_type), self.cpu_credits(instance_type)) {
+            (Some((family, _)), _) => Some(family.arch),
+            (None, Some(credits)) => Some(credits.arch),
+            (None, None) => None,
+        }
+    }
+
+    /// The on-demand price of one instance of `instance_type` (a size of a family
+    /// or a burstable type), USD per hour; `None` where the catalog has none.
+    pub fn on_demand_usd_per_hour(&self, instance_type: &str) -> Option<f64> {
+        match (self.size(instance_type), self.cpu_credits(instance_type)) {
+            (Some((_, size)), _) => size.on_demand_usd_per_hour,
+            (None, Some(credits)) => credits.on_demand_usd_per_hour,
+            (None, None) => None,
+        }
     }
 
     /// Checks the rules every family must follow, so callers can trust the numbers.

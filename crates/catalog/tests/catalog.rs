@@ -210,7 +210,7 @@ fn credit_window_contradictions_are_refused() {
     assert!(Catalog::from_toml(&backwards).is_err());
     let credits = |baseline: &str| {
         format!(
-            "burstable = [{{ name = \"t3.micro\", vcpus = 2, credits_per_hour = 12, \
+            "burstable = [{{ name = \"t3.micro\", vcpus = 2, arch = \"x86_64\", credits_per_hour = 12, \
              baseline_pct = {baseline}, max_balance = 288 }}]\n{ONE_FAMILY}"
         )
     };
@@ -220,4 +220,36 @@ fn credit_window_contradictions_are_refused() {
         matches!(&err, CatalogError::Invalid { family, .. } if family == "t3.micro"),
         "{err}"
     );
+}
+
+/// Default tenancy (issue 26) prices instances, not hosts: the on-demand prices of a
+/// family size and of burstable types are in the catalog (us-east-1, AWS's price
+/// page: m5.large $0.096/h, t3.micro $0.0104/h, t4g.micro $0.0084/h), as are the
+/// burstable types' architectures; a type the catalog does not know has neither.
+#[test]
+fn instances_have_on_demand_prices_and_architectures() {
+    let catalog = Catalog::builtin();
+    assert_eq!(catalog.on_demand_usd_per_hour("m5.large"), Some(0.096));
+    assert_eq!(catalog.on_demand_usd_per_hour("m7i.48xlarge"), Some(9.6768));
+    assert_eq!(catalog.on_demand_usd_per_hour("t3.micro"), Some(0.0104));
+    assert_eq!(catalog.on_demand_usd_per_hour("t4g.micro"), Some(0.0084));
+    assert_eq!(catalog.on_demand_usd_per_hour("c5n.9xlarge"), None);
+    assert_eq!(catalog.arch_of("t4g.micro"), Some(Arch::Arm64));
+    assert_eq!(catalog.arch_of("t3a.large"), Some(Arch::X86_64));
+    assert_eq!(catalog.arch_of("m6g.large"), Some(Arch::Arm64));
+    assert_eq!(catalog.arch_of("c5n.9xlarge"), None);
+    for family in &catalog.families {
+        for size in &family.sizes {
+            let price = size.on_demand_usd_per_hour.expect("every size is priced");
+            assert!(
+                price > 0.0 && price < family.host_price_usd_per_hour * 1.01,
+                "{}",
+                size.name
+            );
+        }
+    }
+    assert!(catalog
+        .burstable
+        .iter()
+        .all(|c| c.on_demand_usd_per_hour.is_some()));
 }
