@@ -12,6 +12,7 @@
 pub mod affinity;
 pub mod cgroup;
 pub mod clock;
+mod cmsg;
 pub mod file;
 pub mod icmp;
 pub mod mmsg;
@@ -20,6 +21,7 @@ pub mod process;
 pub mod rlimit;
 pub mod socket;
 pub mod toucher;
+pub mod ttl;
 
 /// Turns a C return code into an I/O result: negative means `errno` holds the error.
 fn cvt(rc: libc::c_int) -> std::io::Result<libc::c_int> {

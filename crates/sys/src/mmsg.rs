@@ -169,25 +169,16 @@ impl RecvBatch {
         kind: libc::c_int,
         map: impl FnOnce(T) -> R,
     ) -> Option<R> {
-        let mhdr = &self.hdrs[i].msg_hdr;
-        if !self.with_ctrl || mhdr.msg_controllen == 0 {
+        if !self.with_ctrl {
             return None;
         }
-        // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs;
-        // the CMSG macros stay within them, the length is checked before reading a
-        // T, and the data is read unaligned.
-        unsafe {
-            let mut c = libc::CMSG_FIRSTHDR(mhdr);
-            while !c.is_null() {
-                let fits = (*c).cmsg_len as usize
-                    >= libc::CMSG_LEN(mem::size_of::<T>() as libc::c_uint) as usize;
-                if (*c).cmsg_level == level && (*c).cmsg_type == kind && fits {
-                    return Some(map(ptr::read_unaligned(libc::CMSG_DATA(c).cast::<T>())));
-                }
-                c = libc::CMSG_NXTHDR(mhdr, c);
-            }
-        }
-        None
+        crate::cmsg::read_control(
+            &self.hdrs[i].msg_hdr,
+            mem::size_of::<[u64; CTRL_WORDS]>(),
+            level,
+            kind,
+        )
+        .map(map)
     }
 }
 
