@@ -64,7 +64,7 @@ pub use record::{
     columns, parse_background, parse_sample, BackgroundRecord, LineError, Manifest, Sample,
     SampleParts, SampleStatus, Session, StepRecord, TenantRecord,
 };
-pub use time::{run_id_stamp, timestamp};
+pub use time::{parse_timestamp, run_id_stamp, timestamp};
 
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
