@@ -97,7 +97,12 @@ mod tests {
             parse_timestamp("2024-02-29T23:59:59.999Z"),
             Some(UNIX_EPOCH + Duration::from_millis(1_709_251_199_999))
         );
-        for bad in ["", "2026-11-22 10:44:09Z", "2026-13-01T00:00:00Z", "2026-11-22T10:44:09.1Z"] {
+        for bad in [
+            "",
+            "2026-11-22 10:44:09Z",
+            "2026-13-01T00:00:00Z",
+            "2026-11-22T10:44:09.1Z",
+        ] {
             assert_eq!(parse_timestamp(bad), None, "{bad}");
         }
     }
