@@ -223,6 +223,7 @@ mod tests {
             rtt_half: rtt.halved(),
             clamped: 0,
             recv_buffer: None,
+            reply_ttl: None,
         }
     }
 

@@ -4,6 +4,7 @@
 mod load_udp;
 mod probe_neighbor;
 mod probe_pingpong;
+mod probe_ttl;
 mod serve;
 mod serve_garbage;
 mod sink_scaling;

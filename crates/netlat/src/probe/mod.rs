@@ -178,6 +178,63 @@ pub struct ProbeReport {
     /// Open-loop only: the receive buffer the pongs pile up in while the receiver is
     /// descheduled, asked for and granted (a capped one loses pongs in bursts).
     pub recv_buffer: Option<SocketBuffer>,
+    /// The TTL the pongs of the RTT samples arrived with and the hops it suggests;
+    /// `None` when the kernel reported none.
+    pub reply_ttl: Option<ReplyTtl>,
+}
+
+/// The initial TTLs (IPv6: hop limits) senders start from: 64 (Linux, macOS), 128
+/// (Windows), 255 (network equipment, Solaris); ascending.
+pub const INITIAL_TTLS: [u8; 3] = [64, 128, 255];
+
+/// The routers a datagram that arrived with `ttl` crossed, assuming its sender
+/// started from the smallest of [`INITIAL_TTLS`] at or above it (each router takes
+/// one off): 63 is 1 hop from 64, 99 is 29 hops from 128. A sender that starts
+/// elsewhere (a socket's own `IP_TTL`) is not seen as such: the inference holds for
+/// the usual defaults only.
+pub fn hops_from_ttl(ttl: u8) -> u8 {
+    let initial = INITIAL_TTLS
+        .into_iter()
+        .find(|&i| i >= ttl)
+        .unwrap_or(u8::MAX);
+    initial - ttl
+}
+
+/// Where the two ends of a probe are in the network, as the answers' IP TTL (IPv6:
+/// hop limit) tells (Wang & Ng's network-location check, seed 003 §V.B, which
+/// counted hops with traceroute): the TTLs the answers arrived with and the hops
+/// between the reflector and the prober inferred from them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReplyTtl {
+    /// The smallest TTL an answer arrived with.
+    pub min: u8,
+    /// The largest TTL an answer arrived with (the shortest path seen).
+    pub max: u8,
+    /// Routers between the reflector and the prober, from `max`
+    /// ([`hops_from_ttl`]): 0 on one link or bridge, 1 through one router.
+    pub hops: u8,
+}
+
+/// Gathers the TTLs answers arrived with into a [`ReplyTtl`].
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct TtlRange(Option<(u8, u8)>);
+
+impl TtlRange {
+    /// Counts an answer's TTL (none: the kernel did not report it).
+    pub(crate) fn see(&mut self, ttl: Option<u8>) {
+        if let Some(t) = ttl {
+            self.0 = Some(self.0.map_or((t, t), |(lo, hi)| (lo.min(t), hi.max(t))));
+        }
+    }
+
+    /// The range seen and its hops; `None` when no answer had a TTL.
+    pub(crate) fn report(self) -> Option<ReplyTtl> {
+        self.0.map(|(min, max)| ReplyTtl {
+            min,
+            max,
+            hops: hops_from_ttl(max),
+        })
+    }
 }
 
 /// One reporting interval's figures, passed to the interval callback.
@@ -327,6 +384,17 @@ pub fn connect_udp(target: SocketAddr) -> Result<UdpSocket, ProbeError> {
     connected_socket(target).map_err(|(what, source)| ProbeError::Io { what, source })
 }
 
+/// A probe's socket: [`connect_udp`], and each answer's TTL reported
+/// ([`nnb_sys::ttl::recv`] reads it). A kernel that refuses to report it leaves the
+/// probe without TTLs (`reply_ttl` null), not failed.
+pub(crate) fn connect_probe(target: SocketAddr) -> Result<UdpSocket, ProbeError> {
+    let sock = connect_udp(target)?;
+    if let Err(e) = nnb_sys::ttl::set_recv_ttl(&sock, true) {
+        tracing::warn!("the probe to {target} records no reply TTL: {e}");
+    }
+    Ok(sock)
+}
+
 /// [`connect_udp`] for callers with their own error type: a failure is what was
 /// being done and the system's error.
 pub(crate) fn connected_socket(target: SocketAddr) -> Result<UdpSocket, (String, io::Error)> {
@@ -463,6 +531,45 @@ impl IntervalClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hops_count_down_from_the_next_usual_initial_ttl() {
+        for (ttl, hops) in [
+            (64, 0),
+            (63, 1),
+            (1, 63),
+            (65, 63),
+            (128, 0),
+            (99, 29),
+            (129, 126),
+            (200, 55),
+            (255, 0),
+            (0, 64),
+        ] {
+            assert_eq!(hops_from_ttl(ttl), hops, "TTL {ttl}");
+        }
+    }
+
+    #[test]
+    fn the_range_keeps_the_extremes_and_counts_hops_from_the_largest() {
+        let mut r = TtlRange::default();
+        r.see(None);
+        assert_eq!(r.report(), None);
+        for t in [62, 63, 61] {
+            r.see(Some(t));
+        }
+        r.see(None);
+        assert_eq!(
+            r.report(),
+            Some(ReplyTtl {
+                min: 61,
+                max: 63,
+                hops: 1
+            })
+        );
+        let json = serde_json::to_value(r.report()).unwrap();
+        assert_eq!(json, serde_json::json!({"min": 61, "max": 63, "hops": 1}));
+    }
 
     /// The tag of each interval line of an HDR interval log (`Tag=NAME,...`).
     fn tags(log: &[u8]) -> Vec<String> {

@@ -18,8 +18,8 @@ use std::time::Duration;
 use nnb_sys::socket::is_datagram_lost;
 
 use super::{
-    connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
-    ProbeReport,
+    connect_probe, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
+    ProbeReport, TtlRange,
 };
 use crate::clock::{duration_ns, now_ns, wait_until};
 use crate::hist::LatencyHist;
@@ -55,7 +55,7 @@ pub(crate) fn run(
     stop: &AtomicBool,
     on_interval: &mut (dyn FnMut(&Interval<'_>) + Send),
 ) -> Result<ProbeReport, ProbeError> {
-    let tx = connect_udp(cfg.target)?;
+    let tx = connect_probe(cfg.target)?;
     let rx = tx
         .try_clone()
         .map_err(ProbeError::io("cloning the probe socket"))?;
@@ -199,6 +199,7 @@ fn receive_pongs(
     let mut counts = ProbeCounts::default();
     let mut rtt = LatencyHist::new();
     let mut rtt_intended = LatencyHist::new();
+    let mut ttl_seen = TtlRange::default();
     let mut intervals = IntervalClock::new(cfg.interval, origin, Some(schedule.period_ns));
     // Arrival of the last pong accepted as an RTT sample.
     let mut last_answer_ns = None;
@@ -209,8 +210,8 @@ fn receive_pongs(
             .saturating_sub(schedule.warmup)
     };
     loop {
-        let received = match sock.recv(&mut buf) {
-            Ok(len) => Some((len, now_ns())),
+        let received = match nnb_sys::ttl::recv(sock, &mut buf) {
+            Ok((len, ttl)) => Some((len, now_ns(), ttl)),
             Err(e)
                 if matches!(
                     e.kind(),
@@ -228,11 +229,11 @@ fn receive_pongs(
         // Intervals advance with the pongs, and with the clock while pings are
         // still going out; not through the wait for the last pongs after that.
         match received {
-            Some((_, t1)) => intervals.advance(t1, on_interval),
+            Some((_, t1, _)) => intervals.advance(t1, on_interval),
             None if !sender_done => intervals.advance(now_ns(), on_interval),
             None => {}
         }
-        if let Some((len, t1)) = received {
+        if let Some((len, t1, ttl)) = received {
             match Header::decode(&buf[..len]) {
                 Ok(h)
                     if h.kind == Kind::Pong
@@ -251,6 +252,7 @@ fn receive_pongs(
                                 let intended = t1.saturating_sub(schedule.intended_ns(h.seq));
                                 counts.answered += 1;
                                 intervals.answered += 1;
+                                ttl_seen.see(ttl);
                                 rtt.record(actual);
                                 rtt_intended.record(intended);
                                 intervals.rtt.record(actual);
@@ -306,5 +308,6 @@ fn receive_pongs(
         rtt_half: summary.halved(),
         clamped: rtt.clamped() + rtt_intended.clamped(),
         recv_buffer: None,
+        reply_ttl: ttl_seen.report(),
     })
 }

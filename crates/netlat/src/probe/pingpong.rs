@@ -15,8 +15,8 @@ use std::time::Duration;
 use nnb_sys::socket::is_datagram_lost;
 
 use super::{
-    connect_udp, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
-    ProbeReport,
+    connect_probe, pin, Interval, IntervalClock, ProbeConfig, ProbeCounts, ProbeError, ProbeLength,
+    ProbeReport, TtlRange,
 };
 use crate::clock::{duration_ns, now_ns};
 use crate::hist::LatencyHist;
@@ -30,8 +30,9 @@ const CLOCK_EVERY: u32 = 32;
 
 /// How one ping ended.
 enum Outcome {
-    /// Answered after this many nanoseconds.
-    Answered(u64),
+    /// Answered after `rtt_ns`, the pong arriving with IP TTL `ttl` (when the
+    /// kernel reported it).
+    Answered { rtt_ns: u64, ttl: Option<u8> },
     /// No pong within the timeout.
     TimedOut,
 }
@@ -53,7 +54,7 @@ struct Pinger<'a> {
 
 impl<'a> Pinger<'a> {
     fn new(cfg: &'a ProbeConfig) -> Result<Self, ProbeError> {
-        let sock = connect_udp(cfg.target)?;
+        let sock = connect_probe(cfg.target)?;
         if cfg.busy_poll {
             sock.set_nonblocking(true)
                 .map_err(ProbeError::io("making the socket non-blocking"))?;
@@ -111,7 +112,7 @@ impl<'a> Pinger<'a> {
                 self.shorten_read_timeout(deadline.saturating_sub(now_ns()))?;
             }
             first = false;
-            let Some((len, t1)) = self.recv_until(deadline)? else {
+            let Some((len, t1, ttl)) = self.recv_until(deadline)? else {
                 return Ok(Outcome::TimedOut);
             };
             match Header::decode(&self.rx[..len]) {
@@ -124,7 +125,10 @@ impl<'a> Pinger<'a> {
                     if seq >= self.first_measured {
                         self.tracker.record(seq);
                     }
-                    return Ok(Outcome::Answered(t1 - t0));
+                    return Ok(Outcome::Answered {
+                        rtt_ns: t1 - t0,
+                        ttl,
+                    });
                 }
                 Ok(h) if h.kind == Kind::Pong && h.seq < seq => self.stale_pong(h.seq),
                 _ => self.counts.garbage += 1,
@@ -145,12 +149,15 @@ impl<'a> Pinger<'a> {
     }
 
     /// Receives one datagram before `deadline_ns`; `None` when the deadline passed.
-    /// Returns its length and arrival time.
-    fn recv_until(&mut self, deadline_ns: u64) -> Result<Option<(usize, u64)>, ProbeError> {
+    /// Returns its length, arrival time and IP TTL.
+    fn recv_until(
+        &mut self,
+        deadline_ns: u64,
+    ) -> Result<Option<(usize, u64, Option<u8>)>, ProbeError> {
         let mut idle_spins = 0u32;
         loop {
-            match self.sock.recv(&mut self.rx) {
-                Ok(len) => return Ok(Some((len, now_ns()))),
+            match nnb_sys::ttl::recv(&self.sock, &mut self.rx) {
+                Ok((len, ttl)) => return Ok(Some((len, now_ns(), ttl))),
                 Err(e)
                     if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut)
                         || is_datagram_lost(&e) =>
@@ -188,7 +195,7 @@ impl<'a> Pinger<'a> {
         if !self.cfg.busy_poll {
             self.shorten_read_timeout(deadline_ns.saturating_sub(now_ns()))?;
         }
-        while let Some((len, _)) = self.recv_until(deadline_ns)? {
+        while let Some((len, _, _)) = self.recv_until(deadline_ns)? {
             match Header::decode(&self.rx[..len]) {
                 Ok(h) if h.kind == Kind::Pong => self.stale_pong(h.seq),
                 _ => self.counts.garbage += 1,
@@ -222,6 +229,7 @@ pub(crate) fn run(
         ProbeLength::Count(_) => u64::MAX,
     };
     let mut hist = LatencyHist::new();
+    let mut ttl_seen = TtlRange::default();
     let mut intervals = IntervalClock::new(cfg.interval, start, None);
     let mut now = start;
     loop {
@@ -242,7 +250,8 @@ pub(crate) fn run(
         now = now_ns();
         intervals.advance(now, on_interval);
         match outcome {
-            Outcome::Answered(rtt) => {
+            Outcome::Answered { rtt_ns: rtt, ttl } => {
+                ttl_seen.see(ttl);
                 p.counts.answered += 1;
                 intervals.answered += 1;
                 hist.record(rtt);
@@ -272,5 +281,6 @@ pub(crate) fn run(
         rtt_half: rtt.halved(),
         clamped: hist.clamped(),
         recv_buffer: None,
+        reply_ttl: ttl_seen.report(),
     })
 }

@@ -25,7 +25,7 @@ use nnb_sys::socket::is_datagram_lost;
 use serde::Serialize;
 
 use super::openloop::SPIN_NS;
-use super::{connect_udp, ProbeError};
+use super::{connect_probe, ProbeError, ReplyTtl, TtlRange};
 use crate::clock::{duration_ns, now_ns, wait_until};
 use crate::wire::{Header, Kind, HEADER_LEN, MAX_UDP_PAYLOAD};
 
@@ -252,6 +252,10 @@ pub struct SeriesReport {
     pub summary: Option<SeriesSummary>,
     /// Every probe sent, in send order, the dropped first ones included.
     pub log: Vec<ProbeRecord>,
+    /// UDP: the TTL the answers arrived with and the hops it suggests, over every
+    /// answered probe (the dropped first ones included); `None` over ICMP, or when
+    /// the kernel reported none.
+    pub reply_ttl: Option<ReplyTtl>,
 }
 
 /// What carries the probes: a connected UDP socket or an ICMP echo socket.
@@ -263,7 +267,7 @@ enum Transport {
 impl Transport {
     fn open(cfg: &SeriesConfig) -> Result<Transport, ProbeError> {
         Ok(match cfg.mode {
-            SeriesMode::Udp => Transport::Udp(connect_udp(cfg.target)?),
+            SeriesMode::Udp => Transport::Udp(connect_probe(cfg.target)?),
             SeriesMode::Icmp => Transport::Icmp(EchoSocket::open(cfg.target.ip()).map_err(
                 ProbeError::io(format!("opening an ICMP socket to {}", cfg.target.ip())),
             )?),
@@ -293,14 +297,15 @@ impl Transport {
         }
     }
 
-    /// Receives one datagram: the nnb datagram it carries back, if any.
-    fn recv<'a>(&self, buf: &'a mut [u8]) -> std::io::Result<Option<&'a [u8]>> {
+    /// Receives one datagram: the nnb datagram it carries back, if any, and the IP
+    /// TTL it arrived with (UDP only).
+    fn recv<'a>(&self, buf: &'a mut [u8]) -> std::io::Result<Option<(&'a [u8], Option<u8>)>> {
         match self {
             Transport::Udp(s) => {
-                let n = s.recv(buf)?;
-                Ok(Some(&buf[..n]))
+                let (n, ttl) = nnb_sys::ttl::recv(s, buf)?;
+                Ok(Some((&buf[..n], ttl)))
             }
-            Transport::Icmp(s) => Ok(s.recv_reply(buf)?.map(|r| &buf[r])),
+            Transport::Icmp(s) => Ok(s.recv_reply(buf)?.map(|r| (&buf[r], None))),
         }
     }
 
@@ -418,6 +423,7 @@ pub fn run(
         garbage: counts.garbage,
         summary: summarize(&log, cfg.skip),
         log,
+        reply_ttl: counts.ttl.report(),
     })
 }
 
@@ -472,6 +478,7 @@ struct RecvCounts {
     late: u64,
     garbage: u64,
     last_answer_ns: u64,
+    ttl: TtlRange,
 }
 
 /// Receives answers until the sender is done and every probe sent is answered or
@@ -491,7 +498,7 @@ fn receive_answers(
     let mut next = 0u64;
     loop {
         let received = match rx.recv(&mut buf) {
-            Ok(Some(d)) => Some((Header::decode(d), now_ns())),
+            Ok(Some((d, ttl))) => Some((Header::decode(d), now_ns(), ttl)),
             Ok(None) => None,
             Err(e)
                 if matches!(
@@ -504,7 +511,7 @@ fn receive_answers(
             Err(e) => return Err(ProbeError::io("receiving an answer")(e)),
         };
         let sent = shared.sent.load(Ordering::Acquire);
-        if let Some((header, t1)) = received {
+        if let Some((header, t1, ttl)) = received {
             match header {
                 Ok(h)
                     if h.kind == answer_kind
@@ -518,6 +525,7 @@ fn receive_answers(
                         counts.late += 1;
                     } else {
                         answers[h.seq as usize] = Some(rtt);
+                        counts.ttl.see(ttl);
                         counts.last_answer_ns = counts.last_answer_ns.max(t1);
                     }
                 }
