@@ -347,6 +347,24 @@ pub struct LatencyJobResult {
     pub elapsed_s: f64,
     /// Round-trip times.
     pub rtt: RttSummary,
+    /// The IP TTL of the answers and the hops it suggests (version 10; none from an
+    /// older agent, or when the kernel reported no TTL).
+    #[serde(default)]
+    pub reply_ttl: Option<ReplyTtl>,
+}
+
+/// The IP TTL (IPv6: hop limit) a probe's answers arrived with (`reply_ttl`
+/// object of a `latency` or UDP `rtt` job's result, version 10): Wang & Ng's
+/// network-location check between the prober and the reflector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub struct ReplyTtl {
+    /// The smallest TTL an answer arrived with.
+    pub min: u8,
+    /// The largest (the shortest path seen).
+    pub max: u8,
+    /// Routers between the two ends, inferred from `max` (the next usual initial
+    /// TTL, 64, 128 or 255, minus it).
+    pub hops: u8,
 }
 
 /// The sender's totals of a load job (`sent` object).
@@ -718,6 +736,10 @@ pub struct RttJobResult {
     pub elapsed_s: f64,
     /// The summary of the kept probes' RTTs; none when every probe was lost.
     pub summary: Option<RttSeriesSummary>,
+    /// The IP TTL of the answers and the hops it suggests (version 10; none over
+    /// ICMP, from an older agent, or when the kernel reported no TTL).
+    #[serde(default)]
+    pub reply_ttl: Option<ReplyTtl>,
 }
 
 /// What the format reads of a `badabing` job's result (version 8).
@@ -851,6 +873,11 @@ impl JobOutcome {
     }
 }
 
+/// The `hops` column of a probe's reply TTL.
+fn hops(reply_ttl: Option<ReplyTtl>) -> Option<f64> {
+    reply_ttl.map(|t| f64::from(t.hops))
+}
+
 /// The flat metric columns of one sample.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Metrics {
@@ -901,6 +928,7 @@ impl Metrics {
                 for (metric, ns) in Metric::RTT.into_iter().zip(rtt) {
                     m.values.set(metric, Some(ns));
                 }
+                m.values.set(Metric::Hops, hops(l.reply_ttl));
             }
             JobResult::Load(l) => {
                 m.values.set(Metric::RateBps, l.rate_bps());
@@ -918,6 +946,7 @@ impl Metrics {
                     m.values.set(Metric::RttMaxNs, Some(s.max_ns));
                     m.values.set(Metric::RttStdNs, Some(s.std_ns));
                 }
+                m.values.set(Metric::Hops, hops(r.reply_ttl));
             }
             JobResult::Badabing(b) => {
                 m.values
@@ -1096,6 +1125,39 @@ mod tests {
                 .measured_secs(0.0),
             3.0
         );
+    }
+
+    #[test]
+    fn a_probes_reply_ttl_is_the_hops_column_and_absent_from_an_older_probe() {
+        let rtt = json!({"mean_ns": 1500.5, "p50_ns": 1400, "p90_ns": 1800, "p99_ns": 2500,
+            "p999_ns": 9000});
+        let latency = json!({"elapsed_s": 2.0, "rtt": rtt,
+            "reply_ttl": {"min": 62, "max": 63, "hops": 1}});
+        let m = metrics(JobKind::Latency, false, &latency);
+        assert_eq!((m.get(Metric::Hops), m.value), (Some(1.0), Some(1500.5)));
+        let JobResult::Latency(l) = JobResult::parse(JobKind::Latency, &latency).unwrap() else {
+            panic!("a latency result");
+        };
+        let want = ReplyTtl {
+            min: 62,
+            max: 63,
+            hops: 1,
+        };
+        assert_eq!(l.reply_ttl, Some(want));
+        let series = json!({"elapsed_s": 5.0, "summary": null,
+            "reply_ttl": {"min": 99, "max": 99, "hops": 29}});
+        assert_eq!(
+            metrics(JobKind::Rtt, false, &series).get(Metric::Hops),
+            Some(29.0)
+        );
+        // Version 9 and before, and ICMP series: no TTL, no column.
+        let old = json!({"elapsed_s": 2.0, "rtt": rtt});
+        assert_eq!(
+            metrics(JobKind::Latency, false, &old).get(Metric::Hops),
+            None
+        );
+        let icmp = json!({"elapsed_s": 5.0, "summary": null, "reply_ttl": null});
+        assert_eq!(metrics(JobKind::Rtt, false, &icmp).get(Metric::Hops), None);
     }
 
     #[test]

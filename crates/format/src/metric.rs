@@ -44,6 +44,8 @@ pub enum Quantity {
     PercentOfEvents,
     /// A count of datagrams (version 9): fewer is better.
     Datagrams,
+    /// A count of routers on a path (version 10): fewer is nearer.
+    Hops,
 }
 
 impl Quantity {
@@ -58,7 +60,7 @@ impl Quantity {
             Quantity::PercentCpu => DisplayUnit::PERCENT_CPU,
             Quantity::Bytes => DisplayUnit::BYTES,
             Quantity::PercentOfEvents => DisplayUnit::PERCENT,
-            Quantity::Datagrams => DisplayUnit::NONE,
+            Quantity::Datagrams | Quantity::Hops => DisplayUnit::NONE,
         }
     }
 }
@@ -126,11 +128,16 @@ pub enum Metric {
     /// which a buffer of datagrams coalesced on receive counts once): loss at the
     /// receiver, not in the network; none from a sink that does not count.
     SinkDrops,
+    /// Latency probe and UDP RTT series (version 10): the routers between the
+    /// prober and the reflector, inferred from the IP TTL the answers arrived with
+    /// (the next usual initial TTL, 64, 128 or 255, minus the largest TTL seen):
+    /// Wang & Ng's network-location check of a pair.
+    Hops,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 22] = [
+    pub const ALL: [Metric; 23] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -153,6 +160,7 @@ impl Metric {
         Metric::LossFrequencyPct,
         Metric::ProbeLossPct,
         Metric::SinkDrops,
+        Metric::Hops,
     ];
 
     /// The host-side utilisation metrics (version 5): what the provider read of each
@@ -199,6 +207,7 @@ impl Metric {
             Metric::LossFrequencyPct => "loss_frequency_pct",
             Metric::ProbeLossPct => "probe_loss_pct",
             Metric::SinkDrops => "sink_drops",
+            Metric::Hops => "hops",
         }
     }
 
@@ -232,6 +241,7 @@ impl Metric {
             Metric::HostCpuPct | Metric::CpuSharePct => Quantity::PercentCpu,
             Metric::LossFrequencyPct | Metric::ProbeLossPct => Quantity::PercentOfEvents,
             Metric::SinkDrops => Quantity::Datagrams,
+            Metric::Hops => Quantity::Hops,
         }
     }
 
@@ -246,6 +256,7 @@ impl Metric {
             Quantity::Bytes => "B",
             Quantity::PercentOfEvents => "%",
             Quantity::Datagrams => "datagrams",
+            Quantity::Hops => "hops",
         }
     }
 
@@ -262,6 +273,7 @@ impl Metric {
             Quantity::Bytes => nnb_units::format_bytes(v),
             Quantity::PercentOfEvents => format!("{v:.2} %"),
             Quantity::Datagrams => format!("{v:.0} datagrams"),
+            Quantity::Hops => format!("{v:.0} hops"),
         }
     }
 
@@ -271,7 +283,8 @@ impl Metric {
             Quantity::Seconds
             | Quantity::Nanoseconds
             | Quantity::PercentOfEvents
-            | Quantity::Datagrams => Direction::LowerIsBetter,
+            | Quantity::Datagrams
+            | Quantity::Hops => Direction::LowerIsBetter,
             // Utilisation: a tenant's share of the resource, which the isolation
             // matrix compares alone and beside a neighbor: more is more of its grant.
             Quantity::OpsPerSecond
@@ -307,6 +320,7 @@ impl Metric {
             Metric::LossFrequencyPct => "loss frequency (lossy slots)",
             Metric::ProbeLossPct => "probe loss rate",
             Metric::SinkDrops => "datagrams the receiver dropped",
+            Metric::Hops => "hops between the pair (from the reply TTL)",
         }
     }
 
@@ -435,7 +449,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null,"sink_drops":null}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null,"sink_drops":null,"hops":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =

@@ -32,3 +32,7 @@ const ADDED_IN_V8: [&str; 6] = [
 /// The metric columns version 9 added (the sink's own drops): an older sample reads
 /// with them null and writes them back as nulls.
 const ADDED_IN_V9: [&str; 1] = ["sink_drops"];
+
+/// The metric columns version 10 added (the hops of a probe's reply TTL): an older
+/// sample reads with them null and writes them back as nulls.
+const ADDED_IN_V10: [&str; 1] = ["hops"];
