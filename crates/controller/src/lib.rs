@@ -20,6 +20,7 @@
 
 mod background;
 pub mod budget;
+pub mod campaign;
 pub mod cancel;
 pub mod client;
 mod driver;
@@ -190,6 +191,87 @@ pub async fn execute_with(
     opts: &RunOptions,
     cancel: &Cancel,
 ) -> Result<RunOutcome, ControllerError> {
+    let (journal, mut outcome) = open_session(run, opts)?;
+    let result = if outcome.skipped == run.plan.steps.len() {
+        Ok(RunStatus::Completed)
+    } else {
+        measure_all(run, provider, journal, opts, cancel, &mut outcome).await
+    };
+    close_session(run, result, outcome)
+}
+
+/// A fleet a caller keeps across runs (a temporal campaign's lane), and since when
+/// its resources are held (what a cost cap counts from).
+#[derive(Debug)]
+pub struct HeldFleet {
+    /// The fleet.
+    pub fleet: Fleet,
+    /// When its launch began.
+    pub since: Instant,
+}
+
+/// Runs `run` (a new one) on the fleet `held`, launching one into it first when it
+/// holds none (then the launch is this run's, its cloud record in this run's
+/// manifest), and leaves the fleet up for the caller to run again on or to shut
+/// down ([`Provider::shutdown`]). A fleet kept from an earlier run gets all its
+/// tenants made present first (the earlier run may have ended with some absent).
+/// A launch that fails or is interrupted is torn down ([`Provider::abandon`]) and
+/// `held` stays empty.
+pub async fn execute_on_fleet(
+    run: &mut Run,
+    provider: &mut dyn Provider,
+    held: &mut Option<HeldFleet>,
+    opts: &RunOptions,
+    cancel: &Cancel,
+) -> Result<RunOutcome, ControllerError> {
+    let (journal, mut outcome) = open_session(run, opts)?;
+    let result = on_fleet(run, provider, held, journal, opts, cancel, &mut outcome).await;
+    close_session(run, result, outcome)
+}
+
+/// The body of [`execute_on_fleet`] inside its session.
+async fn on_fleet(
+    run: &mut Run,
+    provider: &mut dyn Provider,
+    held: &mut Option<HeldFleet>,
+    journal: Journal,
+    opts: &RunOptions,
+    cancel: &Cancel,
+    outcome: &mut RunOutcome,
+) -> Result<RunStatus, ControllerError> {
+    let h = match held {
+        Some(h) => {
+            let all: Vec<String> = h.fleet.tenants.iter().map(|t| t.name.clone()).collect();
+            provider.set_present(&mut h.fleet, &all).await?;
+            h
+        }
+        None => {
+            let since = Instant::now();
+            match launch_fleet(run, provider, cancel).await? {
+                Some(fleet) => held.insert(HeldFleet { fleet, since }),
+                None => return Ok(RunStatus::Interrupted),
+            }
+        }
+    };
+    drive_fleet(
+        run,
+        provider,
+        &mut h.fleet,
+        h.since,
+        journal,
+        opts,
+        cancel,
+        outcome,
+    )
+    .await
+}
+
+/// Opens a session of `run`: its journal (an unfinished step's records cut), a
+/// `running` session in the manifest, and the outcome so far.
+fn open_session(
+    run: &mut Run,
+    opts: &RunOptions,
+) -> Result<(Journal, RunOutcome), ControllerError> {
     let (journal, recovery) = Journal::open(&run.dir.samples_path())?;
     if recovery.truncated_bytes > 0 {
         tracing::warn!(
@@ -211,7 +293,7 @@ pub async fn execute_with(
         cloud: None,
     });
     run.dir.write_manifest(&run.manifest)?;
-    let mut outcome = RunOutcome {
+    let outcome = RunOutcome {
         run_id: run.dir.run_id.clone(),
         dir: run.dir.path.clone(),
         status: RunStatus::Completed,
@@ -222,11 +304,15 @@ pub async fn execute_with(
         overhead: None,
         warnings: Vec::new(),
     };
-    let result = if skipped == run.plan.steps.len() {
-        Ok(RunStatus::Completed)
-    } else {
-        measure_all(run, provider, journal, opts, cancel, &mut outcome).await
-    };
+    Ok((journal, outcome))
+}
+
+/// Closes the session [`open_session`] opened with how it ended (`result`).
+fn close_session(
+    run: &mut Run,
+    result: Result<RunStatus, ControllerError>,
+    mut outcome: RunOutcome,
+) -> Result<RunOutcome, ControllerError> {
     let status = match &result {
         Ok(s) => s.session_status(),
         Err(_) => SessionStatus::Failed,
@@ -252,10 +338,7 @@ pub async fn execute_with(
     Ok(outcome)
 }
 
-/// Launches the fleet, records it in the manifest, drives the steps, and shuts the
-/// fleet down whatever happened. Cloud resources are held by the provider from the
-/// first one created, so a launch that fails or is interrupted (Ctrl-C drops it
-/// half-way) is torn down too ([`Provider::abandon`]).
+/// Launches the fleet, drives the steps on it, and shuts it down whatever happened.
 async fn measure_all(
     run: &mut Run,
     provider: &mut dyn Provider,
@@ -265,14 +348,37 @@ async fn measure_all(
     outcome: &mut RunOutcome,
 ) -> Result<RunStatus, ControllerError> {
     let held_since = Instant::now();
+    let Some(mut fleet) = launch_fleet(run, provider, cancel).await? else {
+        return Ok(RunStatus::Interrupted);
+    };
+    // No early return until the fleet is shut down: it may hold a dedicated host.
+    let result = drive_fleet(
+        run, provider, &mut fleet, held_since, journal, opts, cancel, outcome,
+    )
+    .await;
+    if let Err(e) = provider.shutdown(fleet).await {
+        tracing::warn!("shutting the fleet down: {e}");
+    }
+    result
+}
+
+/// Launches `run`'s fleet; `None` when a cancel interrupted the launch. Cloud
+/// resources are held by the provider from the first one created, so a launch that
+/// fails or is interrupted (Ctrl-C drops it half-way) is torn down
+/// ([`Provider::abandon`]) and what it held goes into the session's record.
+async fn launch_fleet(
+    run: &mut Run,
+    provider: &mut dyn Provider,
+    cancel: &Cancel,
+) -> Result<Option<Fleet>, ControllerError> {
     let specs = run.experiment.tenant_specs();
     let serving = run.plan.serving(run.experiment.servers);
     let launched = tokio::select! {
         f = provider.launch(&specs, &serving) => Some(f),
         () = cancel.wait() => None,
     };
-    let mut fleet = match launched {
-        Some(Ok(fleet)) => fleet,
+    match launched {
+        Some(Ok(fleet)) => Ok(Some(fleet)),
         failed => {
             // Tear down first: a manifest that cannot be written must not leak a host.
             let (record, released) = provider.abandon().await;
@@ -283,34 +389,35 @@ async fn measure_all(
                 s.cloud = Some(r);
                 run.dir.write_manifest(&run.manifest)?;
             }
-            return match failed {
+            match failed {
                 Some(Err(e)) => Err(e.into()),
-                _ => Ok(RunStatus::Interrupted),
-            };
-        }
-    };
-    outcome.warnings = fleet.warnings.clone();
-    let recorded = record_fleet(run, provider, &fleet).await;
-    // No early return until the fleet is shut down: it may hold a dedicated host.
-    let result = match recorded {
-        Ok(()) => {
-            let cost_cap = provider.cost_cap(held_since);
-            match Driver::new(run, provider, &mut fleet, journal).await {
-                Ok(mut driver) => {
-                    driver.cost_cap = cost_cap;
-                    let r = driver.drive(opts, cancel, outcome).await;
-                    driver.finish().await;
-                    r
-                }
-                Err(e) => Err(e),
+                _ => Ok(None),
             }
         }
-        Err(e) => Err(e),
-    };
-    if let Err(e) = provider.shutdown(fleet).await {
-        tracing::warn!("shutting the fleet down: {e}");
     }
-    result
+}
+
+/// Records `fleet` in the session and drives the steps not yet measured on it,
+/// under the provider's cost cap counted from `held_since`.
+#[allow(clippy::too_many_arguments)]
+async fn drive_fleet(
+    run: &mut Run,
+    provider: &mut dyn Provider,
+    fleet: &mut Fleet,
+    held_since: Instant,
+    journal: Journal,
+    opts: &RunOptions,
+    cancel: &Cancel,
+    outcome: &mut RunOutcome,
+) -> Result<RunStatus, ControllerError> {
+    outcome.warnings = fleet.warnings.clone();
+    record_fleet(run, provider, fleet).await?;
+    let cost_cap = provider.cost_cap(held_since);
+    let mut driver = Driver::new(run, provider, fleet, journal).await?;
+    driver.cost_cap = cost_cap;
+    let r = driver.drive(opts, cancel, outcome).await;
+    driver.finish().await;
+    r
 }
 
 /// Asks every agent for its health (all at once) and writes tenants (with the

@@ -71,7 +71,7 @@ impl ResultsError {
 
 /// Takes the run directory's lock and writes this process into the lock file, or
 /// says who holds it.
-fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError> {
+pub(crate) fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError> {
     let path = dir.join(LOCK);
     match crate::lockfile::try_hold(&path).map_err(io_err("cannot lock", &path))? {
         Ok(file) => Ok(std::sync::Arc::new(file)),
@@ -211,28 +211,7 @@ impl RunDir {
     /// temporary file that could not be written whole (a full disk) is removed, so
     /// a failed write leaves the directory as it was (reliability review NL10).
     pub fn write_manifest(&self, m: &Manifest) -> Result<(), ResultsError> {
-        let tmp = self.path.join(format!("{MANIFEST}.tmp"));
-        let dest = self.path.join(MANIFEST);
-        let text = serde_json::to_vec_pretty(m).map_err(|e| ResultsError::Format {
-            path: dest.clone(),
-            message: e.to_string(),
-        })?;
-        let written = File::create(&tmp)
-            .map_err(io_err("cannot create", &tmp))
-            .and_then(|mut f| {
-                f.write_all(&text).map_err(io_err("cannot write", &tmp))?;
-                f.sync_all().map_err(io_err("cannot sync", &tmp))
-            })
-            .and_then(|()| fs::rename(&tmp, &dest).map_err(io_err("cannot replace", &dest)));
-        if written.is_err() {
-            if let Err(e) = fs::remove_file(&tmp) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!("cannot remove {}: {e}", tmp.display());
-                }
-            }
-        }
-        written?;
-        sync_dir(&self.path)
+        write_json_atomic(&self.path, MANIFEST, m)
     }
 
     /// Reads the manifest.
@@ -278,6 +257,39 @@ impl RunDir {
         f.sync_data().map_err(io_err("cannot sync", &path))?;
         Ok(rel)
     }
+}
+
+/// Writes `value` as pretty JSON to `dir/name` atomically (temporary file, fsync,
+/// rename, fsync dir). A temporary file that could not be written whole (a full
+/// disk) is removed, so a failed write leaves the directory as it was (reliability
+/// review NL10). A run's manifest and a campaign's are written so.
+pub(crate) fn write_json_atomic(
+    dir: &Path,
+    name: &str,
+    value: &impl serde::Serialize,
+) -> Result<(), ResultsError> {
+    let tmp = dir.join(format!("{name}.tmp"));
+    let dest = dir.join(name);
+    let text = serde_json::to_vec_pretty(value).map_err(|e| ResultsError::Format {
+        path: dest.clone(),
+        message: e.to_string(),
+    })?;
+    let written = File::create(&tmp)
+        .map_err(io_err("cannot create", &tmp))
+        .and_then(|mut f| {
+            f.write_all(&text).map_err(io_err("cannot write", &tmp))?;
+            f.sync_all().map_err(io_err("cannot sync", &tmp))
+        })
+        .and_then(|()| fs::rename(&tmp, &dest).map_err(io_err("cannot replace", &dest)));
+    if written.is_err() {
+        if let Err(e) = fs::remove_file(&tmp) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("cannot remove {}: {e}", tmp.display());
+            }
+        }
+    }
+    written?;
+    sync_dir(dir)
 }
 
 /// fsyncs a directory so a created or renamed entry survives a crash.

@@ -35,7 +35,27 @@ impl Run {
         experiment: Experiment,
         plan: Plan,
     ) -> Result<Run, ControllerError> {
-        let run_id = results::new_run_id();
+        Run::create_named(
+            results,
+            &results::new_run_id(),
+            file,
+            text,
+            experiment,
+            plan,
+        )
+    }
+
+    /// [`Run::create`] with the run id `run_id` (a campaign's round: see
+    /// [`crate::campaign`]); the directory `<results>/<run_id>` must not exist.
+    pub fn create_named(
+        results: &Path,
+        run_id: &str,
+        file: &str,
+        text: &str,
+        experiment: Experiment,
+        plan: Plan,
+    ) -> Result<Run, ControllerError> {
+        let run_id = run_id.to_string();
         let dir = RunDir::create(results, &run_id)?;
         let controller = nnb_burn::topology::Topology::host()
             .ok()

@@ -127,6 +127,13 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// Whether fleets of this kind may run at the same time as others of its kind
+    /// (a campaign's lanes in parallel): cloud fleets may; local ones would share
+    /// this machine's CPUs and emulated network, so they run one after another.
+    fn concurrent_fleets(&self) -> bool {
+        self.kind() == ProviderKind::Aws
+    }
+
     /// Where the tenants of `specs` would run, for a dry run; nothing is started.
     /// By default the provider picks no CPUs and names no place.
     fn placement(
@@ -159,6 +166,18 @@ pub trait Provider: Send + Sync {
         dest: &'a str,
     ) -> BoxFuture<'a, Result<UploadReport, ProviderError>> {
         Box::pin(upload::to_s3(None, dir, dest))
+    }
+
+    /// Before a campaign resumes: tears down every resource tagged with campaign
+    /// `campaign_id` (rounds a dead controller left running), returning how many it
+    /// found. Local agents end with the controller that started them (their parent
+    /// death signal), so by default there is nothing to sweep.
+    fn sweep_campaign<'a>(
+        &'a self,
+        campaign_id: &'a str,
+    ) -> BoxFuture<'a, Result<usize, ProviderError>> {
+        let _ = campaign_id;
+        Box::pin(async { Ok(0) })
     }
 
     /// After a launch that failed or was interrupted: tears down what it created
