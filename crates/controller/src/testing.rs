@@ -362,7 +362,15 @@ pub(super) struct FakeProvider {
     pub launches: usize,
     /// Shutdowns so far.
     pub shutdowns: usize,
+    /// Whether it says its fleets may run beside others (a cloud's may).
+    pub concurrent: bool,
+    /// Where it logs `(label, "launch" | "shutdown", when)` of its fleets.
+    pub events: Option<(String, Arc<Mutex<Vec<FleetEvent>>>)>,
 }
+
+/// A fleet's launch or shutdown, as a [`FakeProvider`] logs it: its label, which,
+/// and when (tokio time).
+pub(crate) type FleetEvent = (String, &'static str, Instant);
 
 impl FakeProvider {
     /// A provider of fakes living in `world`.
@@ -373,6 +381,16 @@ impl FakeProvider {
             price: None,
             launches: 0,
             shutdowns: 0,
+            concurrent: false,
+            events: None,
+        }
+    }
+
+    /// Logs `what` happened to its fleet now, when it has a log.
+    fn log(&self, what: &'static str) {
+        if let Some((label, log)) = &self.events {
+            let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
+            log.push((label.clone(), what, Instant::now()));
         }
     }
 
@@ -410,6 +428,7 @@ impl Provider for FakeProvider {
     ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
         Box::pin(async move {
             self.launches += 1;
+            self.log("launch");
             let tenants: Vec<Tenant> = specs
                 .iter()
                 .map(|s| self.tenant(&s.name, Some(s)))
@@ -467,8 +486,13 @@ impl Provider for FakeProvider {
             .map(|(usd_per_hour, max_usd)| CostCap::new(usd_per_hour, max_usd, since))
     }
 
+    fn concurrent_fleets(&self) -> bool {
+        self.concurrent
+    }
+
     fn shutdown(&mut self, fleet: Fleet) -> BoxFuture<'_, Result<(), ProviderError>> {
         self.shutdowns += 1;
+        self.log("shutdown");
         let agents: Vec<Arc<dyn AgentApi>> = fleet.all().map(|t| self.agent(t)).collect();
         Box::pin(async move {
             for a in agents {

@@ -176,8 +176,23 @@ impl CampaignRun {
             )));
         }
         let (rounds, _) = RoundsJournal::open(&dir.rounds_path())?;
-        for s in &mut manifest.sessions {
+        let starts: Vec<String> = manifest
+            .sessions
+            .iter()
+            .map(|s| s.started_at.clone())
+            .collect();
+        for (i, s) in manifest.sessions.iter_mut().enumerate() {
             if s.status == SessionStatus::Running {
+                // It never wrote its count: the rounds that ended while it ran.
+                // Timestamps are fixed-width RFC 3339 UTC: their order is the strings'.
+                let next = starts.get(i + 1);
+                s.rounds_run = rounds
+                    .recorded()
+                    .values()
+                    .filter(|r| {
+                        r.finished_at >= s.started_at && next.map_or(true, |n| r.finished_at < *n)
+                    })
+                    .count();
                 tracing::warn!(
                     "campaign {id}: the session started at {} ended without closing (killed?) \
                      after recording {} round(s); marking it `{}`",
