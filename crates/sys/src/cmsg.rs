@@ -18,8 +18,8 @@ pub(crate) fn read_control<T: Copy>(
         return None;
     }
     let mut bounded = *msg;
-    bounded.msg_controllen = (msg.msg_controllen as usize).min(capacity) as _;
-    let end = msg.msg_control as usize + bounded.msg_controllen as usize;
+    bounded.msg_controllen = msg.msg_controllen.min(capacity as _);
+    let end = msg.msg_control as usize + bounded.msg_controllen;
     // SAFETY: msg_control points at `capacity` bytes the kernel filled with cmsgs
     // up to msg_controllen, which is bounded by them; the CMSG macros stay within
     // msg_controllen (CMSG_FIRSTHDR and CMSG_NXTHDR return null for a header that
