@@ -7,8 +7,11 @@
 //! - [`plot`]: SVG charts with plotters (lines, boxplots, HDR percentile plots);
 //! - [`wang_ng`]: Wang & Ng's instruments (CPUTest, RTT series, fine-grained throughput,
 //!   buffer bursts, TCP_INFO, Badabing) and the per-pair table;
-//! - [`report`]: everything a run supports, written to a directory with an index.
+//! - [`report`]: everything a run supports, written to a directory with an index;
+//! - [`campaign`]: distributions across the rounds of a campaign (or runs given
+//!   together): per-round, per-pair and spread tables, CDFs and time series.
 
+pub mod campaign;
 pub mod plot;
 pub mod read;
 pub mod report;

@@ -340,7 +340,7 @@ fn open_regular(path: &Path) -> Result<(File, u64), ReadError> {
 /// The whole of the regular file `path`, refused when longer than `limit` bytes: by
 /// its size before reading, and by reading no more than `limit + 1` bytes should it
 /// grow meanwhile.
-fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
     let too_large = || refused(path, format!("larger than {} MiB, the limit", limit >> 20));
     let (file, len) = open_regular(path)?;
     if len > limit {
@@ -475,7 +475,7 @@ fn read_lines<T>(
 /// [`read_lines`] one record at a time: `keep` gets each record with its line
 /// number as it is read, so a caller that keeps little of each holds little; returns
 /// the notes.
-fn each_line<T>(
+pub(crate) fn each_line<T>(
     path: &Path,
     parse: impl Fn(&str) -> Result<T, LineError>,
     mut keep: impl FnMut(usize, T),

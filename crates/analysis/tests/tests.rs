@@ -1,6 +1,7 @@
 //! nnb-analysis's integration tests: one test binary (as ripgrep's `tests/tests.rs`),
 //! so the crate and any shared helpers are linked once.
 
+mod campaign;
 mod conditions;
 mod credits;
 mod fixture;

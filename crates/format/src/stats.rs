@@ -99,6 +99,24 @@ pub fn median(values: &[f64]) -> f64 {
     median_of_sorted(&sorted)
 }
 
+/// Quantile `q` (0 to 1, clamped) of an already sorted slice, linearly interpolated
+/// between the closest ranks (Hyndman and Fan's type 7, numpy's and R's default): at
+/// position `h = q (n - 1)` from 0, `x[floor h] + (h - floor h) (x[floor h + 1] -
+/// x[floor h])`. So `q = 0` is the minimum, 1 the maximum and 0.5 the [`median`];
+/// of [1, 2, 3, 4], the 0.25 quantile is 1.75 and the 0.05 quantile 1.15. NaN when
+/// empty.
+pub fn quantile_of_sorted(sorted: &[f64], q: f64) -> f64 {
+    let Some(last) = sorted.len().checked_sub(1) else {
+        return f64::NAN;
+    };
+    let pos = q.clamp(0.0, 1.0) * last as f64;
+    let (i, frac) = (pos.floor() as usize, pos.fract());
+    match sorted.get(i + 1) {
+        Some(next) if frac > 0.0 => sorted[i] + (next - sorted[i]) * frac,
+        _ => sorted[i.min(last)],
+    }
+}
+
 /// Median of an already sorted slice; NaN when empty.
 fn median_of_sorted(sorted: &[f64]) -> f64 {
     match sorted.len() {
@@ -217,6 +235,18 @@ pub fn t_critical_95(df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantiles_interpolate_between_the_closest_ranks() {
+        let x = [1.0, 2.0, 3.0, 4.0];
+        let q = |p| quantile_of_sorted(&x, p);
+        assert_eq!((q(0.0), q(1.0), q(0.5)), (1.0, 4.0, median(&x)));
+        assert!((q(0.25) - 1.75).abs() < 1e-12);
+        assert!((q(0.05) - 1.15).abs() < 1e-12);
+        assert!((q(0.95) - 3.85).abs() < 1e-12);
+        assert_eq!(quantile_of_sorted(&[7.0], 0.3), 7.0);
+        assert!(quantile_of_sorted(&[], 0.5).is_nan());
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9 * b.abs().max(1.0)

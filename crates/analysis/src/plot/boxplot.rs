@@ -3,6 +3,7 @@
 //! level has fewer than five; an optional horizontal reference line (a prediction),
 //! named with its value in the legend.
 
+use nnb_format::stats::quantile_of_sorted as quantile;
 use nnb_units::DisplayUnit;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -47,16 +48,6 @@ struct BoxStats {
     whisker_hi: f64,
     /// Values beyond the whiskers.
     outliers: Vec<f64>,
-}
-
-/// Quantile `q` (0..=1) of sorted values, linearly interpolated (numpy's default).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let pos = q * (sorted.len() - 1) as f64;
-    let (i, frac) = (pos.floor() as usize, pos.fract());
-    match sorted.get(i + 1) {
-        Some(next) => sorted[i] + (next - sorted[i]) * frac,
-        None => sorted[i],
-    }
 }
 
 impl BoxStats {

@@ -338,6 +338,42 @@ pub fn write_report(runs: &[Run], opts: &ReportOptions) -> Result<ReportSummary,
     Ok(ReportSummary { sections, files })
 }
 
+/// A campaign (or runs given together, `nnb analyze --across`): its notes, the
+/// per-round, per-pair, spread and long-form tables, a CDF per measure and, for a
+/// temporal campaign, each measure over time; and the index files.
+pub fn write_campaign_report(
+    campaign: &crate::campaign::Campaign,
+    out: &Path,
+) -> Result<ReportSummary, ReportError> {
+    let out = OutDir::prepare(out)?;
+    let title = format!(
+        "Campaign {} ({}, {} rounds)",
+        campaign.id,
+        campaign.kind.name(),
+        campaign.rounds.len()
+    );
+    let mut w = Writer::new(&out, "", title, Vec::new());
+    for table in campaign.tables() {
+        w.table(table)?;
+    }
+    w.table(campaign.tidy())?;
+    let (figures, notes) = campaign.figures();
+    for f in figures {
+        w.plot(&f.stem, &f.chart.title, plot::line_chart(&f.chart))?;
+    }
+    w.section.notes.extend(notes);
+    let mut files = w.files;
+    let sections = vec![w.section];
+    for (name, text) in [
+        ("index.md", index::markdown(&sections)),
+        ("index.html", index::html(&sections, &w.svgs)),
+    ] {
+        out.write(Path::new(name), &text)?;
+        files.push(PathBuf::from(name));
+    }
+    Ok(ReportSummary { sections, files })
+}
+
 /// One run: its notes, every table and plot it supports.
 fn run_section<'o>(out: &'o OutDir, dir: PathBuf, a: &Analysed) -> Result<Writer<'o>, ReportError> {
     let title = format!(

@@ -28,6 +28,7 @@ use crate::tables::AnalysisError;
 
 pub use charts::MAX_FIGURES;
 pub(crate) use results::{Badabing, Load, Rtt, Steal};
+pub(crate) use tables::PairNumbers;
 
 /// The job kinds the analyses read.
 pub const KINDS: [JobKind; 4] = [
@@ -102,6 +103,11 @@ impl WangNg {
     /// first.
     pub fn tables(&self) -> Vec<Table> {
         tables::all(self)
+    }
+
+    /// The seed's numbers of each round (repetition) of the pair suite, in order.
+    pub(crate) fn pair_numbers(&self) -> Vec<PairNumbers> {
+        tables::pair_numbers(self)
     }
 
     /// The figures of the run labelled `label`, each as its file stem and chart, and

@@ -86,6 +86,10 @@ pub(crate) struct Rtt {
     pub sent: u64,
     /// Every probe in send order, the dropped first ones included.
     pub log: Vec<Probe>,
+    /// The answers' IP TTL and the hops it suggests (version 10; none over ICMP or
+    /// from an older agent): Wang & Ng's network-location check.
+    #[serde(default)]
+    pub reply_ttl: Option<nnb_format::job::ReplyTtl>,
 }
 
 /// One probe of an RTT series.

@@ -106,6 +106,8 @@ pub(crate) struct RttStats {
     pub median: Option<f64>,
     /// Mean.
     pub mean: Option<f64>,
+    /// 99th percentile ([`nnb_format::stats::quantile_of_sorted`]).
+    pub p99: Option<f64>,
     /// Largest.
     pub max: Option<f64>,
     /// Standard deviation (of the population of kept answered probes).
@@ -124,13 +126,8 @@ pub(crate) fn rtt_stats(log: &[Probe], skip: u64) -> RttStats {
     rtts.sort_by(f64::total_cmp);
     let n = rtts.len();
     let mean = (n > 0).then(|| rtts.iter().sum::<f64>() / n as f64);
-    let median = (n > 0).then(|| {
-        if n % 2 == 1 {
-            rtts[n / 2]
-        } else {
-            (rtts[n / 2 - 1] + rtts[n / 2]) / 2.0
-        }
-    });
+    let median = (n > 0).then(|| nnb_format::stats::median(&rtts));
+    let p99 = (n > 0).then(|| nnb_format::stats::quantile_of_sorted(&rtts, 0.99));
     let std = mean.map(|m| (rtts.iter().map(|r| (r - m).powi(2)).sum::<f64>() / n as f64).sqrt());
     RttStats {
         probes: log.len(),
@@ -139,6 +136,7 @@ pub(crate) fn rtt_stats(log: &[Probe], skip: u64) -> RttStats {
         min: rtts.first().copied(),
         median,
         mean,
+        p99,
         max: rtts.last().copied(),
         std,
     }
@@ -638,50 +636,128 @@ fn pair_name(r: &Round) -> String {
     )
 }
 
-/// The seed's per-pair table: one row per round of the pair suite.
-pub(crate) fn pairs(w: &WangNg) -> Option<Table> {
-    let rounds = rounds(w);
-    if rounds.is_empty() {
-        return None;
-    }
-    let rows = rounds
+/// The seed's numbers of one round of the pair suite (one repetition), in the
+/// results' units: what the per-pair table shows and what a campaign's
+/// distributions are made of.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct PairNumbers {
+    /// The repetition.
+    pub rep: u32,
+    /// The pair, `test ↔ other`.
+    pub pair: String,
+    /// CPU share of the test side, percent (mean over its CPUs).
+    pub share_test: Option<f64>,
+    /// CPU share of the other side, percent.
+    pub share_other: Option<f64>,
+    /// The test side's longest gap above the threshold (scheduled off), ns.
+    pub longest_gap_ns: Option<f64>,
+    /// The RTT series' mode.
+    pub rtt_mode: Option<&'static str>,
+    /// The RTT series' statistics.
+    pub rtt: Option<RttStats>,
+    /// Hops between the pair, from the RTT series' reply TTL.
+    pub hops: Option<f64>,
+    /// TCP received payload rate, bit/s.
+    pub tcp_bps: Option<f64>,
+    /// UDP received payload rate, bit/s.
+    pub udp_bps: Option<f64>,
+    /// Lowest point of the TCP load's fine-grained series, bit/s.
+    pub tcp_fine_min_bps: Option<f64>,
+    /// Lowest point of the UDP load's fine-grained series, bit/s.
+    pub udp_fine_min_bps: Option<f64>,
+    /// Largest buffer burst data of the round's loads, bytes.
+    pub burst_bytes: Option<f64>,
+    /// Badabing's loss frequency, percent.
+    pub loss_frequency_pct: Option<f64>,
+    /// Badabing's probe loss rate, percent.
+    pub probe_loss_pct: Option<f64>,
+}
+
+/// The lowest point of a load's fine-grained series over its streams, bit/s.
+fn fine_min(l: &LoadResult) -> Option<f64> {
+    l.load
+        .streams
+        .iter()
+        .filter_map(|s| s.fine.as_ref())
+        .flat_map(|f| f.points.iter().map(|p| p.bps))
+        .reduce(f64::min)
+}
+
+/// The seed's numbers of every round of the pair suite, in order of first appearance.
+pub(crate) fn pair_numbers(w: &WangNg) -> Vec<PairNumbers> {
+    rounds(w)
         .iter()
         .map(|r| {
-            let share = |test: bool| {
+            let side = |test: bool| {
                 r.cputest
                     .iter()
                     .find(|m| (m.from.role == Role::Test) == test)
-                    .and_then(|m| tenant_share(&m.result))
             };
-            let stats = r.rtt.map(|m| rtt_stats(&m.result.log, m.result.skip));
+            let rate = |l: Option<&Measured<LoadResult>>| l.and_then(|m| m.result.rate_bps);
+            PairNumbers {
+                rep: r.rep,
+                pair: pair_name(r),
+                share_test: side(true).and_then(|m| tenant_share(&m.result)),
+                share_other: side(false).and_then(|m| tenant_share(&m.result)),
+                longest_gap_ns: side(true).and_then(|m| {
+                    m.result
+                        .cpus
+                        .iter()
+                        .filter_map(|c| cpu_share(m.result.threshold_ns, c).longest_ns)
+                        .max()
+                        .map(|ns| ns as f64)
+                }),
+                rtt_mode: r.rtt.map(|m| m.result.mode.label()),
+                rtt: r.rtt.map(|m| rtt_stats(&m.result.log, m.result.skip)),
+                hops: r
+                    .rtt
+                    .and_then(|m| m.result.reply_ttl)
+                    .map(|t| f64::from(t.hops)),
+                tcp_bps: rate(r.tcp),
+                udp_bps: rate(r.udp),
+                tcp_fine_min_bps: r.tcp.and_then(|m| fine_min(&m.result)),
+                udp_fine_min_bps: r.udp.and_then(|m| fine_min(&m.result)),
+                burst_bytes: r
+                    .udp
+                    .into_iter()
+                    .chain(r.tcp)
+                    .filter_map(|m| largest_burst(&m.result))
+                    .reduce(f64::max),
+                loss_frequency_pct: r.badabing.map(|m| 100.0 * m.result.loss_frequency),
+                probe_loss_pct: r.badabing.map(|m| 100.0 * m.result.probe_loss_rate),
+            }
+        })
+        .collect()
+}
+
+/// The seed's per-pair table: one row per round of the pair suite.
+pub(crate) fn pairs(w: &WangNg) -> Option<Table> {
+    let numbers = pair_numbers(w);
+    if numbers.is_empty() {
+        return None;
+    }
+    let rows = numbers
+        .iter()
+        .map(|p| {
             let ms_cell =
-                |f: fn(&RttStats) -> Option<f64>| Cell::opt(stats.as_ref().and_then(f).map(ms), 3);
-            let mbit = |l: Option<&Measured<LoadResult>>| {
-                Cell::opt(l.and_then(|m| m.result.rate_bps).map(|v| v / 1e6), 1)
-            };
-            let burst = r
-                .udp
-                .into_iter()
-                .chain(r.tcp)
-                .filter_map(|m| largest_burst(&m.result))
-                .reduce(f64::max);
+                |f: fn(&RttStats) -> Option<f64>| Cell::opt(p.rtt.as_ref().and_then(f).map(ms), 3);
+            let mbit = |v: Option<f64>| Cell::opt(v.map(|v| v / 1e6), 1);
             vec![
-                Cell::Int(i64::from(r.rep)),
-                Cell::text(pair_name(r)),
-                Cell::opt(share(true), 1),
-                Cell::opt(share(false), 1),
-                r.rtt
-                    .map_or(Cell::Empty, |m| Cell::text(m.result.mode.label())),
+                Cell::Int(i64::from(p.rep)),
+                Cell::text(&p.pair),
+                Cell::opt(p.share_test, 1),
+                Cell::opt(p.share_other, 1),
+                p.rtt_mode.map_or(Cell::Empty, Cell::text),
                 ms_cell(|s| s.min),
                 ms_cell(|s| s.median),
                 ms_cell(|s| s.mean),
                 ms_cell(|s| s.max),
                 ms_cell(|s| s.std),
-                mbit(r.tcp),
-                mbit(r.udp),
-                Cell::opt(burst.map(|b| b / 1e6), 3),
-                Cell::opt(r.badabing.map(|m| 100.0 * m.result.loss_frequency), 3),
-                Cell::opt(r.badabing.map(|m| 100.0 * m.result.probe_loss_rate), 3),
+                mbit(p.tcp_bps),
+                mbit(p.udp_bps),
+                Cell::opt(p.burst_bytes.map(|b| b / 1e6), 3),
+                Cell::opt(p.loss_frequency_pct, 3),
+                Cell::opt(p.probe_loss_pct, 3),
             ]
         })
         .collect();
