@@ -397,6 +397,9 @@ fn print_probe(out: &mut Out, r: &ProbeReport, embedded: bool) -> io::Result<()>
             c.unsent
         )?;
     }
+    if let Some(t) = r.reply_ttl {
+        writeln!(out, "{t}")?;
+    }
     Ok(())
 }
 

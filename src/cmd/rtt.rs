@@ -198,5 +198,9 @@ fn print_summary(out: &mut Out, r: &SeriesReport) -> io::Result<()> {
             "{label} rtt after the first {}: no probe answered",
             r.skip
         ),
+    }?;
+    match r.reply_ttl {
+        Some(t) => writeln!(out, "{label} {t}"),
+        None => Ok(()),
     }
 }

@@ -215,6 +215,19 @@ pub struct ReplyTtl {
     pub hops: u8,
 }
 
+impl std::fmt::Display for ReplyTtl {
+    /// `reply TTL 63: 1 hop from 64`, or with a range `reply TTL 61-63: ...`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "reply TTL ")?;
+        if self.min != self.max {
+            write!(f, "{}-", self.min)?;
+        }
+        let plural = if self.hops == 1 { "" } else { "s" };
+        let initial = u16::from(self.max) + u16::from(self.hops);
+        write!(f, "{}: {} hop{plural} from {initial}", self.max, self.hops)
+    }
+}
+
 /// Gathers the TTLs answers arrived with into a [`ReplyTtl`].
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct TtlRange(Option<(u8, u8)>);
@@ -567,6 +580,14 @@ mod tests {
                 hops: 1
             })
         );
+        let shown = r.report().map(|t| t.to_string());
+        assert_eq!(shown.as_deref(), Some("reply TTL 61-63: 1 hop from 64"));
+        let one = ReplyTtl {
+            min: 99,
+            max: 99,
+            hops: 29,
+        };
+        assert_eq!(one.to_string(), "reply TTL 99: 29 hops from 128");
         let json = serde_json::to_value(r.report()).unwrap();
         assert_eq!(json, serde_json::json!({"min": 61, "max": 63, "hops": 1}));
     }
