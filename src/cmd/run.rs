@@ -18,6 +18,12 @@
 //! only shows what the provider says. After the run, the results go to
 //! `results_s3` when the file names one. A run that ends with failed steps exits
 //! with 3 (its data kept), so that scripts do not take it for a success.
+//!
+//! A file with a `[campaign]` runs as a campaign of rounds ([`campaign`]), and
+//! `--resume` takes a campaign id as well as a run id; its dry run adds the
+//! campaign's rounds, time and cost to the one-round plan.
+
+mod campaign;
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -56,7 +62,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub results: PathBuf,
     /// Continue run RUN_ID under --results: its completed steps are kept and the rest
-    /// measured, with the experiment as stored in the run's manifest.
+    /// measured, with the experiment as stored in the run's manifest. A campaign id
+    /// continues the campaign at its rounds not recorded yet.
     #[arg(long, value_name = "RUN_ID", conflicts_with = "experiment")]
     pub resume: Option<String>,
     /// No progress bar or per-step lines (warnings and failed attempts still show).
@@ -90,6 +97,9 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         command: std::env::args().collect(),
     };
     let (mut run, provider) = match (&args.resume, &args.experiment) {
+        (Some(id), _) if nnb_controller::campaign::is_campaign(&args.results, id) => {
+            return campaign::resume(&args, out, &rt, &opts, id, host_cpus);
+        }
         (Some(id), _) => {
             let run = Run::open(&args.results, id, host_cpus).map_err(|e| match e {
                 nnb_controller::ControllerError::Experiment(e) => invalid(e),
@@ -114,6 +124,18 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
                 };
                 return dry_run(out, &exp, &plan, provider.as_ref(), &host, args.json);
             }
+            if exp.campaign.is_some() {
+                return campaign::start(
+                    &args,
+                    out,
+                    &rt,
+                    &opts,
+                    (&name, &text),
+                    exp,
+                    &plan,
+                    host_cpus,
+                );
+            }
             admit(provider.as_ref(), &exp, &plan, args.yes)?;
             let run = Run::create(&args.results, &name, &text, exp, plan)?;
             (run, provider)
@@ -132,7 +154,7 @@ pub(crate) fn run(args: RunArgs, out: &mut Out) -> anyhow::Result<()> {
         print_summary(out, &run.experiment, &summary, &outcome)?;
     }
     out.flush()?;
-    upload_results(&rt, out, provider.as_ref(), &run.experiment, &outcome)?;
+    upload_dir(&rt, out, provider.as_ref(), &run.experiment, &outcome.dir)?;
     match outcome.status {
         RunStatus::Completed if outcome.failed > 0 => Err(FailedSteps(format!(
             "{} of {} steps failed; what was measured is in {}",
@@ -213,25 +235,26 @@ fn credit_warnings(exp: &Experiment, plan: &Plan) -> Vec<String> {
     nnb_experiment::credits::credit_warnings(exp, plan, estimate + changes)
 }
 
-/// Uploads the run's directory to the experiment's `results_s3`, if it names one
-/// (also after an interrupted or aborted run: what was measured is kept).
-fn upload_results(
+/// Uploads the run's (or campaign's) directory `dir` to the experiment's
+/// `results_s3`, if it names one (also after an interrupted or aborted run: what
+/// was measured is kept).
+fn upload_dir(
     rt: &tokio::runtime::Runtime,
     out: &mut Out,
     provider: &dyn Provider,
     exp: &Experiment,
-    outcome: &RunOutcome,
+    dir: &Path,
 ) -> anyhow::Result<()> {
     let Some(dest) = &exp.results_s3 else {
         return Ok(());
     };
     let report = rt
-        .block_on(provider.upload_results(&outcome.dir, dest))
+        .block_on(provider.upload_results(dir, dest))
         .map_err(|e| match e {
             e @ ProviderError::NoAwsFeature => provider_error(e),
             e => anyhow::Error::new(e).context(format!(
                 "the results are safe in {}; upload them later with the AWS CLI",
-                outcome.dir.display()
+                dir.display()
             )),
         })?;
     writeln!(
@@ -335,6 +358,7 @@ fn dry_run(
             )
             .collect();
         let preflight = dry_preflight(provider, exp, plan)?;
+        let campaign = campaign::estimate(exp, plan, provider, &preflight);
         let cloud = preflight
             .resources
             .as_ref()
@@ -348,6 +372,7 @@ fn dry_run(
             "estimate_ms": estimate.as_millis() as u64,
             "steps_without_estimate": unknown,
             "cloud": cloud,
+            "campaign": campaign,
         });
         writeln!(out, "{}", serde_json::to_string_pretty(&json)?)?;
         return refuse_unfit(&preflight);
@@ -439,6 +464,9 @@ fn dry_run(
         for note in &r.notes {
             writeln!(out, "{note}")?;
         }
+    }
+    if let Some(e) = campaign::estimate(exp, plan, provider, &preflight) {
+        campaign::print_estimate(out, &e)?;
     }
     refuse_unfit(&preflight)
 }
