@@ -263,6 +263,87 @@ impl NetnsPair {
     }
 }
 
+/// Two tenants in namespaces of their own joined through a third, a router, by two
+/// veth pairs: `a` at `10.0.1.2/24`, the router at `10.0.1.1` and `10.0.2.1`, `b` at
+/// `10.0.2.2/24`, each tenant's default route through the router, which forwards
+/// (`net.ipv4.ip_forward=1` in its namespace only). A datagram between the tenants
+/// crosses one router, which takes one off its TTL. Dropping it deletes the three
+/// namespaces (and with them the veths).
+pub(crate) struct RoutedPair {
+    /// The first tenant (`10.0.1.2`).
+    pub a: Netns,
+    /// The second tenant (`10.0.2.2`).
+    pub b: Netns,
+    // Field order: the namespaces are deleted when the pair drops.
+    _namespaces: [Namespace; 3],
+}
+
+impl RoutedPair {
+    /// Creates the namespaces, the veth pairs, the addresses and the routes.
+    pub(crate) fn new() -> Result<Self, String> {
+        let prefix = unique_prefix();
+        let ns_a = Namespace::create(&format!("{prefix}a"))?;
+        let ns_r = Namespace::create(&format!("{prefix}r"))?;
+        let ns_b = Namespace::create(&format!("{prefix}b"))?;
+        let router = ns_r.0.clone();
+        let tenant = |ns: &Namespace, side: char, net: u8| Netns {
+            name: ns.0.clone(),
+            dev: format!("{prefix}{side}"),
+            ip: Ipv4Addr::new(10, 0, net, 2),
+        };
+        let pair = RoutedPair {
+            a: tenant(&ns_a, 'a', 1),
+            b: tenant(&ns_b, 'b', 2),
+            _namespaces: [ns_a, ns_r, ns_b],
+        };
+        // From here on, a failure drops `pair`, which deletes what exists so far.
+        // Each veth is made in the router's namespace, its tenant end moved out.
+        for (side, end, net) in [(&pair.a, 'p', 1u8), (&pair.b, 'q', 2)] {
+            let port = format!("{prefix}{end}");
+            run(
+                "ip",
+                &[
+                    "-n", &router, "link", "add", &port, "type", "veth", "peer", "name", &side.dev,
+                    "netns", &side.name,
+                ],
+            )?;
+            let gateway = format!("10.0.{net}.1");
+            run(
+                "ip",
+                &[
+                    "-n",
+                    &router,
+                    "addr",
+                    "add",
+                    &format!("{gateway}/24"),
+                    "dev",
+                    &port,
+                ],
+            )?;
+            run("ip", &["-n", &router, "link", "set", &port, "up"])?;
+            side.run(
+                "ip",
+                &["addr", "add", &format!("{}/24", side.ip), "dev", &side.dev],
+            )?;
+            side.run("ip", &["link", "set", &side.dev, "up"])?;
+            side.run("ip", &["link", "set", "lo", "up"])?;
+            side.run("ip", &["route", "add", "default", "via", &gateway])?;
+        }
+        run(
+            "ip",
+            &[
+                "netns",
+                "exec",
+                &router,
+                "sysctl",
+                "-qw",
+                "net.ipv4.ip_forward=1",
+            ],
+        )?;
+        Ok(pair)
+    }
+}
+
 /// A child process killed and reaped on drop, so a failing test leaves no process
 /// behind (which would also keep its namespace alive).
 pub(crate) struct KillOnDrop(pub Child);
@@ -306,6 +387,17 @@ pub(crate) fn spawn_serve(mut serve: Command, service: &str) -> (KillOnDrop, Soc
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no {service} address in {first}"));
     (serve, addr)
+}
+
+/// Starts an `nnb serve` reflector (nothing else) inside `side`, on its veth address;
+/// the process and the reflector's address.
+pub(crate) fn reflector_in(side: &Netns) -> (KillOnDrop, SocketAddr) {
+    let ip = side.ip.to_string();
+    let mut serve = side.command(NNB);
+    serve
+        .args(["serve", "--bind", &ip, "--reflector-port", "0"])
+        .args(["--no-sink", "--no-tcp", "--json", "--duration", "60s"]);
+    spawn_serve(serve, "reflector")
 }
 
 /// Starts an `nnb serve` UDP sink (nothing else) inside `side`, on its veth address;
