@@ -106,7 +106,8 @@ fn metrics_of(result: &JobResult) -> Vec<Metric> {
             Metric::OpsPerSec,
             Metric::NsPerOpPerThread,
         ],
-        JobResult::Latency(_) => Metric::RTT.to_vec(),
+        // Hops: the pongs' IP TTL, which every Linux kernel reports (UDP here).
+        JobResult::Latency(_) => [&Metric::RTT[..], &[Metric::Hops]].concat(),
         JobResult::Load(_) => vec![Metric::RateBps],
         JobResult::Disk(_) => vec![Metric::Iops],
         JobResult::Memory(_) => vec![Metric::RssBytes],
@@ -117,6 +118,7 @@ fn metrics_of(result: &JobResult) -> Vec<Metric> {
             Metric::RttMeanNs,
             Metric::RttMaxNs,
             Metric::RttStdNs,
+            Metric::Hops,
         ],
         JobResult::Badabing(_) => vec![Metric::LossFrequencyPct, Metric::ProbeLossPct],
     }
