@@ -95,6 +95,32 @@ pub const CALLS: &[(&str, &str, &str)] = &[
         "ec2:DeleteSecurityGroup",
         "delete the run's security group at teardown and in sweep",
     ),
+    // EC2: default tenancy.
+    (
+        "DescribeInstanceTypeOfferings",
+        "ec2:DescribeInstanceTypeOfferings",
+        "check the zone offers the default-tenancy instance types before anything is created",
+    ),
+    (
+        "CreatePlacementGroup",
+        "ec2:CreatePlacementGroup",
+        "create the run's placement group (placement_group: cluster, spread or partition)",
+    ),
+    (
+        "CreatePlacementGroup",
+        "ec2:CreateTags",
+        "tag the placement group at creation (TagSpecifications)",
+    ),
+    (
+        "DescribePlacementGroups",
+        "ec2:DescribePlacementGroups",
+        "find leftover nnb placement groups in sweep",
+    ),
+    (
+        "DeletePlacementGroup",
+        "ec2:DeletePlacementGroup",
+        "delete the run's placement group at teardown and in sweep",
+    ),
     // S3: results.
     (
         "PutObject",

@@ -1,8 +1,10 @@
 //! `nnb aws sweep`: finds what runs that died left behind and removes it.
 //!
 //! Every resource nnb creates carries `nnb:managed=true`, `nnb:run-id` and
-//! `nnb:expires-at` (see [`crate::ec2::tags`]); the sweep finds live instances, unreleased
-//! hosts and security groups by those tags and tears them down like a [`Lease`].
+//! `nnb:expires-at` (and a campaign's rounds `nnb:campaign`; see [`crate::ec2::tags`]);
+//! the sweep finds live instances, unreleased hosts, security groups and placement
+//! groups by those tags and tears them down like a [`Lease`]. [`sweep_campaign`]
+//! removes what a campaign's dead controller left.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,6 +18,9 @@ use crate::ec2::{tags, AwsError, Ec2, Lease, TeardownReport};
 pub struct SweepFilter {
     /// Only this run's resources; `None` for every nnb run.
     pub run_id: Option<String>,
+    /// Only the resources of this campaign's rounds (tag `nnb:campaign`); `None`:
+    /// any campaign's or none.
+    pub campaign_id: Option<String>,
     /// Only resources whose `nnb:expires-at` lies in the past (resources without a readable
     /// expiry are left alone then).
     pub expired_only: bool,
@@ -33,6 +38,8 @@ pub enum ResourceKind {
     Host,
     /// A security group.
     SecurityGroup,
+    /// A placement group (its id is its name: EC2 deletes it by name).
+    PlacementGroup,
 }
 
 /// One resource the sweep found.
@@ -44,6 +51,9 @@ pub struct SweptResource {
     pub id: String,
     /// Its `nnb:run-id` tag.
     pub run_id: Option<String>,
+    /// Its `nnb:campaign` tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign_id: Option<String>,
     /// Its `nnb:expires-at` tag, unix seconds.
     pub expires_at_unix: Option<u64>,
 }
@@ -84,6 +94,7 @@ pub async fn sweep(ec2: &Ec2, filter: &SweepFilter) -> Result<SweepReport, AwsEr
         ids(ResourceKind::Instance),
         ids(ResourceKind::Host),
         ids(ResourceKind::SecurityGroup),
+        ids(ResourceKind::PlacementGroup),
     );
     let teardown = lease.teardown(ec2).await?;
     Ok(SweepReport {
@@ -92,12 +103,28 @@ pub async fn sweep(ec2: &Ec2, filter: &SweepFilter) -> Result<SweepReport, AwsEr
     })
 }
 
+/// Tears down everything tagged with campaign `campaign_id` (`nnb:campaign`):
+/// instances, dedicated hosts, security groups and placement groups of any of its
+/// rounds, and nothing of another campaign or run. What a resumed campaign calls
+/// before its next round, so no instance of a dead controller runs unowned.
+pub async fn sweep_campaign(ec2: &Ec2, campaign_id: &str) -> Result<SweepReport, AwsError> {
+    let filter = SweepFilter {
+        campaign_id: Some(campaign_id.to_owned()),
+        ..SweepFilter::default()
+    };
+    sweep(ec2, &filter).await
+}
+
 /// The live resources the filter selects (its `dry_run` is ignored): non-terminated
-/// instances, unreleased hosts and security groups, tagged `nnb:managed=true`.
+/// instances, unreleased hosts, security groups and placement groups, tagged
+/// `nnb:managed=true`.
 pub async fn find(ec2: &Ec2, filter: &SweepFilter) -> Result<Vec<SweptResource>, AwsError> {
     let mut filters = vec![tag_filter(tags::MANAGED, "true")];
     if let Some(run) = &filter.run_id {
         filters.push(tag_filter(tags::RUN_ID, run));
+    }
+    if let Some(campaign) = &filter.campaign_id {
+        filters.push(tag_filter(tags::CAMPAIGN, campaign));
     }
     // moto's DescribeHosts ignores `tag:KEY` filters (its Host answers only tag-key, state,
     // zone and type), so hosts are narrowed by tag-key here and every resource is matched
@@ -129,7 +156,7 @@ pub async fn find(ec2: &Ec2, filter: &SweepFilter) -> Result<Vec<SweptResource>,
             h.tags(),
         ));
     }
-    for g in ec2.find_security_groups(filters).await? {
+    for g in ec2.find_security_groups(filters.clone()).await? {
         found.extend(matching(
             filter,
             now,
@@ -137,6 +164,20 @@ pub async fn find(ec2: &Ec2, filter: &SweepFilter) -> Result<Vec<SweptResource>,
             g.group_id(),
             g.tags(),
         ));
+    }
+    for g in ec2.find_placement_groups(filters).await? {
+        let live = g
+            .state()
+            .is_none_or(|s| !matches!(s.as_str(), "deleting" | "deleted"));
+        if live {
+            found.extend(matching(
+                filter,
+                now,
+                ResourceKind::PlacementGroup,
+                g.group_name(),
+                g.tags(),
+            ));
+        }
     }
     Ok(found)
 }
@@ -150,7 +191,8 @@ fn tag_filter(key: &str, value: &str) -> Filter {
 }
 
 /// The resource `id` with tags `tags` when the filter selects it: tagged
-/// `nnb:managed=true`, of the filter's run, and expired before `now` if asked.
+/// `nnb:managed=true`, of the filter's run and campaign, and expired before `now` if
+/// asked.
 fn matching(
     filter: &SweepFilter,
     now: u64,
@@ -160,17 +202,23 @@ fn matching(
 ) -> Option<SweptResource> {
     let id = id.filter(|id| !id.is_empty())?;
     let run_id = tags::value(tags, tags::RUN_ID).map(str::to_owned);
+    let campaign_id = tags::value(tags, tags::CAMPAIGN).map(str::to_owned);
     let expires_at_unix = tags::value(tags, tags::EXPIRES_AT).and_then(|v| v.parse().ok());
     let selected = tags::value(tags, tags::MANAGED) == Some("true")
         && filter
             .run_id
             .as_ref()
             .map_or(true, |run| run_id.as_ref() == Some(run))
+        && filter
+            .campaign_id
+            .as_ref()
+            .map_or(true, |c| campaign_id.as_ref() == Some(c))
         && (!filter.expired_only || expires_at_unix.is_some_and(|t: u64| t < now));
     selected.then(|| SweptResource {
         kind,
         id: id.to_owned(),
         run_id,
+        campaign_id,
         expires_at_unix,
     })
 }

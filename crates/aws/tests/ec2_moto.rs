@@ -79,7 +79,7 @@ fn user_data(run_id: &str) -> String {
 /// `n` m5.large tenants (the first is the test node) on an m5 family host.
 fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> LaunchPlan {
     LaunchPlan {
-        host: HostKind::Family("m5".into()),
+        host: Some(HostKind::Family("m5".into())),
         server_host: None,
         availability_zone: ZONE.into(),
         tenants: (0..n)
@@ -104,10 +104,12 @@ fn plan(run_id: &str, n: usize, subnet_id: &str, expires_at_unix: u64) -> Launch
             probe_ports: vec![7071, 7072],
             cidrs: vec!["10.0.0.0/16".into()],
         },
+        placement_group: None,
         user_data: user_data(run_id),
         tags: Tags {
             run_id: run_id.into(),
             expires_at_unix,
+            campaign_id: None,
         },
     }
 }
@@ -626,6 +628,7 @@ async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
         &ec2,
         &SweepFilter {
             run_id: Some("dead".into()),
+            campaign_id: None,
             expired_only: false,
             dry_run: true,
         },
@@ -660,6 +663,7 @@ async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
         &ec2,
         &SweepFilter {
             run_id: None,
+            campaign_id: None,
             expired_only: true,
             dry_run: false,
         },
@@ -693,6 +697,7 @@ async fn sweep_removes_a_killed_runs_leftovers_and_nothing_else() {
         &ec2,
         &SweepFilter {
             run_id: None,
+            campaign_id: None,
             expired_only: true,
             dry_run: false,
         },
@@ -779,6 +784,7 @@ async fn stopped_tenants_start_again_on_their_host_and_are_torn_down_and_swept()
     drop(dead);
     let filter = SweepFilter {
         run_id: Some("come-go-dead".into()),
+        campaign_id: None,
         expired_only: false,
         dry_run: false,
     };

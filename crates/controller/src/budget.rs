@@ -17,15 +17,22 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::time::Instant;
 
-/// What a run will cost: the rented host's price times the expected time.
+/// What a run will cost: the rented hosts' and default-tenancy instances' price
+/// times the expected time.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CostEstimate {
-    /// What is priced (the dedicated host's family).
+    /// What is priced (the dedicated host's family; the tenants' family with
+    /// default tenancy).
     pub family: String,
-    /// Its on-demand price, USD per hour (catalog), per host.
+    /// The host's on-demand price, USD per hour (catalog), per host.
     pub usd_per_hour: f64,
-    /// Dedicated hosts held: 1, or 2 with mirrored servers on a host of their own.
+    /// Dedicated hosts held: 1, or 2 with mirrored servers on a host of their own;
+    /// 0 with default tenancy.
     pub hosts: u32,
+    /// The default-tenancy instances (the tenants with default tenancy, the
+    /// endpoint, default-tenancy servers) together, USD per hour at their catalog
+    /// on-demand prices (issue 26).
+    pub instances_usd_per_hour: f64,
     /// Region the price is for.
     pub price_region: String,
     /// When the price was read.

@@ -194,6 +194,12 @@ impl Checker<'_> {
                 return Err(self.error(zones.span(), format!("zone `{z}` is named twice")));
             }
             if let Provider::Aws(a) = provider {
+                if !a.subnets.is_empty() && !a.subnets.contains_key(z) {
+                    return Err(self.error(
+                        zones.span(),
+                        format!("zone `{z}` has no subnet in [provider] subnets: add \"{z}\" = \"subnet-...\""),
+                    ));
+                }
                 if let Some(region) = &a.region {
                     if !z.starts_with(region.as_str()) || z.len() == region.len() {
                         return Err(self.error(
@@ -210,14 +216,15 @@ impl Checker<'_> {
 
 impl Experiment {
     /// This experiment as one round of its campaign runs it in lane `zone`: on aws,
-    /// its instances in that availability zone (in the default VPC's subnet of the
-    /// zone unless the file's subnet is in it); locally, unchanged (a lane is a label).
+    /// its instances in that availability zone (in the zone's subnet of [provider]
+    /// `subnets`, else the default VPC's subnet of the zone unless the file's subnet
+    /// is in it); locally, unchanged (a lane is a label).
     pub fn in_zone(&self, zone: &str) -> Experiment {
         let mut exp = self.clone();
         if let Provider::Aws(a) = &mut exp.provider {
             if a.availability_zone != zone {
                 a.availability_zone = zone.to_string();
-                a.subnet_id = None;
+                a.subnet_id = a.subnets.get(zone).cloned();
             }
         }
         exp

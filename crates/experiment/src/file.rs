@@ -222,6 +222,23 @@ pub struct ProviderFile {
     /// needs `--yes`.
     #[serde(default)]
     pub max_cost_usd: Option<Spanned<f64>>,
+    /// aws: the tenants' tenancy: "dedicated-host" (default: one dedicated host
+    /// runs them all, `host` names it) or "default" (default tenancy instances of
+    /// `instance_type`, any catalog type including burstable ones, no host).
+    #[serde(default)]
+    pub tenancy: Option<Spanned<ServerTenancyFile>>,
+    /// aws, tenancy = "default": a placement group nnb creates for the run and
+    /// launches every instance into: "cluster", "spread" or "partition".
+    #[serde(default)]
+    pub placement_group: Option<Spanned<String>>,
+    /// aws, placement_group = "partition": its partitions, 1 to 7. Default 2.
+    #[serde(default)]
+    pub partitions: Option<Spanned<u32>>,
+    /// aws: the subnet of each availability zone, e.g. { "us-east-1a" =
+    /// "subnet-...", "us-east-1b" = "subnet-..." }, for campaigns across zones: a
+    /// round in a zone launches into its subnet.
+    #[serde(default)]
+    pub subnets: Option<Spanned<std::collections::BTreeMap<String, String>>>,
     /// Any kind: upload the run's results to this S3 location afterwards, e.g.
     /// "s3://bucket/nnb-runs" (the run id is appended; needs the aws feature).
     #[serde(default)]
@@ -262,6 +279,10 @@ impl ProviderFile {
             health_timeout,
             expires_after,
             max_cost_usd,
+            tenancy,
+            placement_group,
+            partitions,
+            subnets,
         } = self;
         fn at<T>(v: &Option<Spanned<T>>) -> Option<Range<usize>> {
             v.as_ref().map(Spanned::span)
@@ -286,6 +307,10 @@ impl ProviderFile {
             at(health_timeout),
             at(expires_after),
             at(max_cost_usd),
+            at(tenancy),
+            at(placement_group),
+            at(partitions),
+            at(subnets),
         ]
         .into_iter()
         .flatten()
@@ -303,7 +328,7 @@ pub enum ServersFile {
     Mirrored,
 }
 
-/// `[provider] server_tenancy`.
+/// `[provider] server_tenancy` and `tenancy`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ServerTenancyFile {

@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::tenant::TenantSpec;
 pub use crate::tenant::{Network, NicQueue, Role, Servers, TenantGrant};
-pub use aws::{AgentInstall, AwsHost, AwsSpec, ServerTenancy};
+pub use aws::{AgentInstall, AwsHost, AwsSpec, PlacementGroup, ServerTenancy};
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, LoadsFile, MatrixFile,

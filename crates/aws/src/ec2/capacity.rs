@@ -18,15 +18,52 @@ pub(crate) fn check(
     catalog: &Catalog,
     host: Option<&HostInfo>,
 ) -> Result<(), AwsError> {
+    check_placement_group(plan)?;
+    let Some(kind) = &plan.host else {
+        return match plan.tenants.iter().find(|t| t.place != Place::Default) {
+            _ if plan.tenants.is_empty() => Err(AwsError::Plan("no tenants to launch".into())),
+            Some(t) => Err(AwsError::Plan(format!(
+                "{} is to run on a dedicated host, but the plan allocates none",
+                t.name
+            ))),
+            None => Ok(()),
+        };
+    };
     if !plan.tenants.iter().any(TenantLaunch::on_host) {
         return Err(AwsError::Plan("no tenants to launch on the host".into()));
     }
     fits(
-        &plan.host,
+        kind,
         plan.tenants.iter().filter(|t| t.on_host()),
         catalog,
         host,
     )
+}
+
+/// Most running instances of a spread placement group in one availability zone
+/// (AWS's limit).
+pub const SPREAD_MAX_INSTANCES: usize = 7;
+
+/// A placement group's limits: only for a plan without dedicated hosts, and a
+/// spread group holds at most [`SPREAD_MAX_INSTANCES`] instances in the zone.
+fn check_placement_group(plan: &LaunchPlan) -> Result<(), AwsError> {
+    let Some(group) = &plan.placement_group else {
+        return Ok(());
+    };
+    if plan.host.is_some() || plan.server_host.is_some() {
+        return Err(AwsError::Plan(
+            "a placement group places default-tenancy instances; this plan allocates a dedicated host".into(),
+        ));
+    }
+    if group.strategy == "spread" && plan.tenants.len() > SPREAD_MAX_INSTANCES {
+        return Err(AwsError::Plan(format!(
+            "a spread placement group holds at most {SPREAD_MAX_INSTANCES} running instances \
+             in a zone ({}), the run launches {}: use partition, or fewer tenants",
+            plan.availability_zone,
+            plan.tenants.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Checks the mirrored servers of `plan` against its second host as [`check`] does the
@@ -145,7 +182,7 @@ mod tests {
 
     fn plan(host: HostKind, types: &[&str]) -> LaunchPlan {
         LaunchPlan {
-            host,
+            host: Some(host),
             server_host: None,
             availability_zone: "us-east-1a".into(),
             tenants: types
@@ -163,10 +200,12 @@ mod tests {
             key_name: None,
             iam_instance_profile: None,
             security_group: SecurityGroupPlan::Existing(vec![]),
+            placement_group: None,
             user_data: String::new(),
             tags: Tags {
                 run_id: "r".into(),
                 expires_at_unix: 0,
+                campaign_id: None,
             },
         }
     }

@@ -21,6 +21,18 @@ pub enum AwsError {
         /// Where the limit comes from: "the instance catalog" or "DescribeHosts".
         source_of_limit: &'static str,
     },
+    /// EC2 does not offer an instance type in the zone (DescribeInstanceTypeOfferings);
+    /// raised before anything is created.
+    #[error(
+        "EC2 does not offer {instance_type} in {zone} (DescribeInstanceTypeOfferings): pick \
+         another zone or type; nothing was created"
+    )]
+    NotOffered {
+        /// The instance type.
+        instance_type: String,
+        /// The availability zone.
+        zone: String,
+    },
     /// The plan itself is wrong (unknown instance type, a type of another family, no tenants).
     #[error("invalid launch plan: {0}")]
     Plan(String),

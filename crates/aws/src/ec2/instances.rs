@@ -19,7 +19,8 @@ const POLL: Duration = Duration::from_secs(5);
 
 impl Ec2 {
     /// RunInstances of one tenant on `host_id`: Placement{host_id, tenancy: host,
-    /// affinity: host} (without a host: only the availability zone, default tenancy), the plan's
+    /// affinity: host} (without a host: the availability zone and the run's
+    /// `placement_group` if any, default tenancy), the plan's
     /// image, network, user data (base64) and tags on the instance and its volumes,
     /// MinCount = MaxCount = 1, a client token per tenant.
     pub(crate) async fn run_tenant(
@@ -28,6 +29,7 @@ impl Ec2 {
         tenant: &TenantLaunch,
         host_id: Option<&str>,
         security_groups: &[String],
+        placement_group: Option<&str>,
     ) -> Result<Launched, AwsError> {
         let name = format!("nnb-{}-{}", plan.tags.run_id, tenant.name);
         let extra = [
@@ -42,7 +44,7 @@ impl Ec2 {
                 .host_id(host_id)
                 .tenancy(Tenancy::Host)
                 .affinity("host"),
-            None => placement,
+            None => placement.set_group_name(placement_group.map(str::to_owned)),
         }
         .build();
         let profile = plan.iam_instance_profile.as_ref().map(|p| {
@@ -236,6 +238,16 @@ pub(crate) fn launched(instance: &Instance, tenant: &str, role: Option<Role>) ->
         host_id: instance
             .placement()
             .and_then(|p| p.host_id())
+            .filter(|h| !h.is_empty())
+            .map(str::to_owned),
+        availability_zone: instance
+            .placement()
+            .and_then(|p| p.availability_zone())
+            .filter(|z| !z.is_empty())
+            .map(str::to_owned),
+        subnet_id: instance
+            .subnet_id()
+            .filter(|s| !s.is_empty())
             .map(str::to_owned),
         state: state_name(instance).to_owned(),
     }

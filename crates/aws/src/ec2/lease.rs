@@ -14,13 +14,15 @@ const GROUP_TIMEOUT: Duration = Duration::from_secs(3 * 60);
 
 /// What a run holds in the cloud. Filled as resources are created, so a failure at any point
 /// can be torn down. teardown: terminate instances, wait until terminated, release hosts,
-/// delete the created security group; idempotent; reports what it did.
+/// delete the created placement and security groups; idempotent; reports what it did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
     run_id: String,
     instance_ids: Vec<String>,
     host_ids: Vec<String>,
     security_group_ids: Vec<String>,
+    /// Placement groups nnb created for the run (by name: EC2 deletes them by name).
+    placement_groups: Vec<String>,
     host: Option<HostInfo>,
     /// The servers' second host as DescribeHosts reported it (mirrored servers).
     server_host: Option<HostInfo>,
@@ -38,6 +40,8 @@ pub struct TeardownReport {
     pub released: Vec<String>,
     /// Security groups deleted.
     pub deleted_security_groups: Vec<String>,
+    /// Placement groups deleted (by name).
+    pub deleted_placement_groups: Vec<String>,
     /// Everything that could not be removed, with the reason; those resources stay in the lease.
     pub failures: Vec<String>,
 }
@@ -50,6 +54,7 @@ impl Lease {
             instance_ids: Vec::new(),
             host_ids: Vec::new(),
             security_group_ids: Vec::new(),
+            placement_groups: Vec::new(),
             host: None,
             server_host: None,
             by_run_tag: true,
@@ -62,12 +67,14 @@ impl Lease {
         instance_ids: Vec<String>,
         host_ids: Vec<String>,
         security_group_ids: Vec<String>,
+        placement_groups: Vec<String>,
     ) -> Lease {
         Lease {
             run_id: label.into(),
             instance_ids,
             host_ids,
             security_group_ids,
+            placement_groups,
             host: None,
             server_host: None,
             by_run_tag: false,
@@ -94,6 +101,11 @@ impl Lease {
         &self.security_group_ids
     }
 
+    /// Placement groups nnb created for the run and has not deleted yet (names).
+    pub fn placement_groups(&self) -> &[String] {
+        &self.placement_groups
+    }
+
     /// The host as DescribeHosts reported it at provisioning (cores, sockets, vCPUs).
     pub fn host(&self) -> Option<&HostInfo> {
         self.host.as_ref()
@@ -109,6 +121,7 @@ impl Lease {
         self.instance_ids.is_empty()
             && self.host_ids.is_empty()
             && self.security_group_ids.is_empty()
+            && self.placement_groups.is_empty()
     }
 
     /// Records a launched instance (at once, so teardown finds it whatever fails next).
@@ -124,6 +137,12 @@ impl Lease {
     /// Records a created security group.
     pub(crate) fn add_security_group(&mut self, id: String) {
         self.security_group_ids.push(id);
+    }
+
+    /// Records a placement group (before the create call: one whose answer is lost
+    /// is still deleted).
+    pub(crate) fn add_placement_group(&mut self, name: String) {
+        self.placement_groups.push(name);
     }
 
     /// Keeps what DescribeHosts said about the host.
@@ -147,6 +166,7 @@ impl Lease {
                 ResourceKind::Instance => &mut self.instance_ids,
                 ResourceKind::Host => &mut self.host_ids,
                 ResourceKind::SecurityGroup => &mut self.security_group_ids,
+                ResourceKind::PlacementGroup => &mut self.placement_groups,
             };
             if !list.contains(&found.id) {
                 tracing::warn!(kind = ?found.kind, id = %found.id, "tagged with the run but not leased: removing it too");
@@ -193,6 +213,19 @@ impl Lease {
                 Err(e) => report.failures.push(e.to_string()),
             }
         }
+        // A placement group is deleted once its instances are gone (EC2 refuses
+        // before); while some are left, the group stays leased for the next try.
+        if self.instance_ids.is_empty() {
+            for group in std::mem::take(&mut self.placement_groups) {
+                match ec2.delete_placement_group(&group).await {
+                    Ok(()) => report.deleted_placement_groups.push(group),
+                    Err(e) => {
+                        report.failures.push(e.to_string());
+                        self.placement_groups.push(group);
+                    }
+                }
+            }
+        }
         for group in std::mem::take(&mut self.security_group_ids) {
             match ec2.delete_security_group(&group, GROUP_TIMEOUT).await {
                 Ok(()) => report.deleted_security_groups.push(group),
@@ -207,6 +240,7 @@ impl Lease {
             terminated = report.terminated.len(),
             released = report.released.len(),
             groups = report.deleted_security_groups.len(),
+            placement_groups = report.deleted_placement_groups.len(),
             failures = report.failures.len(),
             "teardown"
         );

@@ -10,13 +10,18 @@ mod error;
 mod hosts;
 mod instances;
 mod lease;
+mod placement;
 mod plan;
 mod security;
 pub mod tags;
 
+pub use capacity::SPREAD_MAX_INSTANCES;
 pub use error::AwsError;
 pub use lease::{Lease, TeardownReport};
-pub use plan::{HostInfo, HostKind, LaunchPlan, Launched, Place, SecurityGroupPlan, TenantLaunch};
+pub use plan::{
+    HostInfo, HostKind, LaunchPlan, Launched, Place, PlacementGroupPlan, SecurityGroupPlan,
+    TenantLaunch,
+};
 pub use tags::Tags;
 
 use aws_config::SdkConfig;
@@ -65,12 +70,21 @@ impl Ec2 {
         let catalog = Catalog::builtin();
         Ec2::check_capacity(plan, catalog)?;
         check_security_group_plan(plan)?;
-        let host_id = self.allocate_host(plan, &plan.host, "host").await?;
-        tracing::info!(host = %host_id, "dedicated host allocated");
-        lease.add_host(host_id.clone());
-        let host = self.describe_host(&host_id).await?;
-        lease.set_host(host.clone());
-        capacity::check(plan, catalog, Some(&host))?;
+        if plan.host.is_none() {
+            self.check_offered(plan).await?;
+        }
+        let host_id = match &plan.host {
+            Some(kind) => {
+                let host_id = self.allocate_host(plan, kind, "host").await?;
+                tracing::info!(host = %host_id, "dedicated host allocated");
+                lease.add_host(host_id.clone());
+                let host = self.describe_host(&host_id).await?;
+                lease.set_host(host.clone());
+                capacity::check(plan, catalog, Some(&host))?;
+                Some(host_id)
+            }
+            None => None,
+        };
         let server_host_id = match &plan.server_host {
             Some(kind) => {
                 let id = self.allocate_host(plan, kind, "server-host").await?;
@@ -84,14 +98,27 @@ impl Ec2 {
             None => None,
         };
         let groups = self.security_groups(plan, lease).await?;
+        let placement_group = match &plan.placement_group {
+            Some(group) => {
+                let name = placement::group_name(&plan.tags.run_id);
+                // Leased first: a create whose answer is lost still gets deleted.
+                lease.add_placement_group(name.clone());
+                self.create_placement_group(plan, &name).await?;
+                tracing::info!(group = %name, strategy = %group.strategy, "placement group created");
+                Some(name)
+            }
+            None => None,
+        };
         let mut launched = Vec::with_capacity(plan.tenants.len());
         for tenant in &plan.tenants {
             let on = match tenant.place {
-                Place::Host => Some(host_id.as_str()),
+                Place::Host => host_id.as_deref(),
                 Place::ServerHost => server_host_id.as_deref(),
                 Place::Default => None,
             };
-            let tenant = self.run_tenant(plan, tenant, on, &groups).await?;
+            let tenant = self
+                .run_tenant(plan, tenant, on, &groups, placement_group.as_deref())
+                .await?;
             tracing::info!(tenant = %tenant.tenant, instance = %tenant.instance_id, "launched");
             lease.add_instance(tenant.instance_id.clone());
             launched.push(tenant);
@@ -183,7 +210,7 @@ mod tests {
     #[test]
     fn a_group_without_vpc_or_cidrs_is_refused_up_front() {
         let mut plan = LaunchPlan {
-            host: HostKind::Family("m5".into()),
+            host: Some(HostKind::Family("m5".into())),
             server_host: None,
             availability_zone: "us-east-1a".into(),
             tenants: Vec::new(),
@@ -197,10 +224,12 @@ mod tests {
                 probe_ports: vec![7071],
                 cidrs: vec!["10.0.0.0/16".into()],
             },
+            placement_group: None,
             user_data: String::new(),
             tags: Tags {
                 run_id: "r".into(),
                 expires_at_unix: 0,
+                campaign_id: None,
             },
         };
         assert!(matches!(

@@ -69,11 +69,22 @@ pub enum SecurityGroupPlan {
     },
 }
 
+/// The placement group nnb creates for a default-tenancy run, launches every
+/// instance into and deletes at teardown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlacementGroupPlan {
+    /// EC2's strategy: `cluster`, `spread` or `partition`.
+    pub strategy: String,
+    /// Partitions of a `partition` group; `None` for the others.
+    pub partitions: Option<u32>,
+}
+
 /// Everything one run needs from EC2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LaunchPlan {
-    /// The dedicated host to allocate.
-    pub host: HostKind,
+    /// The dedicated host to allocate; `None` for a default-tenancy run, whose
+    /// tenants are all [`Place::Default`].
+    pub host: Option<HostKind>,
     /// The second dedicated host, for the tenants placed on [`Place::ServerHost`]
     /// (mirrored servers); `None`: none is allocated.
     pub server_host: Option<HostKind>,
@@ -91,6 +102,8 @@ pub struct LaunchPlan {
     pub iam_instance_profile: Option<String>,
     /// Security group to use or create.
     pub security_group: SecurityGroupPlan,
+    /// The placement group to create for the run; `None`: none.
+    pub placement_group: Option<PlacementGroupPlan>,
     /// Cloud-init user data, already rendered by [`crate::userdata::render`] (sent base64-encoded).
     pub user_data: String,
     /// Tags of every resource.
@@ -132,6 +145,10 @@ pub struct Launched {
     pub public_ip: Option<IpAddr>,
     /// The dedicated host it runs on.
     pub host_id: Option<String>,
+    /// The availability zone it runs in, as DescribeInstances says.
+    pub availability_zone: Option<String>,
+    /// Its subnet, as DescribeInstances says.
+    pub subnet_id: Option<String>,
     /// EC2 state name, e.g. "pending", "running".
     pub state: String,
 }

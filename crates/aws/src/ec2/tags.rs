@@ -12,15 +12,20 @@ pub const EXPIRES_AT: &str = "nnb:expires-at";
 pub const TENANT: &str = "nnb:tenant";
 /// Tag holding the role of an instance ("test" or "neighbor").
 pub const ROLE: &str = "nnb:role";
+/// Tag holding the campaign id of a campaign's round: a resumed campaign finds what
+/// a dead controller left by it.
+pub const CAMPAIGN: &str = "nnb:campaign";
 
 /// The tags every resource of one run gets: `nnb:run-id`, `nnb:expires-at`,
-/// `nnb:managed=true` and `Name`.
+/// `nnb:managed=true` and `Name`, and `nnb:campaign` in a campaign's round.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tags {
     /// The run id, also the base of the client tokens and names.
     pub run_id: String,
     /// Unix time (s) after which the resources count as leaked.
     pub expires_at_unix: u64,
+    /// The campaign the run is a round of; `None` for a run of its own.
+    pub campaign_id: Option<String>,
 }
 
 impl Tags {
@@ -38,8 +43,10 @@ impl Tags {
             (EXPIRES_AT, expires.as_str()),
             ("Name", name),
         ];
+        let campaign = self.campaign_id.as_deref().map(|c| (CAMPAIGN, c));
         let tags = base
             .iter()
+            .chain(campaign.iter())
             .chain(extra)
             .map(|(k, v)| Tag::builder().key(*k).value(*v).build())
             .collect();
@@ -97,6 +104,7 @@ mod tests {
         let tags = Tags {
             run_id: "run-1".into(),
             expires_at_unix: 42,
+            campaign_id: Some("camp-1".into()),
         };
         let spec = tags.spec(ResourceType::Instance, "nnb-run-1-t0", &[(ROLE, "test")]);
         assert_eq!(spec.resource_type(), Some(&ResourceType::Instance));
@@ -106,5 +114,6 @@ mod tests {
         assert_eq!(value(t, EXPIRES_AT), Some("42"));
         assert_eq!(value(t, "Name"), Some("nnb-run-1-t0"));
         assert_eq!(value(t, ROLE), Some("test"));
+        assert_eq!(value(t, CAMPAIGN), Some("camp-1"));
     }
 }

@@ -1,5 +1,6 @@
-//! A real moto server process per test (`moto_server -H 127.0.0.1 -p PORT`), killed
-//! on drop. Shared by nnb-aws' integration tests (`support/mod.rs`) and the root
+//! A real moto server process per test (moto's server on 127.0.0.1:PORT), killed
+//! on drop. It runs through `moto_shim.py`, which adds what EC2 has and moto 5.2
+//! lacks (placement groups) and then starts moto's own server unchanged. Shared by nnb-aws' integration tests (`support/mod.rs`) and the root
 //! package's CLI tests (`tests/support/moto.rs`, through `#[path]`).
 //!
 //! When `moto_server` is not installed the test is skipped with a printed reason, unless
@@ -11,6 +12,8 @@ use std::time::{Duration, Instant};
 
 /// How long moto may take to start listening.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// moto's server with EC2 placement groups added (see the file).
+const SHIM: &str = include_str!("moto_shim.py");
 
 /// A running moto server, private to one test.
 pub(crate) struct Moto {
@@ -24,8 +27,20 @@ impl Moto {
     /// None (after printing why) when moto is not installed and `CI` is unset.
     pub(crate) fn start() -> Option<Moto> {
         let port = free_port();
-        let spawned = Command::new("moto_server")
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        let importable = Command::new("python3")
+            .args(["-c", "import moto.server"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !importable {
+            nnb_testkit::skip_or_fail(
+                "python3 cannot import moto.server; install it with `pip install 'moto[server]'`",
+            );
+            return None;
+        }
+        let spawned = Command::new("python3")
+            .args(["-c", SHIM, "-H", "127.0.0.1", "-p", &port.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -1,4 +1,6 @@
-//! The EC2 provider: the experiment's tenants as instances on one dedicated host.
+//! The EC2 provider: the experiment's tenants as instances on one dedicated host,
+//! or with default tenancy (`tenancy = "default"`: no host, any catalog type, an
+//! optional placement group the run creates and deletes).
 //!
 //! With mirrored servers (`servers = "mirrored"`) each client gets a server instance
 //! of its own: by default on a second dedicated host of the clients' family (the
@@ -29,17 +31,21 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures_util::future::join_all;
 use nnb_aws::ec2::{
-    Ec2, HostKind, LaunchPlan, Launched, Lease, Place, SecurityGroupPlan, Tags, TenantLaunch,
+    Ec2, HostKind, LaunchPlan, Launched, Lease, Place, PlacementGroupPlan, SecurityGroupPlan, Tags,
+    TenantLaunch,
 };
+use nnb_aws::reap::SweepReport;
 use nnb_aws::s3::S3;
 use nnb_aws::userdata::{self, Install, UserDataParams};
 use nnb_catalog::{Arch, Catalog};
 use nnb_experiment::tenant::{server_name, ENDPOINT};
+use nnb_experiment::PlacementGroup;
 use nnb_format::ProviderKind;
 
 use super::{
     upload, CloudLease, CloudRecord, CloudTeardown, Fleet, HostCpus, HostRecord, InstanceRecord,
-    Placement, Preflight, Provider, ProviderError, Role, Serving, Tenant, TenantSpec, UploadReport,
+    Placement, Preflight, Provider, ProviderContext, ProviderError, Role, Serving, Tenant,
+    TenantSpec, UploadReport,
 };
 use crate::budget::CostCap;
 use crate::client::BoxFuture;
@@ -61,7 +67,7 @@ mod preflight;
 mod presence;
 
 pub use agents::InstanceAgents;
-pub use preflight::{estimate_cost, level_changes, preflight};
+pub use preflight::{estimate_cost, fleet_price, level_changes, preflight, FleetPrice};
 use presence::Placed;
 
 /// Time a run spends on launching and tearing down, added to the plan's estimate
@@ -116,13 +122,15 @@ impl AwsLease {
             Ok(report) => {
                 let removed = report.terminated.len()
                     + report.released.len()
-                    + report.deleted_security_groups.len();
+                    + report.deleted_security_groups.len()
+                    + report.deleted_placement_groups.len();
                 if removed > 0 {
                     say!(
-                        "torn down: {} instance(s) terminated, {} host(s) released, {} security group(s) deleted",
+                        "torn down: {} instance(s) terminated, {} host(s) released, {} security group(s) and {} placement group(s) deleted",
                         report.terminated.len(),
                         report.released.len(),
-                        report.deleted_security_groups.len()
+                        report.deleted_security_groups.len(),
+                        report.deleted_placement_groups.len()
                     );
                 }
                 Ok(())
@@ -176,9 +184,7 @@ fn install(spec: &AwsSpec) -> Result<Install, ProviderError> {
         }
         AgentInstall::Download { x86_64, aarch64 } => (x86_64, aarch64),
     };
-    let arch = Catalog::builtin()
-        .family(&spec.family)
-        .map_or(Arch::X86_64, |f| f.arch);
+    let arch = spec.arch();
     let source = match arch {
         Arch::X86_64 => x86_64,
         Arch::Arm64 => aarch64,
@@ -186,8 +192,8 @@ fn install(spec: &AwsSpec) -> Result<Install, ProviderError> {
     .clone()
     .ok_or_else(|| {
         ProviderError::Invalid(format!(
-            "the {} host is {arch}: `install` names no nnb binary for it",
-            spec.family
+            "{} is {arch}: `install` names no nnb binary for it",
+            spec.instance_type
         ))
     })?;
     Ok(if source.starts_with("s3://") {
@@ -203,26 +209,40 @@ fn install(spec: &AwsSpec) -> Result<Install, ProviderError> {
     })
 }
 
-/// The dedicated host of `spec`'s tenants, as EC2 allocates it.
-fn host_kind(spec: &AwsSpec) -> HostKind {
-    match &spec.host {
+/// The dedicated host of `spec`'s tenants, as EC2 allocates it; `None` with
+/// default tenancy.
+fn host_kind(spec: &AwsSpec) -> Option<HostKind> {
+    spec.host.as_ref().map(|h| match h {
         AwsHost::Family(f) => HostKind::Family(f.clone()),
         AwsHost::Type(t) => HostKind::Type(t.clone()),
-    }
+    })
+}
+
+/// The placement group of `spec`, as EC2 creates it.
+fn placement_group(spec: &AwsSpec) -> Option<PlacementGroupPlan> {
+    spec.placement_group.map(|g| PlacementGroupPlan {
+        strategy: g.strategy().to_string(),
+        partitions: match g {
+            PlacementGroup::Partition { partitions } => Some(partitions),
+            PlacementGroup::Cluster | PlacementGroup::Spread => None,
+        },
+    })
 }
 
 /// The cloud side of a run: host, tenants in launch order (test node first, then
 /// the neighbors, then who `serving` says receives their probes and loads: the
 /// endpoint off the host, or a server per client on the second host or with default
-/// tenancy), user data starting `nnb agent` with `token`, tags with `run_id` and the
-/// expiry.
+/// tenancy), user data starting `nnb agent` with `token`, tags with `cx`'s run id,
+/// its campaign id and the expiry. With default tenancy every instance is
+/// [`Place::Default`], in the spec's placement group.
 pub fn launch_plan(
     spec: &AwsSpec,
     tenants: &[TenantSpec],
     serving: &Serving,
-    run_id: &str,
+    cx: &ProviderContext,
     token: &str,
 ) -> Result<LaunchPlan, ProviderError> {
+    let run_id = cx.run_id.as_str();
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -243,12 +263,16 @@ pub fn launch_plan(
             name: t.name.clone(),
             role: t.role,
             instance_type: spec.instance_type.clone(),
-            place: Place::Host,
+            place: if spec.default_tenancy() {
+                Place::Default
+            } else {
+                Place::Host
+            },
         })
         .collect();
-    let server_place = match spec.server_tenancy {
-        ServerTenancy::DedicatedHost => Place::ServerHost,
-        ServerTenancy::Default => Place::Default,
+    let server_place = match (spec.tenancy, spec.server_tenancy) {
+        (ServerTenancy::DedicatedHost, ServerTenancy::DedicatedHost) => Place::ServerHost,
+        _ => Place::Default,
     };
     match serving {
         Serving::None => {}
@@ -275,7 +299,7 @@ pub fn launch_plan(
     let servers_on_host = launches.iter().any(|t| t.place == Place::ServerHost);
     Ok(LaunchPlan {
         host: host_kind(spec),
-        server_host: servers_on_host.then(|| host_kind(spec)),
+        server_host: host_kind(spec).filter(|_| servers_on_host),
         availability_zone: spec.availability_zone.clone(),
         tenants: launches,
         image_id: spec.image_id.clone(),
@@ -292,10 +316,12 @@ pub fn launch_plan(
         } else {
             SecurityGroupPlan::Existing(spec.security_group_ids.clone())
         },
+        placement_group: placement_group(spec),
         user_data,
         tags: Tags {
             run_id: run_id.to_string(),
             expires_at_unix: now + spec.expires_after.as_secs(),
+            campaign_id: cx.campaign_id.clone(),
         },
     })
 }
@@ -313,6 +339,28 @@ pub async fn connect(region: Option<&str>) -> Ec2 {
     Ec2::new(&nnb_aws::config::load(region).await)
 }
 
+/// Tears down everything tagged with campaign `campaign_id` (instances, dedicated
+/// hosts, security groups, placement groups of any of its rounds; nothing of
+/// another campaign or run) in `region` (`None`: the standard chain's), through
+/// `ec2` when given (tests) else a client from the standard chain. A resumed
+/// campaign calls it before its next round: no instance of a dead controller is
+/// left running unowned.
+pub async fn sweep_campaign(
+    region: Option<&str>,
+    ec2: Option<&Ec2>,
+    campaign_id: &str,
+) -> Result<SweepReport, ProviderError> {
+    let owned;
+    let ec2 = match ec2 {
+        Some(ec2) => ec2,
+        None => {
+            owned = connect(region).await;
+            &owned
+        }
+    };
+    Ok(nnb_aws::reap::sweep_campaign(ec2, campaign_id).await?)
+}
+
 /// An S3 client from the standard AWS chain, as [`connect`].
 pub async fn connect_s3(region: Option<&str>) -> S3 {
     S3::new(&nnb_aws::config::load(region).await)
@@ -323,7 +371,8 @@ pub async fn connect_s3(region: Option<&str>) -> S3 {
 #[derive(Debug)]
 pub struct AwsProvider {
     spec: AwsSpec,
-    run_id: String,
+    /// The run id and campaign id the resources are tagged with.
+    cx: ProviderContext,
     lease: Option<AwsLease>,
     record: Option<CloudRecord>,
     /// The EC2 client to use; `None`: one from the standard chain at launch.
@@ -333,22 +382,27 @@ pub struct AwsProvider {
     /// The launched instances, once the launch succeeded.
     placed: Option<Placed>,
     /// Dedicated hosts the run holds: 1, or 2 with mirrored servers on a host of
-    /// their own (known once launched).
+    /// their own, 0 with default tenancy (known once launched).
     dedicated_hosts: u32,
+    /// The instance type of every default-tenancy instance the run launched (once
+    /// launched), priced per instance-hour.
+    default_instances: Vec<String>,
 }
 
 impl AwsProvider {
-    /// A provider launching `spec`'s tenants for run `run_id` (tags, names).
-    pub fn new(spec: &AwsSpec, run_id: &str) -> AwsProvider {
+    /// A provider launching `spec`'s tenants for `cx`'s run (tags, names; its
+    /// campaign's tag too when it is a round).
+    pub fn new(spec: &AwsSpec, cx: &ProviderContext) -> AwsProvider {
         AwsProvider {
             spec: spec.clone(),
-            run_id: run_id.to_string(),
+            cx: cx.clone(),
             lease: None,
             record: None,
             ec2: None,
             agents: None,
             placed: None,
-            dedicated_hosts: 1,
+            dedicated_hosts: u32::from(spec.host.is_some()),
+            default_instances: Vec::new(),
         }
     }
 
@@ -358,14 +412,14 @@ impl AwsProvider {
     /// agents. Not reachable from an experiment file or the command line.
     pub fn with_agents(
         spec: &AwsSpec,
-        run_id: &str,
+        cx: &ProviderContext,
         ec2: Ec2,
         agents: Arc<dyn InstanceAgents>,
     ) -> AwsProvider {
         AwsProvider {
             ec2: Some(ec2),
             agents: Some(agents),
-            ..AwsProvider::new(spec, run_id)
+            ..AwsProvider::new(spec, cx)
         }
     }
 
@@ -377,9 +431,9 @@ impl AwsProvider {
         tenants: &[TenantSpec],
         serving: &Serving,
     ) -> Result<Fleet, ProviderError> {
-        let (spec, run_id) = (&self.spec, self.run_id.as_str());
+        let (spec, run_id) = (&self.spec, self.cx.run_id.as_str());
         let token = Token::generate().secret().to_string();
-        let plan = launch_plan(spec, tenants, serving, run_id, &token)?;
+        let plan = launch_plan(spec, tenants, serving, &self.cx, &token)?;
         check_capacity(&plan)?;
         let ec2 = match &self.ec2 {
             Some(ec2) => ec2.clone(),
@@ -390,16 +444,29 @@ impl AwsProvider {
             lease: Lease::new(run_id),
             agents: self.agents.clone(),
         });
-        say!(
-            "run {run_id}: allocating {} {} dedicated host(s) in {} and launching {} instance(s) \
-             ({} x {})",
-            1 + usize::from(plan.server_host.is_some()),
-            spec.host.name(),
-            spec.availability_zone,
-            plan.tenants.len(),
-            tenants.len(),
-            spec.instance_type
-        );
+        match &spec.host {
+            Some(host) => say!(
+                "run {run_id}: allocating {} {} dedicated host(s) in {} and launching {} \
+                 instance(s) ({} x {})",
+                1 + usize::from(plan.server_host.is_some()),
+                host.name(),
+                spec.availability_zone,
+                plan.tenants.len(),
+                tenants.len(),
+                spec.instance_type
+            ),
+            None => say!(
+                "run {run_id}: launching {} default-tenancy instance(s) in {} ({} x {}{})",
+                plan.tenants.len(),
+                spec.availability_zone,
+                tenants.len(),
+                spec.instance_type,
+                match spec.placement_group {
+                    Some(g) => format!(", {} placement group", g.strategy()),
+                    None => String::new(),
+                }
+            ),
+        }
         let launched = held.ec2.provision(&plan, &mut held.lease).await?;
         let host_id = held.lease.host_ids().first().cloned().unwrap_or_default();
         let deadline = Instant::now() + spec.health_timeout;
@@ -418,7 +485,14 @@ impl AwsProvider {
         };
         let hosts = (held.lease.host(), held.lease.server_host());
         self.record = Some(record(spec, &plan, hosts, &launched, groups));
-        self.dedicated_hosts = 1 + u32::from(plan.server_host.is_some());
+        self.dedicated_hosts =
+            u32::from(plan.host.is_some()) + u32::from(plan.server_host.is_some());
+        self.default_instances = plan
+            .tenants
+            .iter()
+            .filter(|t| t.place == Place::Default)
+            .map(|t| t.instance_type.clone())
+            .collect();
         let addrs = agent_addrs(spec, self.agents.as_ref(), &launched, &token).await?;
         let fleet_tenants = to_tenants(tenants, &launched, &addrs, &token)?;
         let off_host = |name: String| TenantSpec {
@@ -530,19 +604,14 @@ impl Provider for AwsProvider {
         Box::pin(self.change_present(fleet, present))
     }
 
-    /// `max_cost_usd` at the catalog price of the host family, when both are known,
-    /// times the hosts the run holds (the tenants', and the servers' when they have
-    /// one of their own).
+    /// `max_cost_usd` at the catalog price of what the run holds: the dedicated
+    /// hosts (the tenants', and the servers' when they have one of their own) and
+    /// every default-tenancy instance (the tenants with default tenancy, the
+    /// endpoint, default-tenancy servers) at its on-demand price, per hour.
     fn cost_cap(&self, since: tokio::time::Instant) -> Option<CostCap> {
         let max_usd = self.spec.max_cost_usd?;
-        let usd_per_hour = Catalog::builtin()
-            .family(&self.spec.family)?
-            .host_price_usd_per_hour;
-        Some(CostCap::new(
-            usd_per_hour * f64::from(self.dedicated_hosts),
-            max_usd,
-            since,
-        ))
+        let price = fleet_price(&self.spec, self.dedicated_hosts, &self.default_instances);
+        Some(CostCap::new(price.usd_per_hour, max_usd, since))
     }
 
     fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
@@ -735,6 +804,8 @@ fn record(
                 private_ip: l.private_ip.map(|ip| ip.to_string()),
                 public_ip: l.public_ip.map(|ip| ip.to_string()),
                 host_id: l.host_id.clone(),
+                availability_zone: l.availability_zone.clone(),
+                subnet_id: l.subnet_id.clone(),
             })
             .collect(),
         security_groups,

@@ -76,6 +76,31 @@ pub struct CloudRecord {
     pub security_groups: Vec<String>,
 }
 
+impl CloudRecord {
+    /// Where each instance landed, as a campaign's round records it (launch order;
+    /// `cpu_model` is left for the campaign to fill from the agents' environment).
+    pub fn placed(&self) -> Vec<nnb_format::campaign::PlacedInstance> {
+        self.instances
+            .iter()
+            .map(|i| nnb_format::campaign::PlacedInstance {
+                tenant: i.tenant.clone(),
+                role: i.role,
+                instance_id: Some(i.instance_id.clone()),
+                instance_type: Some(i.instance_type.clone()),
+                zone: Some(
+                    i.availability_zone
+                        .clone()
+                        .unwrap_or_else(|| self.availability_zone.clone()),
+                ),
+                subnet_id: i.subnet_id.clone(),
+                private_ip: i.private_ip.clone(),
+                host_id: i.host_id.clone(),
+                cpu_model: None,
+            })
+            .collect()
+    }
+}
+
 /// A dedicated host as the cloud described it (`HostProperties`,
 /// `AvailableCapacity`); zeros where the cloud did not say.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -114,4 +139,10 @@ pub struct InstanceRecord {
     pub public_ip: Option<String>,
     /// The host it ran on.
     pub host_id: Option<String>,
+    /// The availability zone it ran in, as DescribeInstances said (version 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
+    /// Its subnet, as DescribeInstances said (version 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subnet_id: Option<String>,
 }

@@ -230,7 +230,7 @@ pub fn for_experiment(
         }
         #[cfg(feature = "aws")]
         nnb_experiment::Provider::Aws(spec) => {
-            Ok(Box::new(aws::AwsProvider::new(spec, &cx.run_id)))
+            Ok(Box::new(aws::AwsProvider::new(spec, &cx)))
         }
         #[cfg(not(feature = "aws"))]
         nnb_experiment::Provider::Aws(_) => Err(ProviderError::NoAwsFeature),

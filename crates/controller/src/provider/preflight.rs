@@ -108,6 +108,12 @@ pub struct Resources {
     pub notes: Vec<String>,
     /// All of it for `--json` (the dry run's `cloud`).
     pub json: serde_json::Value,
+    /// The whole fleet's price per hour, USD, from the catalog: its dedicated hosts
+    /// and its default-tenancy instances (a campaign's dry run multiplies it by the
+    /// rounds' hours); `None` when the provider does not price it.
+    pub hourly_usd: Option<f64>,
+    /// Instances the fleet launches (tenants, endpoint, servers).
+    pub instances: usize,
 }
 
 /// One kind of resource a real run creates.

@@ -127,7 +127,7 @@ impl AwsProvider {
         present: &[String],
     ) -> Result<Vec<String>, ProviderError> {
         fleet.check_present(present)?;
-        let (spec, run_id, agents) = (&self.spec, self.run_id.as_str(), self.agents.clone());
+        let (spec, run_id, agents) = (&self.spec, self.cx.run_id.as_str(), self.agents.clone());
         let Some(placed) = self.placed.as_mut() else {
             return Err(ProviderError::Unsupported(
                 "no aws fleet was launched: there is nothing to start or stop".to_string(),
