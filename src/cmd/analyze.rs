@@ -1,5 +1,7 @@
 //! `nnb analyze`: tables (and with `--out`, a report with plots) from one or more run
-//! directories written by `nnb run`.
+//! directories written by `nnb run`, from a campaign directory (its rounds'
+//! distributions), or from runs given together with `--across` (as the rounds of one
+//! ad-hoc campaign).
 //!
 //! The tables go to stdout in the chosen format; logs, notes about what loading
 //! tolerated and the list of files written go to stderr, so `--format csv` or `json`
@@ -9,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use nnb_analysis::campaign::{across, is_campaign, read_campaign, Campaign, CampaignError};
 use nnb_analysis::read::{read_run, Run, MANIFEST};
-use nnb_analysis::report::{write_report, ReportOptions};
+use nnb_analysis::report::{write_campaign_report, write_report, ReportOptions, ReportSummary};
 use nnb_analysis::table::Table;
 use nnb_analysis::tables::{compare_tables, metal_gap_tables, run_tables, tidy};
 
@@ -37,7 +40,9 @@ pub(crate) enum Format {
 /// Arguments of `nnb analyze`.
 #[derive(Debug, Args)]
 pub(crate) struct AnalyzeArgs {
-    /// Run directories (`results/<run-id>`), or run ids under `results/`.
+    /// Run directories (`results/<run-id>`), or run ids under `results/`; or one
+    /// campaign directory (`results/<campaign-id>`, with `campaign.json` and
+    /// `rounds.jsonl`): the distributions across its recorded rounds.
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
     /// Also write every table (.md, .csv, .json), every plot (.svg) and index.md /
@@ -48,6 +53,11 @@ pub(crate) struct AnalyzeArgs {
     /// degradation per run, and shared plots in the report.
     #[arg(long)]
     pub compare: bool,
+    /// Read the runs together as the rounds of one spatial campaign (a lane per
+    /// instance type): per-round, per-pair and spread tables, and with --out a CDF
+    /// per measure. A run that cannot be read is left out with a note.
+    #[arg(long, conflicts_with = "compare")]
+    pub across: bool,
     /// Output format of the tables on stdout.
     #[arg(long, value_enum, default_value_t = Format::Terminal)]
     pub format: Format,
@@ -74,10 +84,108 @@ fn run_dir(arg: &Path) -> anyhow::Result<PathBuf> {
     Ok(dir.clone())
 }
 
+/// The directory a RUN argument names when it is a campaign directory (itself, else
+/// under `results/`).
+fn campaign_dir(arg: &Path) -> Option<PathBuf> {
+    [arg.to_path_buf(), Path::new("results").join(arg)]
+        .into_iter()
+        .find(|d| d.is_dir() && is_campaign(d))
+}
+
+/// A campaign error as `nnb analyze` reports it: bad input exits 2.
+fn campaign_error(e: CampaignError) -> anyhow::Error {
+    if e.is_bad_input() {
+        usage(e.to_string())
+    } else {
+        anyhow::Error::new(e)
+    }
+}
+
+/// Prints a campaign's notes (what was left out) to stderr, its tables to stdout,
+/// and writes its report when `--out` is given.
+fn campaign_output(c: &Campaign, args: &AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
+    for note in &c.notes {
+        eprintln!("note: {note}");
+    }
+    let tables = c.tables();
+    let text = match args.format {
+        Format::Tidy => c.tidy().csv(),
+        Format::Json => {
+            let campaign = serde_json::json!({
+                "id": c.id,
+                "kind": c.kind.name(),
+                "adhoc": c.adhoc,
+                "lanes": c.lanes,
+                "rounds": c.rounds.iter().map(|r| &r.run_id).collect::<Vec<_>>(),
+                "notes": c.notes,
+            });
+            let tables: Vec<serde_json::Value> = tables.iter().map(Table::json).collect();
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "campaign": campaign, "tables": tables }),
+            )? + "\n"
+        }
+        other => text_tables(&tables, other),
+    };
+    write!(out, "{text}")?;
+    if let Some(dir) = &args.out {
+        let summary = write_campaign_report(c, dir)
+            .with_context(|| format!("writing the report to {}", dir.display()))?;
+        wrote(&summary, dir);
+    }
+    Ok(())
+}
+
+/// Says on stderr what the report wrote.
+fn wrote(summary: &ReportSummary, dir: &Path) {
+    eprintln!(
+        "wrote {} files to {} (open {})",
+        summary.files.len(),
+        dir.display(),
+        dir.join("index.html").display()
+    );
+}
+
+/// `nnb analyze` of one campaign directory, or of runs `--across`.
+fn run_campaign(args: &AnalyzeArgs, out: &mut Out) -> anyhow::Result<bool> {
+    let campaigns: Vec<PathBuf> = args.runs.iter().filter_map(|r| campaign_dir(r)).collect();
+    let campaign = match (campaigns.as_slice(), args.across) {
+        ([], false) => return Ok(false),
+        ([dir], false) if args.runs.len() == 1 => {
+            if args.compare {
+                return Err(usage(
+                    "--compare puts runs side by side, not a campaign's rounds",
+                ));
+            }
+            read_campaign(dir).map_err(campaign_error)?
+        }
+        ([], true) => {
+            let mut dirs = Vec::new();
+            for r in &args.runs {
+                match run_dir(r) {
+                    Ok(d) => dirs.push(d),
+                    Err(e) => eprintln!("note: {e}; left out"),
+                }
+            }
+            across(&dirs).map_err(campaign_error)?
+        }
+        _ => {
+            return Err(usage(
+                "a campaign directory is analysed alone: give it as the only argument, \
+                 without --across",
+            ))
+        }
+    };
+    campaign_output(&campaign, args, out)?;
+    Ok(true)
+}
+
 /// Loads every run, then prints its tables (a staircase beside a metal sweep adds the
 /// gap table; `--compare` the comparison) and
 /// writes the report when `--out` is given.
 pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
+    if run_campaign(&args, out)? {
+        return Ok(());
+    }
     let dirs = args
         .runs
         .iter()
@@ -114,12 +222,7 @@ pub(crate) fn run(args: AnalyzeArgs, out: &mut Out) -> anyhow::Result<()> {
             },
         )
         .with_context(|| format!("writing the report to {}", dir.display()))?;
-        eprintln!(
-            "wrote {} files to {} (open {})",
-            summary.files.len(),
-            dir.display(),
-            dir.join("index.html").display()
-        );
+        wrote(&summary, dir);
     }
     Ok(())
 }
@@ -138,17 +241,7 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
             }
             all.map_or_else(String::new, |t| t.csv())
         }
-        Format::Terminal => tables.iter().map(terminal).collect::<Vec<_>>().join("\n"),
-        Format::Markdown => tables
-            .iter()
-            .map(Table::markdown)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Format::Csv => tables
-            .iter()
-            .map(|t| format!("# {}: {}\n{}", t.name, t.title, t.csv()))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Format::Terminal | Format::Markdown | Format::Csv => text_tables(tables, format),
         Format::Json => {
             let runs: Vec<serde_json::Value> = runs
                 .iter()
@@ -167,6 +260,19 @@ fn render(runs: &[Run], tables: &[Table], format: Format) -> anyhow::Result<Stri
                 + "\n"
         }
     })
+}
+
+/// The tables as text: terminal tables, Markdown, or CSV blocks under a `# name:
+/// title` line (the long form and JSON are each caller's own).
+fn text_tables(tables: &[Table], format: Format) -> String {
+    let one: fn(&Table) -> String = match format {
+        Format::Markdown => Table::markdown,
+        Format::Csv | Format::Tidy | Format::Json => {
+            |t: &Table| format!("# {}: {}\n{}", t.name, t.title, t.csv())
+        }
+        Format::Terminal => terminal,
+    };
+    tables.iter().map(one).collect::<Vec<_>>().join("\n")
 }
 
 /// Width, in columns, a one-column table of sentences wraps to.

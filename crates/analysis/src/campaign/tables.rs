@@ -112,7 +112,11 @@ fn status(r: &Round) -> Cell {
     })
 }
 
-/// One row per recorded round: where it ran and its key values.
+/// The per-round table's columns from `status` to `hops`: each left out where no
+/// round has a value (a local campaign's zone, host ...).
+const PLACEMENT: std::ops::Range<usize> = 5..13;
+
+/// One row per recorded round: where it ran (as far as known) and its key values.
 pub(super) fn per_round(c: &Campaign) -> Table {
     let mut columns: Vec<String> = [
         "round",
@@ -132,7 +136,7 @@ pub(super) fn per_round(c: &Campaign) -> Table {
     .map(String::from)
     .to_vec();
     columns.extend(keys(c).map(|(_, m)| m.title()));
-    let rows = c
+    let rows: Vec<Vec<Cell>> = c
         .rounds
         .iter()
         .map(|r| {
@@ -158,6 +162,26 @@ pub(super) fn per_round(c: &Campaign) -> Table {
             ];
             row.extend(keys(c).map(|(i, m)| cell(m, r.value(i))));
             row
+        })
+        .collect();
+    let empty: Vec<usize> = PLACEMENT
+        .filter(|c| rows.iter().all(|r: &Vec<Cell>| r[*c] == Cell::Empty))
+        .collect();
+    let keep = |i: &usize| !empty.contains(i);
+    let columns: Vec<String> = columns
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep(i))
+        .map(|(_, c)| c)
+        .collect();
+    let rows: Vec<Vec<Cell>> = rows
+        .into_iter()
+        .map(|r| {
+            r.into_iter()
+                .enumerate()
+                .filter(|(i, _)| keep(i))
+                .map(|(_, c)| c)
+                .collect()
         })
         .collect();
     let mut notes = vec![format!(
