@@ -12,7 +12,8 @@ use crate::support::Moto;
 use aws_config::SdkConfig;
 use aws_sdk_ec2::types::{Filter, Instance, InstanceAttributeName, InstanceType, Tag};
 use nnb_aws::ec2::{
-    tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, Place, SecurityGroupPlan, Tags, TenantLaunch,
+    tags, AwsError, Ec2, HostKind, LaunchPlan, Lease, Place, PlacementGroupPlan, SecurityGroupPlan,
+    Tags, TenantLaunch,
 };
 use nnb_aws::reap::{sweep, ResourceKind, SweepFilter};
 use nnb_aws::userdata::{render, Install, UserDataParams};
@@ -793,4 +794,200 @@ async fn stopped_tenants_start_again_on_their_host_and_are_torn_down_and_swept()
     assert_eq!(report.terminated.len(), 2, "{report:?}");
     assert!(live_instances(&client).await.is_empty());
     assert!(allocated_hosts(&client).await.is_empty());
+}
+
+/// `plan` with default tenancy: no host, every tenant [`Place::Default`], in a
+/// `strategy` placement group (none when `None`), tagged with `campaign`.
+fn default_plan(
+    run_id: &str,
+    n: usize,
+    subnet_id: &str,
+    strategy: Option<&str>,
+    campaign: Option<&str>,
+) -> LaunchPlan {
+    let mut p = plan(run_id, n, subnet_id, now() + 3600);
+    p.host = None;
+    for t in &mut p.tenants {
+        t.place = Place::Default;
+    }
+    p.placement_group = strategy.map(|s| PlacementGroupPlan {
+        strategy: s.to_string(),
+        partitions: (s == "partition").then_some(2),
+    });
+    p.tags.campaign_id = campaign.map(str::to_owned);
+    p
+}
+
+/// Names of the placement groups moto holds.
+async fn placement_groups(client: &aws_sdk_ec2::Client) -> Vec<String> {
+    let out = client
+        .describe_placement_groups()
+        .send()
+        .await
+        .expect("DescribePlacementGroups");
+    out.placement_groups()
+        .iter()
+        .filter_map(|g| g.group_name().map(str::to_owned))
+        .collect()
+}
+
+/// Everything moto holds that a run may leave: live instances, hosts, security
+/// groups other than the VPCs' defaults, placement groups.
+async fn held(client: &aws_sdk_ec2::Client) -> (usize, usize, usize, usize) {
+    let out = client
+        .describe_security_groups()
+        .send()
+        .await
+        .expect("DescribeSecurityGroups");
+    let nnb_groups = out
+        .security_groups()
+        .iter()
+        .filter(|g| tag(g.tags(), tags::MANAGED).is_some())
+        .count();
+    (
+        live_instances(client).await.len(),
+        allocated_hosts(client).await.len(),
+        nnb_groups,
+        placement_groups(client).await.len(),
+    )
+}
+
+/// Default tenancy (issue 26): three instances launched with no host, in the
+/// run's spread placement group (created tagged, named by the run), each
+/// recorded with its zone and subnet; the teardown leaves nothing: 0 instances,
+/// 0 hosts, 0 nnb security groups, 0 placement groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_tenancy_launches_into_a_placement_group_and_leaves_nothing() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let plan = default_plan("dt-1", 3, &subnet_id, Some("spread"), Some("camp-1"));
+    let mut lease = Lease::new("dt-1");
+
+    let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
+
+    assert!(lease.host_ids().is_empty(), "{:?}", lease.host_ids());
+    assert_eq!(lease.placement_groups(), ["nnb-dt-1"]);
+    assert!(proxy.calls("AllocateHosts").is_empty());
+    assert_eq!(proxy.calls("DescribeInstanceTypeOfferings").len(), 1);
+    let create = proxy.calls("CreatePlacementGroup");
+    assert_eq!(create.len(), 1);
+    assert!(create[0].contains("Strategy=spread"), "{}", create[0]);
+    for body in proxy.calls("RunInstances") {
+        assert!(body.contains("Placement.GroupName=nnb-dt-1"), "{body}");
+        assert!(!body.contains("Placement.HostId"), "{body}");
+        assert!(!body.contains("Placement.Tenancy=host"), "{body}");
+    }
+    for l in &launched {
+        assert_eq!(l.host_id, None, "{l:?}");
+        assert_eq!(l.availability_zone.as_deref(), Some(ZONE), "{l:?}");
+        assert_eq!(l.subnet_id.as_deref(), Some(subnet_id.as_str()), "{l:?}");
+    }
+    for instance in all_instances(&client).await {
+        let placement = instance.placement().expect("placement");
+        assert_eq!(placement.group_name(), Some("nnb-dt-1"));
+        assert!(placement.host_id().is_none_or(str::is_empty));
+        assert_eq!(tag(instance.tags(), tags::CAMPAIGN), Some("camp-1"));
+    }
+    let groups = client
+        .describe_placement_groups()
+        .send()
+        .await
+        .expect("DescribePlacementGroups");
+    let group = &groups.placement_groups()[0];
+    assert_run_tags(
+        "placement group",
+        group.tags(),
+        "dt-1",
+        plan.tags.expires_at_unix,
+    );
+    assert_eq!(tag(group.tags(), tags::CAMPAIGN), Some("camp-1"));
+    assert_eq!(held(&client).await, (3, 0, 1, 1));
+
+    let report = lease.teardown(&ec2).await.expect("teardown");
+    assert_eq!(report.terminated.len(), 3);
+    assert_eq!(report.deleted_placement_groups, ["nnb-dt-1"]);
+    assert!(lease.is_empty());
+    assert_eq!(held(&client).await, (0, 0, 0, 0));
+}
+
+/// A type the zone does not offer is refused before anything is created: moto
+/// (like EC2) offers no m5.large in us-east-1e.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_type_the_zone_does_not_offer_is_refused_before_anything_is_created() {
+    let Some((_moto, sdk, proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let mut plan = default_plan("dt-2", 2, &subnet_id, Some("partition"), None);
+    plan.availability_zone = "us-east-1e".into();
+    let mut lease = Lease::new("dt-2");
+    let err = ec2
+        .provision(&plan, &mut lease)
+        .await
+        .expect_err("m5.large is not offered in us-east-1e");
+    assert!(
+        matches!(&err, AwsError::NotOffered { instance_type, zone }
+            if instance_type == "m5.large" && zone == "us-east-1e"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nothing was created"), "{err}");
+    assert!(lease.is_empty());
+    assert!(proxy.calls("CreatePlacementGroup").is_empty());
+    assert!(proxy.calls("CreateSecurityGroup").is_empty());
+    assert!(proxy.calls("RunInstances").is_empty());
+    assert_eq!(held(&client).await, (0, 0, 0, 0));
+}
+
+/// What a killed campaign's rounds left (two runs tagged camp-a) is swept by the
+/// campaign sweep; a run of another campaign (camp-b) is left alone, and goes
+/// with its own sweep after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_campaign_sweep_removes_its_rounds_leftovers_and_no_other_campaigns() {
+    let Some((_moto, sdk, _proxy)) = setup(None).await else {
+        return;
+    };
+    let client = aws_sdk_ec2::Client::new(&sdk);
+    let ec2 = Ec2::new(&sdk);
+    let subnet_id = subnet(&client).await;
+    let mut ours = Vec::new();
+    for (run, campaign) in [("a-r0", "camp-a"), ("a-r1", "camp-a"), ("b-r0", "camp-b")] {
+        let plan = default_plan(run, 2, &subnet_id, Some("partition"), Some(campaign));
+        // The controller dies: the lease is dropped without a teardown.
+        let mut lease = Lease::new(run);
+        let launched = ec2.provision(&plan, &mut lease).await.expect("provision");
+        if campaign == "camp-a" {
+            ours.extend(launched.into_iter().map(|l| l.instance_id));
+        }
+    }
+    assert_eq!(held(&client).await, (6, 0, 3, 3));
+
+    let report = nnb_aws::reap::sweep_campaign(&ec2, "camp-a")
+        .await
+        .expect("sweep");
+    let kinds = |k| report.found.iter().filter(|r| r.kind == k).count();
+    assert_eq!(kinds(ResourceKind::Instance), 4);
+    assert_eq!(kinds(ResourceKind::SecurityGroup), 2);
+    assert_eq!(kinds(ResourceKind::PlacementGroup), 2);
+    assert!(report
+        .found
+        .iter()
+        .all(|r| r.campaign_id.as_deref() == Some("camp-a")));
+    let mut terminated = report.teardown.expect("torn down").terminated;
+    terminated.sort();
+    ours.sort();
+    assert_eq!(terminated, ours);
+    // camp-b's run is untouched: 2 instances, its group and placement group.
+    assert_eq!(held(&client).await, (2, 0, 1, 1));
+    assert_eq!(placement_groups(&client).await, ["nnb-b-r0"]);
+
+    nnb_aws::reap::sweep_campaign(&ec2, "camp-b")
+        .await
+        .expect("sweep b");
+    assert_eq!(held(&client).await, (0, 0, 0, 0));
 }
