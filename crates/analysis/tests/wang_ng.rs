@@ -604,3 +604,66 @@ fn runs_without_wang_ng_samples_have_none() {
     let run = read_run(&fixture).unwrap();
     assert!(wang_ng(&run).unwrap().is_none());
 }
+
+/// Pair suite runs given together (issue 26 item 3): each round's values are the
+/// seed's numbers of its pair, worked out above, the mean over its two repetitions;
+/// the RTT CDF is on a log x axis as the seed's Fig. 8, the throughput's linear as
+/// Figs 3/4.
+#[test]
+fn pair_suite_runs_across_are_rounds_of_the_seeds_numbers() {
+    use nnb_analysis::campaign::across;
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let dirs: Vec<PathBuf> = [&a, &b]
+        .iter()
+        .map(|t| {
+            let mut samples = round(1);
+            samples.extend(round(2));
+            write_run(t.path(), samples)
+        })
+        .collect();
+    let c = across(&dirs).unwrap();
+    assert_eq!(c.rounds.len(), 2);
+    let value = |name: &str| {
+        let m = c
+            .measures
+            .iter()
+            .position(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {:?}", c.measures));
+        c.rounds[1].value(m).unwrap()
+    };
+    // Kept RTTs, sorted: 0.1 .. 0.8 ms; p99 at 0.99 x 7 = 6.93: 0.7 + 0.93 x 0.1 ms.
+    for (name, want) in [
+        ("CPU share test side", 62.5),
+        ("CPU share other side", 100.0),
+        ("longest gap test side", 10e6),
+        ("RTT min", 0.1e6),
+        ("RTT median", 0.45e6),
+        ("RTT mean", 0.45e6),
+        ("RTT p99", 0.793e6),
+        ("RTT max", 0.8e6),
+        ("TCP throughput", 4.5e8),
+        ("UDP throughput", 7.7e8),
+        ("TCP fine-grained lowest", 4.0e7),
+        ("UDP fine-grained lowest", 8.0e8),
+        ("largest buffer burst", 2.5e6),
+        ("loss frequency", 4.0),
+        ("probe loss rate", 100.0 / 300.0),
+    ] {
+        assert!(
+            close(value(name), want),
+            "{name}: {} != {want}",
+            value(name)
+        );
+    }
+    let (figures, _) = c.figures();
+    let log = |stem: &str| {
+        figures
+            .iter()
+            .find(|f| f.stem == stem)
+            .unwrap_or_else(|| panic!("no {stem}"))
+            .chart
+            .log_x
+    };
+    assert!(log("cdf_rtt_mean") && log("cdf_loss_frequency"));
+    assert!(!log("cdf_tcp_throughput") && !log("cdf_cpu_share_test_side"));
+}
