@@ -80,6 +80,8 @@ pub(super) struct World {
     pub absent: BTreeSet<String>,
     /// Tenants whose agents died (gone for good).
     pub dead: BTreeSet<String>,
+    /// The measured start (1-based) at which a tenant's agent dies.
+    pub die_at: Option<(usize, String)>,
     /// Calls to the provider's `set_present`.
     pub presence_changes: usize,
     /// The tenants of the fleet last launched, in order.
@@ -210,6 +212,11 @@ impl FakeAgent {
             if let Some((at, c)) = &w.cancel_at {
                 if *at == n {
                     c.cancel();
+                }
+            }
+            if let Some((at, tenant)) = w.die_at.clone() {
+                if at == n {
+                    w.dead.insert(tenant);
                 }
             }
             if w.fail.contains(&n) {

@@ -65,6 +65,8 @@ impl Fakes {
                     w
                 }),
         );
+        // A new provider's agents are new: none of them has died.
+        world.lock().unwrap().dead.clear();
         *self.providers.lock().unwrap() += 1;
         let mut p = FakeProvider::new(&world);
         p.concurrent = self.concurrent;
@@ -249,6 +251,40 @@ async fn a_temporal_lane_keeps_its_fleet_for_every_round() {
         assert_eq!(r.status, RoundStatus::Completed);
         assert_eq!(r.error, None, "no round was late");
     }
+}
+
+/// A temporal lane whose fleet stops answering (a neighbor's agent dies during
+/// round 0) launches a new one, generation 1, for rounds 1 and 2, and round 1's
+/// record says why.
+#[tokio::test(start_paused = true)]
+async fn a_temporal_lane_replaces_a_fleet_that_died() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = create(
+        dir.path(),
+        "kind = \"temporal\"\nrounds = 3\ninterval = \"10m\"",
+    );
+    let fakes = Fakes::default();
+    let world = World::shared();
+    // Round 0's last step (the 3rd measured start): nb-2 dies.
+    world.lock().unwrap().die_at = Some((3, "nb-2".into()));
+    fakes.worlds.lock().unwrap().insert("local".into(), world);
+    let out = go(&mut c, &fakes, &never()).await;
+    assert_eq!((out.status, out.recorded), (RunStatus::Completed, 3));
+    assert_eq!(fakes.fleets().len(), 2, "the dead fleet replaced once");
+    let mut records = journal(&c);
+    records.sort_by_key(|r| r.round);
+    let generations: Vec<u32> = records.iter().map(|r| r.generation).collect();
+    assert_eq!(generations, [0, 1, 1]);
+    let why = records[1].error.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("stopped answering (nb-2") && why.contains("relaunched as generation 1"),
+        "{why}"
+    );
+    assert_eq!(
+        (records[1].status, records[2].status),
+        (RoundStatus::Completed, RoundStatus::Completed)
+    );
+    assert_eq!(records[2].error, None);
 }
 
 /// A controller that died in round 1 of 3 (its session still `running`, a torn
