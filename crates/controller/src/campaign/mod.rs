@@ -21,7 +21,10 @@
 //! fleet a temporal lane launches, with the round's experiment
 //! ([`Experiment::in_zone`] of its lane) and a [`ProviderContext`] whose `run_id` is
 //! the round's run id, `<campaign-id>-r<round:05>-<lane>`, and whose `campaign_id`
-//! is the campaign's (a test injects `AwsProvider::with_agents` here).
+//! is the campaign's (a test injects `AwsProvider::with_agents` here). It is also
+//! called once up front, with the campaign's experiment and the campaign id as
+//! `run_id`, to ask [`Provider::concurrent_fleets`] and, on a resume,
+//! [`Provider::sweep_campaign`]; nothing is launched with that one.
 //!
 //! Lanes are the campaign's zones. Lanes run at the same time when the provider
 //! says its fleets may ([`Provider::concurrent_fleets`]: aws), else one after
