@@ -12,29 +12,20 @@
 
 #![cfg(feature = "aws")]
 
-use std::collections::{BTreeSet, HashMap};
-use std::io::{BufRead, BufReader, Write};
-use std::net::SocketAddr;
-use std::os::unix::fs::OpenOptionsExt;
+use std::collections::BTreeSet;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use nnb_agent::jobs::{Health, JobId, JobRequest, JobStatus};
 use nnb_aws::ec2::Ec2;
-use nnb_controller::client::{AgentApi, AgentError, BoxFuture};
+use nnb_controller::client::BoxFuture;
 use nnb_controller::provider::aws::{AwsProvider, InstanceAgents};
-use nnb_controller::provider::{
-    CloudRecord, Fleet, Provider, ProviderError, Role, Serving, Tenant, TenantSpec,
-};
+use nnb_controller::provider::{Provider, ProviderContext};
 use nnb_controller::{execute_with, Cancel, Run, RunOptions, RunStatus};
 use nnb_experiment::plan;
 use nnb_experiment::Experiment;
 
-use crate::support::agents::still_alive_after;
-use crate::support::cli::NNB;
-use crate::support::moto::{Moto, REGION, ZONE};
+use crate::support::aws_agents::{assert_all_gone, ec2_of, LocalAgents, OnTestJob, Watched};
+use crate::support::moto::{Moto, ZONE};
 
 /// A staircase of a test node and three m5.large neighbors on an m5 host, busy then
 /// idle, each step a tiny fixed-work burn; a failed step ends the run.
@@ -82,133 +73,6 @@ ops = 20000
     )
 }
 
-/// A real `nnb agent` on 127.0.0.1 per running instance: the provider's test seam.
-#[derive(Debug)]
-struct LocalAgents {
-    /// Token files.
-    dir: tempfile::TempDir,
-    /// Running agents: instance id → (tenant, child).
-    running: Mutex<HashMap<String, (String, Child)>>,
-    /// Every instance started: instance id → tenant.
-    instances: Mutex<HashMap<String, String>>,
-    /// Every agent process ever started.
-    pids: Mutex<Vec<u32>>,
-}
-
-impl LocalAgents {
-    fn new() -> LocalAgents {
-        LocalAgents {
-            dir: tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}")),
-            running: Mutex::default(),
-            instances: Mutex::default(),
-            pids: Mutex::default(),
-        }
-    }
-
-    /// The tenants whose agents run now.
-    fn alive(&self) -> BTreeSet<String> {
-        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        running.values().map(|(t, _)| t.clone()).collect()
-    }
-
-    /// Every instance id started so far.
-    fn instance_ids(&self) -> Vec<String> {
-        let instances = self.instances.lock().unwrap_or_else(|e| e.into_inner());
-        instances.keys().cloned().collect()
-    }
-
-    /// Kills tenant `tenant`'s agent as if it crashed (its instance keeps running).
-    fn crash(&self, tenant: &str) {
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        for (_, child) in running.values_mut().filter(|(t, _)| t == tenant) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// Starts `nnb agent` with `token` and reads the address it listens on.
-    fn spawn(&self, instance_id: &str, token: &str) -> Result<(Child, SocketAddr), String> {
-        let file = self.dir.path().join(format!("{instance_id}.token"));
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&file)
-            .map_err(|e| e.to_string())?;
-        writeln!(f, "{token}").map_err(|e| e.to_string())?;
-        let mut child = Command::new(NNB)
-            .args(["agent", "--listen", "127.0.0.1:0", "--token-file"])
-            .arg(&file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting {NNB} agent: {e}"))?;
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        match line.trim().strip_prefix("listening ").map(str::parse) {
-            Some(Ok(addr)) => Ok((child, addr)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                Err(format!("the agent printed {line:?}, not its address"))
-            }
-        }
-    }
-}
-
-impl InstanceAgents for LocalAgents {
-    fn started<'a>(
-        &'a self,
-        tenant: &'a str,
-        instance_id: &'a str,
-        token: &'a str,
-    ) -> BoxFuture<'a, Result<SocketAddr, String>> {
-        Box::pin(async move {
-            self.stopped(instance_id);
-            let (child, addr) = self.spawn(instance_id, token)?;
-            self.pids
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(child.id());
-            self.instances
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(instance_id.to_string(), tenant.to_string());
-            self.running
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(instance_id.to_string(), (tenant.to_string(), child));
-            Ok(addr)
-        })
-    }
-
-    fn stopped(&self, instance_id: &str) {
-        let gone = self
-            .running
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(instance_id);
-        if let Some((_, mut child)) = gone {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for LocalAgents {
-    fn drop(&mut self) {
-        let running = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
-        for (_, (_, child)) in running.iter_mut() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// What the cloud looked like when a measured job started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Seen {
@@ -250,94 +114,15 @@ impl Watch {
     }
 }
 
-/// The test node's agent, looking at the cloud whenever a measured job starts (the
-/// test node runs only measured jobs in a staircase).
-#[derive(Debug)]
-struct Measured {
-    inner: Arc<dyn AgentApi>,
-    watch: Arc<Watch>,
-}
-
-impl AgentApi for Measured {
-    fn addr(&self) -> SocketAddr {
-        self.inner.addr()
-    }
-
-    fn health(&self) -> BoxFuture<'_, Result<Health, AgentError>> {
-        self.inner.health()
-    }
-
-    fn start<'a>(&'a self, req: &'a JobRequest) -> BoxFuture<'a, Result<JobId, AgentError>> {
+impl OnTestJob for Watch {
+    /// Looks, and crashes the test node's agent at step `crash_at`.
+    fn starting(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            let step = self.watch.look().await;
-            if self.watch.crash_at == Some(step) {
-                self.watch.agents.crash("test");
+            let step = self.look().await;
+            if self.crash_at == Some(step) {
+                self.agents.crash("test");
             }
-            self.inner.start(req).await
         })
-    }
-
-    fn status<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
-        self.inner.status(id)
-    }
-
-    fn stop<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<JobStatus, AgentError>> {
-        self.inner.stop(id)
-    }
-
-    fn list(&self) -> BoxFuture<'_, Result<Vec<JobStatus>, AgentError>> {
-        self.inner.list()
-    }
-}
-
-/// The aws provider, with the test node's agent watched.
-struct Watched {
-    inner: AwsProvider,
-    watch: Arc<Watch>,
-}
-
-impl Provider for Watched {
-    fn kind(&self) -> nnb_format::ProviderKind {
-        self.inner.kind()
-    }
-
-    fn launch<'a>(
-        &'a mut self,
-        specs: &'a [TenantSpec],
-        serving: &'a Serving,
-    ) -> BoxFuture<'a, Result<Fleet, ProviderError>> {
-        self.inner.launch(specs, serving)
-    }
-
-    fn agent(&self, tenant: &Tenant) -> Arc<dyn AgentApi> {
-        let inner = self.inner.agent(tenant);
-        if tenant.role != Role::Test {
-            return inner;
-        }
-        Arc::new(Measured {
-            inner,
-            watch: Arc::clone(&self.watch),
-        })
-    }
-
-    fn set_present<'a>(
-        &'a mut self,
-        fleet: &'a mut Fleet,
-        present: &'a [String],
-    ) -> BoxFuture<'a, Result<Vec<String>, ProviderError>> {
-        self.inner.set_present(fleet, present)
-    }
-
-    fn cost_cap(&self, since: tokio::time::Instant) -> Option<nnb_controller::budget::CostCap> {
-        self.inner.cost_cap(since)
-    }
-
-    fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
-        self.inner.abandon()
-    }
-
-    fn shutdown(&mut self, fleet: Fleet) -> BoxFuture<'_, Result<(), ProviderError>> {
-        self.inner.shutdown(fleet)
     }
 }
 
@@ -355,12 +140,7 @@ struct Outcome {
 /// Runs the staircase through the controller on `moto`, crashing the test node's
 /// agent at step `crash_at` when given.
 async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outcome {
-    let sdk = nnb_aws::config::loader(Some(REGION))
-        .endpoint_url(&moto.endpoint)
-        .test_credentials()
-        .load()
-        .await;
-    let ec2 = Ec2::new(&sdk);
+    let ec2 = ec2_of(&moto.endpoint).await;
     let text = experiment_text(&moto.default_subnet());
     let exp: Experiment = nnb_experiment::parse("aws-come-and-go.toml", &text, Some(2))
         .unwrap_or_else(|e| panic!("the experiment: {e}"));
@@ -391,8 +171,16 @@ async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outc
         crash_at,
     });
     let mut provider = Watched {
-        inner: AwsProvider::with_agents(&spec, &run.dir.run_id, ec2, seam),
-        watch: Arc::clone(&watch),
+        inner: AwsProvider::with_agents(
+            &spec,
+            &ProviderContext {
+                run_id: run.dir.run_id.clone(),
+                ..ProviderContext::default()
+            },
+            ec2,
+            seam,
+        ),
+        hook: watch.clone(),
     };
     let (_canceller, cancel) = Cancel::manual();
     let outcome = execute_with(&mut run, &mut provider, &RunOptions::default(), &cancel)
@@ -407,20 +195,6 @@ async fn run_staircase(moto: &Moto, dir: &Path, crash_at: Option<usize>) -> Outc
         seen,
         agents,
     }
-}
-
-/// Nothing is left: no instance, no host, no group in moto, no agent process.
-fn assert_all_gone(moto: &Moto, agents: &LocalAgents) {
-    let left = moto.leftovers();
-    assert!(left.is_empty(), "left in moto: {left:?}");
-    assert!(agents.alive().is_empty(), "{:?}", agents.alive());
-    let pids = agents
-        .pids
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    let alive = still_alive_after(&pids, Duration::from_secs(5));
-    assert!(alive.is_empty(), "agent processes still alive: {alive:?}");
 }
 
 /// While each step is measured, DescribeInstances shows exactly the step's tenants
@@ -525,12 +299,7 @@ levels = ["0", "20M"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws_mirrored_servers_run_on_a_second_host_and_are_torn_down() {
     let Some(moto) = Moto::start() else { return };
-    let sdk = nnb_aws::config::loader(Some(REGION))
-        .endpoint_url(&moto.endpoint)
-        .test_credentials()
-        .load()
-        .await;
-    let ec2 = Ec2::new(&sdk);
+    let ec2 = ec2_of(&moto.endpoint).await;
     let exp: Experiment = nnb_experiment::parse(
         "aws-mirrored.toml",
         &mirrored_text(&moto.default_subnet()),
@@ -544,7 +313,15 @@ async fn aws_mirrored_servers_run_on_a_second_host_and_are_torn_down() {
     };
     let agents = Arc::new(LocalAgents::new());
     let seam: Arc<dyn InstanceAgents> = agents.clone();
-    let mut provider = AwsProvider::with_agents(spec, "mirrored-1", ec2.clone(), seam);
+    let mut provider = AwsProvider::with_agents(
+        spec,
+        &ProviderContext {
+            run_id: "mirrored-1".to_string(),
+            ..ProviderContext::default()
+        },
+        ec2.clone(),
+        seam,
+    );
     let fleet = provider
         .launch(&exp.tenant_specs(), &serving)
         .await

@@ -28,12 +28,17 @@ pub(crate) struct Leftovers {
     pub hosts: Vec<String>,
     /// Security groups tagged nnb:managed.
     pub security_groups: Vec<String>,
+    /// Placement groups tagged nnb:managed.
+    pub placement_groups: Vec<String>,
 }
 
 impl Leftovers {
     /// Whether nothing is left.
     pub(crate) fn is_empty(&self) -> bool {
-        self.instances.is_empty() && self.hosts.is_empty() && self.security_groups.is_empty()
+        self.instances.is_empty()
+            && self.hosts.is_empty()
+            && self.security_groups.is_empty()
+            && self.placement_groups.is_empty()
     }
 }
 
@@ -44,7 +49,11 @@ ec2 = boto3.client("ec2", endpoint_url=sys.argv[1], region_name="us-east-1",
                    aws_access_key_id="testing", aws_secret_access_key="testing")
 if sys.argv[2] == "subnet":
     print(next(s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]
-               if s["AvailabilityZone"] == "us-east-1a" and s.get("DefaultForAz")))
+               if s["AvailabilityZone"] == sys.argv[3] and s.get("DefaultForAz")))
+elif sys.argv[2] == "zones":
+    print(json.dumps({i["InstanceId"]: i["Placement"]["AvailabilityZone"]
+                      for r in ec2.describe_instances()["Reservations"]
+                      for i in r["Instances"]}))
 elif sys.argv[2] == "bucket":
     s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
                       aws_access_key_id="testing", aws_secret_access_key="testing")
@@ -57,7 +66,10 @@ else:
              if not h["State"].startswith("released")]
     groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]
               if any(t["Key"] == "nnb:managed" for t in g.get("Tags", []))]
-    print(json.dumps({"instances": inst, "hosts": hosts, "groups": groups}))
+    placement = [g["GroupName"] for g in ec2.describe_placement_groups()["PlacementGroups"]
+                 if any(t["Key"] == "nnb:managed" for t in g.get("Tags", []))]
+    print(json.dumps({"instances": inst, "hosts": hosts, "groups": groups,
+                      "placement": placement}))
 "#;
 
 impl Moto {
@@ -92,7 +104,12 @@ impl Moto {
 
     /// The default subnet of [`ZONE`].
     pub(crate) fn default_subnet(&self) -> String {
-        self.python(&["subnet"])
+        self.default_subnet_of(ZONE)
+    }
+
+    /// The default subnet of availability zone `zone`.
+    pub(crate) fn default_subnet_of(&self, zone: &str) -> String {
+        self.python(&["subnet", zone])
     }
 
     /// Creates S3 bucket `name`.
@@ -100,7 +117,14 @@ impl Moto {
         self.python(&["bucket", name]);
     }
 
-    /// Instances, hosts and nnb security groups still there, read with boto3.
+    /// The availability zone of every instance moto knows (terminated ones too),
+    /// read with boto3: instance id → zone.
+    pub(crate) fn instance_zones(&self) -> std::collections::BTreeMap<String, String> {
+        serde_json::from_str(&self.python(&["zones"])).expect("boto3 helper prints JSON")
+    }
+
+    /// Instances, hosts and nnb security and placement groups still there, read
+    /// with boto3.
     pub(crate) fn leftovers(&self) -> Leftovers {
         let v: serde_json::Value =
             serde_json::from_str(&self.python(&["state"])).expect("boto3 helper prints JSON");
@@ -117,6 +141,7 @@ impl Moto {
             instances: ids("instances"),
             hosts: ids("hosts"),
             security_groups: ids("groups"),
+            placement_groups: ids("placement"),
         }
     }
 }
