@@ -269,3 +269,85 @@ preinstalled = "/usr/local/bin/nnb"
     );
     assert_eq!(resources.json["fits"], false);
 }
+
+/// The seed pair file (test m5.large + endpoint) with its dedicated host swapped
+/// for `provider_lines` (the lines from `host` to `endpoint_instance_type`).
+fn pair_file(provider_lines: &str) -> (Experiment, Plan) {
+    experiment(&pair_text(provider_lines))
+}
+
+/// The text of [`pair_file`].
+fn pair_text(provider_lines: &str) -> String {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../experiments/aws/wang-ng-pair.toml"
+    );
+    let text = std::fs::read_to_string(path).expect("experiments/aws/wang-ng-pair.toml");
+    let dedicated = "host = \"m5\"\ninstance_type = \"m5.large\"\n# The pair's other instance.\n\
+                     endpoint_instance_type = \"m5.large\"";
+    assert!(text.contains(dedicated), "the pair file's provider changed");
+    text.replace(dedicated, provider_lines)
+}
+
+/// Default tenancy is priced per instance-hour from the catalog, by hand: the test
+/// m5.large and the m5.large endpoint at $0.096/h each (AWS on-demand, us-east-1)
+/// are $0.192/h; with a t3.micro endpoint ($0.0104/h) $0.1064/h; on the dedicated
+/// host the host's $5.069/h plus the endpoint's $0.096/h are $5.165/h. The dry run
+/// says so, the estimate is that rate times its hours, and `Resources` carries the
+/// fleet's rate and instance count for a campaign's dry run.
+#[test]
+fn default_tenancy_is_priced_per_instance_hour() {
+    let cases = [
+        (
+            "tenancy = \"default\"\ninstance_type = \"m5.large\"\nendpoint_instance_type = \"m5.large\"\nplacement_group = \"spread\"",
+            0.192,
+            "2 x m5.large at $0.096/h (us-east-1",
+        ),
+        (
+            "tenancy = \"default\"\ninstance_type = \"m5.large\"\nendpoint_instance_type = \"t3.micro\"",
+            0.1064,
+            "1 x m5.large at $0.096/h + 1 x t3.micro at $0.0104/h = $0.1064/h (",
+        ),
+        (
+            "host = \"m5\"\ninstance_type = \"m5.large\"\nendpoint_instance_type = \"m5.large\"",
+            5.069 + 0.096,
+            "m5 host at $5.069/h + 1 x m5.large at $0.096/h = $5.165/h (",
+        ),
+    ];
+    for (lines, hourly, said) in cases {
+        let (exp, plan) = pair_file(lines);
+        let p = provider_of(&exp)
+            .preflight(&exp, &plan, false)
+            .expect("checked");
+        let r = p.resources.expect("resources");
+        assert_eq!(r.instances, 2, "{lines}");
+        let got = r.hourly_usd.expect("priced");
+        assert!((got - hourly).abs() < 1e-9, "{got} != {hourly}");
+        let cost = r.notes.iter().find(|n| n.starts_with("estimated cost: "));
+        let cost = cost.expect("a cost note");
+        assert!(cost.contains(said), "{said:?} not in {cost}");
+        let hours = r.json["cost"]["hours"].as_f64().expect("hours");
+        let usd = r.json["cost"]["usd"].as_f64().expect("usd");
+        assert!(
+            (usd - hourly * hours).abs() < 1e-9,
+            "{usd} != {hourly} x {hours}"
+        );
+        let rows: Vec<&str> = r.rows.iter().map(|r| r.resource.as_str()).collect();
+        if lines.starts_with("tenancy") {
+            assert!(!rows.contains(&"dedicated host"), "{rows:?}");
+            let capped = pair_text(lines).replace("max_cost_usd = 10.0", "max_cost_usd = 0.0001");
+            let (exp, plan) = experiment(&capped);
+            let p = provider_of(&exp)
+                .preflight(&exp, &plan, false)
+                .expect("checked");
+            assert!(
+                matches!(&p.verdict, Verdict::Refused(why) if why.contains("above max_cost_usd")),
+                "{:?}",
+                p.verdict
+            );
+        }
+        if lines.contains("spread") {
+            assert!(rows.contains(&"placement group"), "{rows:?}");
+        }
+    }
+}

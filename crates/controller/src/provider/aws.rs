@@ -468,7 +468,7 @@ impl AwsProvider {
             ),
         }
         let launched = held.ec2.provision(&plan, &mut held.lease).await?;
-        let host_id = held.lease.host_ids().first().cloned().unwrap_or_default();
+        let host_id = held.lease.host_ids().first().cloned();
         let deadline = Instant::now() + spec.health_timeout;
         let ids: Vec<String> = launched.iter().map(|l| l.instance_id.clone()).collect();
         let launched = wait_state(
@@ -843,4 +843,64 @@ async fn wait_healthy(
         detail.push_str(&format!("; and {} more", silent.len() - NAMED_SILENT));
     }
     Err(ProviderError::Unhealthy { timeout, detail })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cost cap counts instance-hours with default tenancy: a run of two
+    /// m5.large tenants and an m5.large endpoint holds $0.288/h (3 x $0.096), so
+    /// an hour of it has spent $0.288; on a dedicated host the same run holds the
+    /// host ($5.069/h) and the endpoint ($0.096/h).
+    #[test]
+    fn the_cost_cap_counts_default_tenancy_instance_hours() {
+        let file = |provider: &str| {
+            format!(
+                "name = \"x\"\n[provider]\nkind = \"aws\"\navailability_zone = \"us-east-1a\"\n\
+                 {provider}\nimage_id = \"ami-1\"\nsubnet_id = \"subnet-1\"\n\
+                 allowed_cidrs = [\"10.0.0.0/16\"]\npreinstalled = \"/usr/local/bin/nnb\"\n\
+                 max_cost_usd = 100.0\n[[tenants]]\nrole = \"test\"\n[[tenants]]\n\
+                 role = \"neighbor\"\n[scenario]\nkind = \"neighbor-staircase\"\n\
+                 [scenario.test]\nops = 10\n"
+            )
+        };
+        let cases = [
+            (
+                "tenancy = \"default\"\ninstance_type = \"m5.large\"",
+                0,
+                3.0 * 0.096,
+            ),
+            (
+                "host = \"m5\"\ninstance_type = \"m5.large\"",
+                1,
+                5.069 + 0.096,
+            ),
+        ];
+        for (provider, hosts, hourly) in cases {
+            let exp = nnb_experiment::parse("e.toml", &file(provider), Some(2))
+                .unwrap_or_else(|e| panic!("{e}"));
+            let nnb_experiment::Provider::Aws(spec) = &exp.provider else {
+                panic!("aws")
+            };
+            let mut p = AwsProvider::new(spec, &ProviderContext::default());
+            // As a launch of the two tenants and the endpoint leaves it.
+            p.dedicated_hosts = hosts;
+            p.default_instances = match hosts {
+                0 => vec!["m5.large".to_string(); 3],
+                _ => vec!["m5.large".to_string()],
+            };
+            let hour = Duration::from_secs(3600);
+            let since = tokio::time::Instant::now()
+                .checked_sub(hour)
+                .expect("an hour of monotonic clock");
+            let cap = p.cost_cap(since).expect("max_cost_usd is set");
+            let spent = cap.spent_usd();
+            // Spent over the hour and the microseconds since `since` was taken.
+            assert!(
+                spent >= hourly - 1e-9 && spent < hourly * 1.001,
+                "{spent} for {hourly}/h ({provider})"
+            );
+        }
+    }
 }

@@ -146,3 +146,47 @@ pub struct InstanceRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subnet_id: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version 9 instance record (no zone, no subnet) still reads; a version 10
+    /// one keeps them, and `placed` lists each instance where it landed (the
+    /// record's zone where the instance's own is unknown), the CPU model left to
+    /// the campaign.
+    #[test]
+    fn instances_record_where_they_landed() {
+        let v9 = r#"{"provider":"aws","region":null,"availability_zone":"us-east-1a",
+            "host":null,"instances":[{"tenant":"test","role":"test","instance_id":"i-1",
+            "instance_type":"t3.micro","private_ip":"10.0.1.5","public_ip":null,
+            "host_id":null}],"security_groups":[]}"#;
+        let mut record: CloudRecord = serde_json::from_str(v9).expect("a v9 record");
+        assert_eq!(record.instances[0].availability_zone, None);
+        let json = serde_json::to_string(&record).expect("json");
+        assert!(!json.contains("subnet_id"), "{json}");
+        record.instances.push(InstanceRecord {
+            tenant: "endpoint".into(),
+            role: Some(Role::Endpoint),
+            instance_id: "i-2".into(),
+            instance_type: "m5.large".into(),
+            private_ip: Some("10.0.2.7".into()),
+            public_ip: None,
+            host_id: None,
+            availability_zone: Some("us-east-1b".into()),
+            subnet_id: Some("subnet-b".into()),
+        });
+        let back: CloudRecord =
+            serde_json::from_str(&serde_json::to_string(&record).expect("json")).expect("read");
+        assert_eq!(back, record);
+        let placed = record.placed();
+        assert_eq!(placed.len(), 2);
+        assert_eq!(placed[0].zone.as_deref(), Some("us-east-1a"));
+        assert_eq!(placed[0].instance_type.as_deref(), Some("t3.micro"));
+        assert_eq!(placed[0].private_ip.as_deref(), Some("10.0.1.5"));
+        assert_eq!(placed[1].zone.as_deref(), Some("us-east-1b"));
+        assert_eq!(placed[1].subnet_id.as_deref(), Some("subnet-b"));
+        assert_eq!(placed[1].role, Some(Role::Endpoint));
+        assert!(placed.iter().all(|p| p.cpu_model.is_none()));
+    }
+}

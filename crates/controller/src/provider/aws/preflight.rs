@@ -18,6 +18,11 @@ use crate::provider::{
     Preflight, ProviderContext, ProviderError, Resource, Resources, Serving, TenantSpec, Verdict,
 };
 
+/// Region of the catalog's on-demand instance prices (catalog.toml).
+const ON_DEMAND_REGION: &str = "us-east-1";
+/// When the catalog's on-demand instance prices were read (catalog.toml).
+const ON_DEMAND_AS_OF: &str = "2025, EC2 on-demand";
+
 /// What a fleet costs per hour at the catalog's prices: its dedicated hosts and
 /// its default-tenancy instances (each at its type's on-demand price).
 #[derive(Debug, Clone, PartialEq)]
@@ -55,9 +60,9 @@ pub fn fleet_price(spec: &AwsSpec, hosts: u32, default_instances: &[String]) -> 
             format!("{hosts} x ")
         };
         parts.push(format!(
-            "{n}{} host at {}/h",
+            "{n}{} host at {}",
             spec.family,
-            usd(host_usd_per_hour)
+            per_hour(host_usd_per_hour)
         ));
     }
     let mut per_type: BTreeMap<&str, usize> = BTreeMap::new();
@@ -70,7 +75,7 @@ pub fn fleet_price(spec: &AwsSpec, hosts: u32, default_instances: &[String]) -> 
         match catalog.on_demand_usd_per_hour(t) {
             Some(price) => {
                 instances_usd_per_hour += price * n as f64;
-                parts.push(format!("{n} x {t} at {}/h", usd(price)));
+                parts.push(format!("{n} x {t} at {}", per_hour(price)));
             }
             None => unpriced.push(format!("{n} x {t}")),
         }
@@ -102,14 +107,30 @@ pub fn estimate_cost(
         usd_per_hour: price.host_usd_per_hour,
         hosts: price.hosts,
         instances_usd_per_hour: price.instances_usd_per_hour,
-        price_region: family.map_or_else(|| "us-east-1".to_string(), |f| f.price_region.clone()),
-        price_as_of: family.map_or_else(
-            || "2025 (on-demand, catalog)".to_string(),
-            |f| f.price_as_of.clone(),
-        ),
+        // Instance prices are the catalog's on-demand ones (us-east-1, 2025); a
+        // host's carries its own source.
+        price_region: family
+            .filter(|_| price.hosts > 0)
+            .map_or_else(|| ON_DEMAND_REGION.to_string(), |f| f.price_region.clone()),
+        price_as_of: family
+            .filter(|_| price.hosts > 0)
+            .map_or_else(|| ON_DEMAND_AS_OF.to_string(), |f| f.price_as_of.clone()),
         level_changes,
         hours,
         usd: price.usd_per_hour * hours,
+    }
+}
+
+/// A price per hour as the catalog writes it: `$5.069/h`, `$0.0104/h` (cents at
+/// least, at most four decimals).
+fn per_hour(amount: f64) -> String {
+    let four = format!("{amount:.4}");
+    let trimmed = four.trim_end_matches('0');
+    let decimals = trimmed.find('.').map_or(0, |dot| trimmed.len() - dot - 1);
+    if decimals <= 2 {
+        format!("${amount:.2}/h")
+    } else {
+        format!("${trimmed}/h")
     }
 }
 
@@ -150,7 +171,7 @@ fn cost_line(cost: &CostEstimate, price: &FleetPrice, steps_without_estimate: us
     };
     let per_hour = match price.parts.len() {
         1 => String::new(),
-        _ => format!(" = {}/h", usd(price.usd_per_hour)),
+        _ => format!(" = {}", per_hour(price.usd_per_hour)),
     };
     let unpriced = match price.unpriced.as_slice() {
         [] => String::new(),
@@ -284,7 +305,7 @@ pub fn preflight(
     });
     // What one default-tenancy instance of `t` costs, for the rows.
     let priced = |t: &str| match Catalog::builtin().on_demand_usd_per_hour(t) {
-        Some(p) => format!("{}/h each", usd(p)),
+        Some(p) => format!("{} each", per_hour(p)),
         None => "not priced: not in the catalog".to_string(),
     };
     let tenancy = match spec.tenancy {

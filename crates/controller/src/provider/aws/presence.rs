@@ -33,8 +33,9 @@ use crate::provider::{Fleet, ProviderError, Tenant};
 pub(super) struct Placed {
     /// The client that launched them.
     pub(super) ec2: Ec2,
-    /// The run's dedicated host.
-    pub(super) host_id: String,
+    /// The run's dedicated host; `None` with default tenancy (a started instance
+    /// may land anywhere in the zone).
+    pub(super) host_id: Option<String>,
     /// The agents' bearer token (the same after a restart: it is on the volume).
     pub(super) token: String,
     /// (tenant, instance id) of every tenant on the host (not the endpoint).
@@ -170,17 +171,22 @@ impl AwsProvider {
         let deadline = Instant::now() + timeout;
         if !change.start.is_empty() {
             say!(
-                "run {run_id}: starting {} instance(s) ({}) on host {}",
+                "run {run_id}: starting {} instance(s) ({}){}",
                 change.start.len(),
                 names(&change.start),
-                placed.host_id
+                match &placed.host_id {
+                    Some(h) => format!(" on host {h}"),
+                    None => String::new(),
+                }
             );
             placed.ec2.start(&ids(&change.start)).await?;
         }
         if !change.await_running.is_empty() {
             let ids = ids(&change.await_running);
             let up = wait_state(&placed.ec2, &ids, State::Running, deadline, timeout).await?;
-            on_host(&up, &placed.host_id)?;
+            if let Some(host_id) = &placed.host_id {
+                on_host(&up, host_id)?;
+            }
             let addrs = agent_addrs(spec, agents.as_ref(), &up, &placed.token).await?;
             readdress(fleet, &up, &addrs);
             placed
@@ -281,6 +287,8 @@ mod tests {
             private_ip: None,
             public_ip: None,
             host_id: host.map(str::to_string),
+            availability_zone: None,
+            subnet_id: None,
             state: "running".into(),
         };
         on_host(&[on(Some("h-run"))], "h-run").unwrap();
