@@ -114,14 +114,116 @@ fn every_aws_example_and_thesis_file_dry_runs_with_a_cost() {
                 "{}: {stdout}",
                 file.display()
             );
+            // The line's total is after its last " = $" (a rate may come before).
             let usd: f64 = stdout
                 .split_once("estimated cost: ")
-                .and_then(|(_, cost)| cost.split_once(" = $"))
+                .and_then(|(_, cost)| cost.lines().next()?.rsplit_once(" = $"))
                 .and_then(|(_, usd)| usd.split_whitespace().next()?.parse().ok())
                 .unwrap_or_else(|| panic!("{}: no estimated cost in {stdout}", file.display()));
             assert!(usd > 0.0, "{}: estimated cost ${usd}", file.display());
         }
     }
+}
+
+/// The `.toml` files of directory `dir`, sorted.
+fn toml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `nnb run FILE --dry-run` (with `--json` when `json`), which must succeed.
+fn dry_run(file: &Path, json: bool) -> String {
+    let mut cmd = Command::new(NNB);
+    cmd.args(["run", &file.to_string_lossy(), "--dry-run"]);
+    if json {
+        cmd.arg("--json");
+    }
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {NNB}: {e}"));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{}: {stderr}", file.display());
+    stdout
+}
+
+/// Every seed campaign file (experiments/wang-ng/, the thesis files with a
+/// `[campaign]`) dry-runs with its rounds, instance-hours and cost printed, and its
+/// header comment gives the same numbers (the rounds, the instance-hours and the
+/// dollars to the cent); the local campaign file (experiments/local-campaign.toml)
+/// parses into its 2 lanes of 4 rounds.
+#[test]
+fn every_campaign_file_dry_runs_with_rounds_instance_hours_and_cost() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let mut files = toml_files(&root.join("wang-ng"));
+    assert_eq!(
+        files.len(),
+        4,
+        "spatial and temporal, t3.small and m5.large"
+    );
+    files.extend(toml_files(&root.join("thesis")).into_iter().filter(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| t.lines().any(|l| l == "[campaign]"))
+    }));
+    assert_eq!(
+        files.len(),
+        6,
+        "the thesis' default-tenancy sample, cpu_burn and primes"
+    );
+    for file in files {
+        let name = file.display();
+        let stdout = dry_run(&file, false);
+        for want in ["total rounds", "instance-hours", "estimated cost"] {
+            assert!(stdout.contains(want), "{name}: no {want:?} in {stdout}");
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&dry_run(&file, true)).expect("dry-run JSON");
+        let c = &v["campaign"];
+        let rounds = c["total_rounds"].as_u64().unwrap_or(0);
+        let hours = c["instance_hours"].as_f64().unwrap_or(0.0);
+        let usd = c["usd"].as_f64().unwrap_or(0.0);
+        assert!(rounds > 0 && hours > 0.0 && usd > 0.0, "{name}: {c}");
+        // The header's comment lines as one text.
+        let header: String = std::fs::read_to_string(&file)
+            .unwrap_or_default()
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| l.trim_start_matches('#').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        for want in [
+            format!("{rounds} rounds"),
+            format!("{hours:.2} instance-hours"),
+            format!("${usd:.2}"),
+        ] {
+            assert!(
+                header.contains(&want),
+                "{name}: the header does not say {want:?}"
+            );
+        }
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&dry_run(&root.join("local-campaign.toml"), true))
+            .expect("dry-run JSON");
+    let c = &v["campaign"];
+    assert_eq!(
+        (
+            &c["kind"],
+            &c["zones"],
+            &c["rounds_per_zone"],
+            &c["total_rounds"]
+        ),
+        (
+            &serde_json::json!("spatial"),
+            &serde_json::json!(["a", "b"]),
+            &serde_json::json!(4),
+            &serde_json::json!(8)
+        ),
+        "{c}"
+    );
 }
 
 #[test]
