@@ -360,37 +360,39 @@ pub async fn execute_campaign(
 }
 
 /// Where each instance (or local tenant) of a round's run ran, from the session
-/// that measured it: the tenants' records (their address; the CPU model their agent
-/// saw) and, on a cloud, the instances' records (id, type, zone, host).
+/// that measured it: on a cloud, the instances' records ([`CloudRecord::placed`]:
+/// id, type, zone, subnet, address, host); every tenant's record otherwise (its
+/// address); and for each, the CPU model its agent saw.
+///
+/// [`CloudRecord::placed`]: crate::provider::CloudRecord::placed
 fn placed_instances(session: Option<&Session>) -> Vec<PlacedInstance> {
     let Some(s) = session else {
         return Vec::new();
     };
-    let cloud = s.cloud.as_ref();
-    s.tenants
-        .iter()
-        .map(|t| {
-            let instance = cloud.and_then(|c| c.instances.iter().find(|i| i.tenant == t.name));
-            PlacedInstance {
+    let cpu_model = |tenant: &str| {
+        s.tenants
+            .iter()
+            .find(|t| t.name == tenant)
+            .and_then(|t| t.environment.as_ref())
+            .and_then(|e| e.get("cpu_model"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let mut placed = s.cloud.as_ref().map(|c| c.placed()).unwrap_or_default();
+    for t in &s.tenants {
+        if !placed.iter().any(|p| p.tenant == t.name) {
+            placed.push(PlacedInstance {
                 tenant: t.name.clone(),
                 role: Some(t.role),
-                instance_id: instance.map(|i| i.instance_id.clone()),
-                instance_type: instance.map(|i| i.instance_type.clone()),
-                zone: instance.and(cloud).map(|c| c.availability_zone.clone()),
-                subnet_id: None,
-                private_ip: instance
-                    .and_then(|i| i.private_ip.clone())
-                    .or_else(|| t.ip.clone()),
-                host_id: instance.and_then(|i| i.host_id.clone()),
-                cpu_model: t
-                    .environment
-                    .as_ref()
-                    .and_then(|e| e.get("cpu_model"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-            }
-        })
-        .collect()
+                private_ip: t.ip.clone(),
+                ..PlacedInstance::default()
+            });
+        }
+    }
+    for p in &mut placed {
+        p.cpu_model = cpu_model(&p.tenant);
+    }
+    placed
 }
 
 /// How a round's run ended, as its record says it: completed, partial (some steps

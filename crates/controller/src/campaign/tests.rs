@@ -471,3 +471,51 @@ fn the_campaign_estimate_counts_every_round() {
     assert_eq!(e.wall_ms, 2 * 1_862_000);
     assert!((e.usd.unwrap() - 2.0 * 1862.0 / 3600.0 * 1.5).abs() < 1e-12);
 }
+
+/// A round's instances: on a cloud, each instance's record (zone, subnet, address,
+/// host) with the CPU model its agent saw; a tenant without an instance (none
+/// here but the local kind) from its own record.
+#[test]
+fn a_rounds_instances_come_from_the_cloud_record_and_the_agents() {
+    let session: Session = serde_json::from_value(serde_json::json!({
+        "started_at": "2026-11-28T01:00:00.000Z", "finished_at": null, "status": "running",
+        "command": [], "warnings": [], "agent_pids": [], "steps_run": 0,
+        "tenants": [
+            {"name": "test", "role": "test", "addr": "10.0.1.5:7070", "cpus": [],
+             "netns": null, "ip": null, "health": null,
+             "environment": {"cpu_model": "Intel Xeon Platinum 8259CL"}},
+            {"name": "endpoint", "role": "endpoint", "addr": "10.0.2.7:7070", "cpus": [],
+             "netns": null, "ip": "10.0.2.7", "health": null, "environment": null}
+        ],
+        "cloud": {"provider": "aws", "region": "us-east-1", "availability_zone": "us-east-1a",
+            "host": null, "security_groups": [],
+            "instances": [{"tenant": "test", "role": "test", "instance_id": "i-1",
+                "instance_type": "m5.large", "private_ip": "10.0.1.5", "public_ip": null,
+                "host_id": null, "availability_zone": "us-east-1b",
+                "subnet_id": "subnet-b"}]}
+    }))
+    .expect("a session");
+    let placed = placed_instances(Some(&session));
+    assert_eq!(
+        placed,
+        [
+            PlacedInstance {
+                tenant: "test".into(),
+                role: Some(nnb_format::Role::Test),
+                instance_id: Some("i-1".into()),
+                instance_type: Some("m5.large".into()),
+                zone: Some("us-east-1b".into()),
+                subnet_id: Some("subnet-b".into()),
+                private_ip: Some("10.0.1.5".into()),
+                host_id: None,
+                cpu_model: Some("Intel Xeon Platinum 8259CL".into()),
+            },
+            PlacedInstance {
+                tenant: "endpoint".into(),
+                role: Some(nnb_format::Role::Endpoint),
+                private_ip: Some("10.0.2.7".into()),
+                ..PlacedInstance::default()
+            },
+        ]
+    );
+}
