@@ -264,6 +264,28 @@ fn a_campaign_has_its_recorded_rounds_their_spread_and_cdf_plots() {
         index.contains("series_busy_neighbors_0_runtime_s.svg"),
         "{index}"
     );
+
+    // A torn manifest: said, and the recorded rounds are still analysed (as spatial).
+    std::fs::write(dir.join(CAMPAIGN), "{\"campaign_id\": ").unwrap();
+    let o = nnb(&["analyze", dir.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("{CAMPAIGN} is not a campaign manifest")),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains(&format!("Per round: campaign {ID} (spatial)")),
+        "{text}"
+    );
+    // The recorded rounds' rows (not the unfinished round's), the notes under them.
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with(char::is_numeric))
+        .collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    assert!(rows[3].contains(&run_id(3)), "{text}");
 }
 
 #[test]
