@@ -235,3 +235,36 @@ fn a_campaign_killed_between_rounds_resumes_with_every_round_once() {
     );
     assert_agents_gone(&dir);
 }
+
+/// The dry run of a local campaign adds the campaign's numbers to the one-round plan:
+/// 2 zones x 2 rounds, one after another (local lanes take turns), each round its
+/// plan's estimate plus the 2 s local launch, and no price.
+#[test]
+fn the_dry_run_of_a_campaign_counts_every_round() {
+    let (_guard, exp, _) = scratch(&campaign(20_000));
+    let out = nnb_json(&[
+        "run",
+        exp.to_str().unwrap_or_default(),
+        "--dry-run",
+        "--json",
+    ]);
+    let c = &out["campaign"];
+    assert_eq!(c["kind"], "spatial", "{out}");
+    assert_eq!(c["zones"], serde_json::json!(["a", "b"]));
+    assert_eq!(
+        (c["rounds_per_zone"].as_u64(), c["total_rounds"].as_u64()),
+        (Some(2), Some(4))
+    );
+    assert_eq!(c["lanes_in_parallel"], false);
+    let round = out["estimate_ms"].as_u64().expect("the plan's estimate");
+    assert_eq!(c["round_ms"].as_u64(), Some(round));
+    assert_eq!(c["launch_ms"].as_u64(), Some(2_000));
+    assert_eq!(c["wall_ms"].as_u64(), Some(4 * (round + 2_000)));
+    assert_eq!(c["usd"], Value::Null);
+    let text = crate::support::cli::nnb(&["run", exp.to_str().unwrap_or_default(), "--dry-run"]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("campaign: 4 rounds (2 per zone x 2 zones)"),
+        "{text}"
+    );
+}

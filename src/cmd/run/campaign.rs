@@ -54,7 +54,11 @@ pub(super) fn estimate(
 
 /// Prints the campaign's table below the one-round plan of a dry run.
 pub(super) fn print_estimate(out: &mut Out, e: &CampaignEstimate) -> std::io::Result<()> {
-    let fmt = |ms: u64| nnb_units::format_duration(std::time::Duration::from_millis(ms));
+    // Hours past two (a temporal campaign's days read badly in minutes).
+    let fmt = |ms: u64| match ms {
+        ms if ms >= 2 * 3_600_000 => format!("{:.1} h", ms as f64 / 3_600_000.0),
+        ms => nnb_units::format_duration(std::time::Duration::from_millis(ms)),
+    };
     writeln!(
         out,
         "campaign: {} rounds ({} per zone x {} zones), each round as planned above",
