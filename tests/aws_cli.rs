@@ -587,3 +587,75 @@ ops = 20000
         "a malformed URL is a usage error"
     );
 }
+
+/// Default tenancy through the command line (issue 26 item 1): a t3.micro test node
+/// and neighbor in a spread placement group; moto's instances run no agent, so the
+/// health wait fails and teardown removes the instances, the security group and
+/// the placement group, no host ever allocated. The manifest records no host and
+/// each instance's zone and subnet. `nnb aws sweep --campaign` of another campaign
+/// then finds nothing.
+#[test]
+fn a_default_tenancy_run_launches_no_host_and_leaves_nothing() {
+    let Some(moto) = Moto::start() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let exp = experiment(dir.path(), &moto, 1, "3s");
+    let text_of = std::fs::read_to_string(&exp).expect("read");
+    let default = text_of.replace(
+        "host = \"m5\"\ninstance_type = \"m5.large\"",
+        "tenancy = \"default\"\ninstance_type = \"t3.micro\"\nplacement_group = \"spread\"",
+    );
+    assert_ne!(default, text_of);
+    std::fs::write(&exp, default).expect("write");
+    let dry = nnb(dir.path(), &moto, &["run", "--dry-run"])
+        .arg(&exp)
+        .output()
+        .expect("dry run");
+    let (stdout, stderr) = text(&dry);
+    assert!(dry.status.success(), "{stdout}\n{stderr}");
+    // 2 x t3.micro at the catalog's $0.0104/h.
+    assert!(stdout.contains("2 x t3.micro at $0.0104/h"), "{stdout}");
+    assert!(stdout.contains("placement group"), "{stdout}");
+    assert!(!stdout.contains("dedicated host"), "{stdout}");
+
+    let out = nnb(dir.path(), &moto, &["run", "--yes", "--quiet"])
+        .arg(&exp)
+        .output()
+        .expect("run nnb");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("2 default-tenancy instance(s)"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "torn down: 2 instance(s) terminated, 0 host(s) released, 1 security group(s) and 1 placement group(s) deleted"
+        ),
+        "{stderr}"
+    );
+    assert!(moto.leftovers().is_empty(), "{:?}", moto.leftovers());
+    let results = dir.path().join("results");
+    let ids = runs(&results);
+    assert_eq!(ids.len(), 1);
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(results.join(&ids[0]).join("manifest.json")).expect("manifest"),
+    )
+    .expect("manifest JSON");
+    let cloud = &manifest["sessions"][0]["cloud"];
+    assert!(cloud["host"].is_null(), "{cloud}");
+    let subnet = moto.default_subnet();
+    for i in cloud["instances"].as_array().expect("instances") {
+        assert!(i["host_id"].is_null(), "{i}");
+        assert_eq!(i["instance_type"], "t3.micro");
+        assert_eq!(i["availability_zone"], ZONE);
+        assert_eq!(i["subnet_id"], subnet.as_str());
+    }
+
+    let sweep = nnb(
+        dir.path(),
+        &moto,
+        &["aws", "sweep", "--campaign", "none-such"],
+    )
+    .output()
+    .expect("sweep");
+    let (stdout, stderr) = text(&sweep);
+    assert!(sweep.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("nothing to sweep"), "{stdout}");
+}
