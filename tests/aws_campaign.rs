@@ -312,10 +312,13 @@ async fn aws_spatial_campaign_runs_each_rounds_pair_in_its_zone_and_releases_it(
         );
     }
     for lane in [ZONE, ZONE_B] {
-        let mut times: Vec<(u32, String, String)> = records
+        let at = |t: &str| {
+            nnb_format::parse_timestamp(t).unwrap_or_else(|| panic!("a record's time {t:?}"))
+        };
+        let mut times: Vec<_> = records
             .iter()
             .filter(|r| r.lane == lane)
-            .map(|r| (r.lane_round, r.started_at.clone(), r.finished_at.clone()))
+            .map(|r| (r.lane_round, at(&r.started_at), at(&r.finished_at)))
             .collect();
         times.sort();
         for w in times.windows(2) {
