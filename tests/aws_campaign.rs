@@ -403,13 +403,48 @@ fn kill_text(moto: &Moto) -> String {
     )
 }
 
-/// Kills the child on drop (a failing test leaves no controller behind).
-struct Killed(Child);
+/// The controller child: killed on drop with every agent it started (a failing
+/// test leaves no process behind).
+struct Controller {
+    child: Child,
+    /// Where it logs its agents' pids.
+    dir: PathBuf,
+}
 
-impl Drop for Killed {
+impl Controller {
+    /// The pids of the agents it started.
+    fn agent_pids(&self) -> Vec<u32> {
+        std::fs::read_to_string(self.dir.join(AGENT_PIDS))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// SIGKILLs its agents (those still there: a pid whose command line names a
+    /// token file of its directory), returning their pids.
+    fn kill_agents(&self) -> Vec<u32> {
+        let pids = self.agent_pids();
+        let dir = self.dir.to_string_lossy().into_owned();
+        let ours = |pid: &&u32| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&dir))
+        };
+        for pid in pids.iter().filter(ours) {
+            let _ = Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .stderr(Stdio::null())
+                .status();
+        }
+        pids
+    }
+}
+
+impl Drop for Controller {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.kill_agents();
     }
 }
 
@@ -440,19 +475,15 @@ async fn aws_campaign_killed_between_rounds_resumes_to_every_round_once() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap_or_else(|e| panic!("starting the controller: {e}"));
-    let mut child = Killed(child);
+    let mut child = Controller {
+        child,
+        dir: child_dir.clone(),
+    };
     let results = child_dir.join("results");
 
     // The campaign's directory, once the child made it and recorded its first
     // round, and the second round's pair is up (4 agents started): the kill leaves
     // that pair running, owned by no controller.
-    let pids_of_child = || -> Vec<u32> {
-        std::fs::read_to_string(child_dir.join(AGENT_PIDS))
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| l.trim().parse().ok())
-            .collect()
-    };
     let deadline = Instant::now() + Duration::from_secs(120);
     let campaign = loop {
         let made = std::fs::read_dir(&results)
@@ -460,10 +491,11 @@ async fn aws_campaign_killed_between_rounds_resumes_to_every_round_once() {
             .and_then(|mut d| d.next())
             .and_then(Result::ok)
             .map(|e| e.path());
-        if let Some(path) = made.filter(|p| !records(p).is_empty() && pids_of_child().len() >= 4) {
+        if let Some(path) = made.filter(|p| !records(p).is_empty() && child.agent_pids().len() >= 4)
+        {
             break path;
         }
-        if let Ok(Some(status)) = child.0.try_wait() {
+        if let Ok(Some(status)) = child.child.try_wait() {
             panic!("the controller ended before its second round was up: {status}");
         }
         assert!(
@@ -472,18 +504,12 @@ async fn aws_campaign_killed_between_rounds_resumes_to_every_round_once() {
         );
         std::thread::sleep(Duration::from_millis(20));
     };
-    signal(child.0.id(), "9");
-    let _ = child.0.wait();
+    signal(child.child.id(), "9");
+    let _ = child.child.wait();
     assert_eq!(records(&campaign).len(), 1, "killed in the second round");
     // The dead controller's agents stand for its instances and outlive it, as the
     // instances do: stop them (the resume terminates the instances).
-    let orphans = pids_of_child();
-    for pid in &orphans {
-        let _ = Command::new("kill")
-            .args(["-9", &pid.to_string()])
-            .stderr(Stdio::null())
-            .status();
-    }
+    let orphans = child.kill_agents();
     assert!(
         still_alive_after(&orphans, Duration::from_secs(5)).is_empty(),
         "the dead controller's agents: {orphans:?}"
