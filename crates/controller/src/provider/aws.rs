@@ -614,6 +614,25 @@ impl Provider for AwsProvider {
         Some(CostCap::new(price.usd_per_hour, max_usd, since))
     }
 
+    /// Tears down everything tagged with the campaign ([`sweep_campaign`]): the
+    /// rounds a dead controller left running; the stand-in agents of what it
+    /// terminated go too.
+    fn sweep_campaign<'a>(
+        &'a self,
+        campaign_id: &'a str,
+    ) -> BoxFuture<'a, Result<usize, ProviderError>> {
+        Box::pin(async move {
+            let report =
+                sweep_campaign(self.spec.region.as_deref(), self.ec2.as_ref(), campaign_id).await?;
+            if let (Some(agents), Some(torn)) = (&self.agents, &report.teardown) {
+                for id in &torn.terminated {
+                    agents.stopped(id);
+                }
+            }
+            Ok(report.found.len())
+        })
+    }
+
     fn abandon(&mut self) -> BoxFuture<'_, (Option<CloudRecord>, Result<(), ProviderError>)> {
         Box::pin(async move {
             let released = match self.lease.as_mut() {
