@@ -519,3 +519,51 @@ fn a_rounds_instances_come_from_the_cloud_record_and_the_agents() {
         ]
     );
 }
+
+/// A round whose fleet cannot be had (here its provider refuses, as a launch the
+/// cloud refuses does) is recorded failed with the error, and the campaign goes on;
+/// under `on_failure = "abort"` it stops there.
+#[tokio::test(start_paused = true)]
+async fn a_failed_round_is_recorded_and_the_campaign_goes_on_unless_abort() {
+    for (on_failure, status, recorded) in [
+        ("skip", RunStatus::Completed, 3),
+        ("abort", RunStatus::Aborted, 2),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let text = campaign_text("kind = \"spatial\"\nrounds = 3").replace(
+            "on_failure = \"skip\"",
+            &format!("on_failure = \"{on_failure}\""),
+        );
+        let exp = nnb_experiment::parse("fake.toml", &text, Some(HOST_CPUS)).unwrap();
+        let mut c = CampaignRun::create(dir.path(), "fake.toml", &text, exp, HOST_CPUS).unwrap();
+        let fakes = Fakes::default();
+        let f = fakes.clone();
+        let providers = move |_: &Experiment, cx: ProviderContext| {
+            if cx.run_id.contains("-r00001-") {
+                return Err(ProviderError::Invalid("no capacity in the zone".into()));
+            }
+            Ok(f.provider(&cx))
+        };
+        let out = execute_campaign(&mut c, &providers, &RunOptions::default(), &never())
+            .await
+            .unwrap();
+        assert_eq!(
+            (out.status, out.recorded),
+            (status, recorded),
+            "{on_failure}"
+        );
+        assert_eq!(out.failed_rounds(), 1);
+        let mut records = journal(&c);
+        records.sort_by_key(|r| r.round);
+        assert_eq!(records[1].status, RoundStatus::Failed);
+        assert!(
+            records[1]
+                .error
+                .as_deref()
+                .is_some_and(|e| e.contains("no capacity in the zone")),
+            "{:?}",
+            records[1].error
+        );
+        assert!(records[1].instances.is_empty());
+    }
+}
