@@ -168,7 +168,7 @@ pub async fn find(ec2: &Ec2, filter: &SweepFilter) -> Result<Vec<SweptResource>,
     for g in ec2.find_placement_groups(filters).await? {
         let live = g
             .state()
-            .is_none_or(|s| !matches!(s.as_str(), "deleting" | "deleted"));
+            .map_or(true, |s| !matches!(s.as_str(), "deleting" | "deleted"));
         if live {
             found.extend(matching(
                 filter,
