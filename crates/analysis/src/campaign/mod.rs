@@ -118,6 +118,8 @@ pub struct Round {
     /// Per measure (an index into [`Campaign::measures`]), the value of each measured
     /// repetition.
     pub values: Vec<(usize, Vec<f64>)>,
+    /// Its run as the report lists it; `None` when it could not be read.
+    pub run: Option<crate::report::RunInfo>,
 }
 
 impl Round {

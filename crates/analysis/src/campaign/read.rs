@@ -123,6 +123,17 @@ impl Builder {
     }
 }
 
+/// A round's run as the report lists it, labelled `lane`.
+fn run_info(run: &Run, lane: &str) -> crate::report::RunInfo {
+    crate::report::RunInfo {
+        run_id: run.run_id.clone(),
+        label: lane.to_string(),
+        experiment_name: run.manifest.experiment_name.clone(),
+        scenario: run.manifest.scenario.name(),
+        dir: run.dir.clone(),
+    }
+}
+
 /// A time as the format writes it, as seconds since the Unix epoch.
 fn epoch_s(at: &str) -> Option<f64> {
     let t = nnb_format::parse_timestamp(at)?;
@@ -262,6 +273,7 @@ pub fn read_campaign(dir: &Path) -> Result<Campaign, CampaignError> {
             start_s: epoch_s(&rec.started_at),
             placement: placement(&rec.instances),
             values: Vec::new(),
+            run: None,
         };
         if rec.status == RoundStatus::Failed {
             b.notes.push(format!(
@@ -274,9 +286,10 @@ pub fn read_campaign(dir: &Path) -> Result<Campaign, CampaignError> {
             b.notes.push(format!(
                 "{what}: its run id is not a directory name inside the campaign: left out"
             ));
-        } else if let Some((_, values)) = b.measure(&what, &dir.join(&rec.run_id)) {
+        } else if let Some((run, values)) = b.measure(&what, &dir.join(&rec.run_id)) {
             round.placement.hops = values.hops;
             round.values = b.index(values);
+            round.run = Some(run_info(&run, &rec.lane));
         }
         if round.start_s.is_none() {
             b.notes.push(format!(
@@ -340,6 +353,7 @@ pub fn across(dirs: &[PathBuf]) -> Result<Campaign, CampaignError> {
                 ..Placement::default()
             },
             values: b.index(values),
+            run: Some(run_info(&run, &lane)),
             lane,
         };
         b.rounds.push(round);

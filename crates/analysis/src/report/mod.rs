@@ -352,7 +352,12 @@ pub fn write_campaign_report(
         campaign.kind.name(),
         campaign.rounds.len()
     );
-    let mut w = Writer::new(&out, "", title, Vec::new());
+    let runs = campaign
+        .rounds
+        .iter()
+        .filter_map(|r| r.run.clone())
+        .collect();
+    let mut w = Writer::new(&out, "", title, runs);
     for table in campaign.tables() {
         w.table(table)?;
     }
