@@ -11,6 +11,7 @@
 //! the spans of its values (serde buffers tagged content and loses them).
 
 pub mod aws;
+pub mod campaign;
 pub mod credits;
 pub mod diagnostic;
 pub mod file;
@@ -18,7 +19,6 @@ mod isolation;
 pub mod pair;
 pub mod plan;
 mod servers;
-pub mod campaign;
 pub mod tenant;
 mod values;
 

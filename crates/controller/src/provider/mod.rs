@@ -229,9 +229,7 @@ pub fn for_experiment(
             Ok(Box::new(StaticProvider::new(hosts, token_file)))
         }
         #[cfg(feature = "aws")]
-        nnb_experiment::Provider::Aws(spec) => {
-            Ok(Box::new(aws::AwsProvider::new(spec, &cx)))
-        }
+        nnb_experiment::Provider::Aws(spec) => Ok(Box::new(aws::AwsProvider::new(spec, &cx))),
         #[cfg(not(feature = "aws"))]
         nnb_experiment::Provider::Aws(_) => Err(ProviderError::NoAwsFeature),
     }
