@@ -110,7 +110,8 @@ fn wang_ng_pair_files_dry_run_with_their_steps() {
     assert!(aws.contains("endpoint"), "{aws}");
     let usd: f64 = aws
         .split_once("estimated cost: ")
-        .and_then(|(_, cost)| cost.split_once(" = $"))
+        // The total follows the line's last ` = $` (the hourly rate comes first).
+        .and_then(|(_, cost)| cost.lines().next()?.rsplit_once(" = $"))
         .and_then(|(_, usd)| usd.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("no estimated cost in {aws}"));
     assert!(usd > 0.0, "estimated cost ${usd}");

@@ -29,6 +29,28 @@ pub struct Recovery {
     pub truncated_bytes: u64,
 }
 
+/// Opens the journal file at `path` for appending, creating it (and syncing its
+/// directory, so the new name survives a crash) if needed, and reads what it holds:
+/// the start of every journal's reopening (the samples, a campaign's rounds).
+pub(crate) fn open_for_append(path: &Path) -> Result<(File, Vec<u8>), ResultsError> {
+    let existed = path.exists();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io_err("cannot open", path))?;
+    if !existed {
+        if let Some(dir) = path.parent() {
+            sync_dir(dir)?;
+        }
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(io_err("cannot read", path))?;
+    Ok((file, bytes))
+}
+
 /// The samples journal of one run, open for appending.
 #[derive(Debug)]
 pub struct Journal {
@@ -41,21 +63,7 @@ impl Journal {
     /// Opens (creating if needed) the journal at `path`, truncating any incomplete
     /// tail, and learns which steps are complete.
     pub fn open(path: &Path) -> Result<(Journal, Recovery), ResultsError> {
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_err("cannot open", path))?;
-        if !existed {
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
-            }
-        }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(io_err("cannot read", path))?;
+        let (file, bytes) = open_for_append(path)?;
         let (good_end, done, kept_records) = scan(&bytes).map_err(|c| c.error(path))?;
         let recovery = Recovery {
             kept_records,

@@ -82,6 +82,45 @@ pub(crate) fn lock_dir(dir: &Path) -> Result<std::sync::Arc<File>, ResultsError>
     }
 }
 
+/// Creates `<results>/<id>` (which must not exist yet) and takes its lock: a run's
+/// or a campaign's directory.
+pub(crate) fn create_locked(
+    results: &Path,
+    id: &str,
+) -> Result<(PathBuf, std::sync::Arc<File>), ResultsError> {
+    fs::create_dir_all(results).map_err(io_err("cannot create", results))?;
+    let path = results.join(id);
+    fs::create_dir(&path).map_err(io_err("cannot create", &path))?;
+    let lock = lock_dir(&path)?;
+    Ok((path, lock))
+}
+
+/// Opens the existing directory `<results>/<id>` whose manifest is `manifest` (a
+/// `what`: "run" or "campaign") and takes its lock; one another process writes is
+/// refused ([`ResultsError::Locked`]). The manifest's temporary file that a killed
+/// writer left behind is removed.
+pub(crate) fn open_locked(
+    results: &Path,
+    id: &str,
+    manifest: &str,
+    what: &str,
+) -> Result<(PathBuf, std::sync::Arc<File>), ResultsError> {
+    let path = results.join(id);
+    if !path.join(manifest).is_file() {
+        return Err(ResultsError::Format {
+            path,
+            message: format!("no {what} `{id}` here (no {manifest})"),
+        });
+    }
+    let lock = lock_dir(&path)?;
+    let tmp = path.join(format!("{manifest}.tmp"));
+    if tmp.exists() {
+        tracing::info!("removing {}, left by a writer that died", tmp.display());
+        fs::remove_file(&tmp).map_err(io_err("cannot remove", &tmp))?;
+    }
+    Ok((path, lock))
+}
+
 /// Wraps an I/O error with what was done to which path.
 pub(crate) fn io_err<'a>(
     what: &'static str,
@@ -125,10 +164,7 @@ pub struct RunDir {
 impl RunDir {
     /// Creates `<results>/<run_id>` (which must not exist yet), locked.
     pub fn create(results: &Path, run_id: &str) -> Result<RunDir, ResultsError> {
-        fs::create_dir_all(results).map_err(io_err("cannot create", results))?;
-        let path = results.join(run_id);
-        fs::create_dir(&path).map_err(io_err("cannot create", &path))?;
-        let lock = lock_dir(&path)?;
+        let (path, lock) = create_locked(results, run_id)?;
         Ok(RunDir {
             path,
             run_id: run_id.to_string(),
@@ -140,19 +176,7 @@ impl RunDir {
     /// is writing is refused with [`ResultsError::Locked`]. A manifest's temporary
     /// file that a killed writer left behind is removed.
     pub fn open(results: &Path, run_id: &str) -> Result<RunDir, ResultsError> {
-        let path = results.join(run_id);
-        if !path.join(MANIFEST).is_file() {
-            return Err(ResultsError::Format {
-                path,
-                message: format!("no run `{run_id}` here (no {MANIFEST})"),
-            });
-        }
-        let lock = lock_dir(&path)?;
-        let tmp = path.join(format!("{MANIFEST}.tmp"));
-        if tmp.exists() {
-            tracing::info!("removing {}, left by a writer that died", tmp.display());
-            fs::remove_file(&tmp).map_err(io_err("cannot remove", &tmp))?;
-        }
+        let (path, lock) = open_locked(results, run_id, MANIFEST, "run")?;
         Ok(RunDir {
             path,
             run_id: run_id.to_string(),

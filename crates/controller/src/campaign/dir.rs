@@ -3,14 +3,15 @@
 //! time writes it (as a run directory's, [`crate::results::RunDir`]).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::fs::{self, File};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::results::{io_err, lock_dir, sync_dir, write_json_atomic, ResultsError};
+use crate::journal::open_for_append;
+use crate::results::{create_locked, io_err, open_locked, write_json_atomic, ResultsError};
 use nnb_format::campaign::{RoundRecord, CAMPAIGN, ROUNDS};
 use nnb_format::FORMAT_VERSION;
 
@@ -36,10 +37,7 @@ pub struct CampaignDir {
 impl CampaignDir {
     /// Creates `<results>/<id>` (which must not exist yet), locked.
     pub fn create(results: &Path, id: &str) -> Result<CampaignDir, ResultsError> {
-        fs::create_dir_all(results).map_err(io_err("cannot create", results))?;
-        let path = results.join(id);
-        fs::create_dir(&path).map_err(io_err("cannot create", &path))?;
-        let lock = lock_dir(&path)?;
+        let (path, lock) = create_locked(results, id)?;
         Ok(CampaignDir {
             path,
             id: id.to_string(),
@@ -51,19 +49,7 @@ impl CampaignDir {
     /// process writes is refused ([`ResultsError::Locked`]). A manifest's temporary
     /// file left by a writer that died is removed.
     pub fn open(results: &Path, id: &str) -> Result<CampaignDir, ResultsError> {
-        let path = results.join(id);
-        if !path.join(CAMPAIGN).is_file() {
-            return Err(ResultsError::Format {
-                path,
-                message: format!("no campaign `{id}` here (no {CAMPAIGN})"),
-            });
-        }
-        let lock = lock_dir(&path)?;
-        let tmp = path.join(format!("{CAMPAIGN}.tmp"));
-        if tmp.exists() {
-            tracing::info!("removing {}, left by a writer that died", tmp.display());
-            fs::remove_file(&tmp).map_err(io_err("cannot remove", &tmp))?;
-        }
+        let (path, lock) = open_locked(results, id, CAMPAIGN, "campaign")?;
         Ok(CampaignDir {
             path,
             id: id.to_string(),
@@ -118,21 +104,7 @@ impl RoundsJournal {
     /// recorded twice, is not a crash's trace and is refused, the file left as is.
     /// Returns the journal and the bytes cut.
     pub fn open(path: &Path) -> Result<(RoundsJournal, u64), ResultsError> {
-        let existed = path.exists();
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(io_err("cannot open", path))?;
-        if !existed {
-            if let Some(dir) = path.parent() {
-                sync_dir(dir)?;
-            }
-        }
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(io_err("cannot read", path))?;
+        let (file, bytes) = open_for_append(path)?;
         let format = |message: String| ResultsError::Format {
             path: path.to_path_buf(),
             message,
