@@ -121,6 +121,32 @@ pub(crate) fn open_locked(
     Ok((path, lock))
 }
 
+/// Reads the manifest `name` in `dir` (a run's or a campaign's) as a `T` whose
+/// `version` must be the one this nnb writes: a resume appends to it, so another
+/// version is refused.
+pub(crate) fn read_manifest_json<T: serde::de::DeserializeOwned>(
+    dir: &Path,
+    name: &str,
+    version: impl Fn(&T) -> u32,
+) -> Result<T, ResultsError> {
+    let path = dir.join(name);
+    let text = fs::read(&path).map_err(io_err("cannot read", &path))?;
+    let m: T = serde_json::from_slice(&text).map_err(|e| ResultsError::Format {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    if version(&m) != FORMAT_VERSION {
+        return Err(ResultsError::Format {
+            path,
+            message: format!(
+                "format version {} is not {FORMAT_VERSION}, which this nnb writes",
+                version(&m)
+            ),
+        });
+    }
+    Ok(m)
+}
+
 /// Wraps an I/O error with what was done to which path.
 pub(crate) fn io_err<'a>(
     what: &'static str,
@@ -240,22 +266,7 @@ impl RunDir {
 
     /// Reads the manifest.
     pub fn read_manifest(&self) -> Result<Manifest, ResultsError> {
-        let path = self.path.join(MANIFEST);
-        let text = fs::read(&path).map_err(io_err("cannot read", &path))?;
-        let m: Manifest = serde_json::from_slice(&text).map_err(|e| ResultsError::Format {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        if m.format_version != FORMAT_VERSION {
-            return Err(ResultsError::Format {
-                path,
-                message: format!(
-                    "format version {} is not {FORMAT_VERSION}, which this nnb writes",
-                    m.format_version
-                ),
-            });
-        }
-        Ok(m)
+        read_manifest_json(&self.path, MANIFEST, |m: &Manifest| m.format_version)
     }
 
     /// Writes a raw HDR log for `tenant` at step `step_id`; returns its path relative

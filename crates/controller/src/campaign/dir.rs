@@ -3,7 +3,7 @@
 //! time writes it (as a run directory's, [`crate::results::RunDir`]).
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,9 +11,10 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::journal::open_for_append;
-use crate::results::{create_locked, io_err, open_locked, write_json_atomic, ResultsError};
+use crate::results::{
+    create_locked, io_err, open_locked, read_manifest_json, write_json_atomic, ResultsError,
+};
 use nnb_format::campaign::{RoundRecord, CAMPAIGN, ROUNDS};
-use nnb_format::FORMAT_VERSION;
 
 /// `campaign.json` as the controller writes it (the experiment as JSON).
 pub type CampaignManifest = nnb_format::campaign::CampaignManifest<Value>;
@@ -64,23 +65,9 @@ impl CampaignDir {
 
     /// Reads `campaign.json`; another format version is refused.
     pub fn read_manifest(&self) -> Result<CampaignManifest, ResultsError> {
-        let path = self.path.join(CAMPAIGN);
-        let text = fs::read(&path).map_err(io_err("cannot read", &path))?;
-        let m: CampaignManifest =
-            serde_json::from_slice(&text).map_err(|e| ResultsError::Format {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
-        if m.format_version != FORMAT_VERSION {
-            return Err(ResultsError::Format {
-                path,
-                message: format!(
-                    "format version {} is not {FORMAT_VERSION}, which this nnb writes",
-                    m.format_version
-                ),
-            });
-        }
-        Ok(m)
+        read_manifest_json(&self.path, CAMPAIGN, |m: &CampaignManifest| {
+            m.format_version
+        })
     }
 
     /// Path of `rounds.jsonl`.
