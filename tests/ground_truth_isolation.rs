@@ -803,13 +803,7 @@ fn agent_pids(run: &Path) -> Vec<u32> {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let m: Value =
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    m["sessions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
-        .collect()
+    crate::support::agents::recorded_pids(&m)
 }
 
 /// Ctrl-C in the middle of an isolation matrix: the run ends (130, interrupted) and

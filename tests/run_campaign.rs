@@ -115,22 +115,12 @@ fn agent_pids(dir: &Path) -> Vec<u32> {
         .flatten()
         .filter_map(|e| e.ok().map(|e| e.path().join("manifest.json")))
         .filter(|m| m.is_file())
-        .flat_map(|m| {
-            read_json(&m)["sessions"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
+        .flat_map(|m| agents::recorded_pids(&read_json(&m)))
         .collect()
 }
 
 fn assert_agents_gone(dir: &Path) {
-    let pids = agent_pids(dir);
-    assert!(!pids.is_empty(), "no agent pids recorded");
-    let alive = agents::still_alive_after(&pids, Duration::from_secs(5));
-    assert!(alive.is_empty(), "agents still running: {alive:?}");
+    agents::assert_gone(&agent_pids(dir));
 }
 
 /// A local campaign of 2 lanes x 2 rounds records 4 rounds, in round index order

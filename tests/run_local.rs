@@ -70,22 +70,8 @@ fn manifest(run: &Path) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("manifest: {e}"))
 }
 
-/// Agent pids recorded in every session of the manifest.
-fn agent_pids(m: &Value) -> Vec<u32> {
-    m["sessions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
-        .filter_map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
-        .collect()
-}
-
 fn assert_agents_gone(m: &Value) {
-    let pids = agent_pids(m);
-    assert!(!pids.is_empty(), "no agent pids recorded");
-    let alive = agents::still_alive_after(&pids, Duration::from_secs(5));
-    assert!(alive.is_empty(), "agents still running: {alive:?}");
+    agents::assert_gone(&agents::recorded_pids(m));
 }
 
 /// Step ids in the order the plan has them.
@@ -555,7 +541,7 @@ fn a_neighbor_agent_killed_mid_run_fails_its_steps_and_the_run_goes_on() {
     // Once the first step is in, kill neighbor nb-2's agent (children are started in
     // tenant order: test, nb-1, nb-2, then the endpoint).
     let run = wait_for_samples(&mut child, &results, 1, Duration::from_millis(10));
-    let pids = agent_pids(&manifest(&run));
+    let pids = agents::recorded_pids(&manifest(&run));
     assert_eq!(pids.len(), 4);
     signal(pids[2], "9");
     let out = child

@@ -52,3 +52,23 @@ pub(crate) fn still_alive_after(pids: &[u32], timeout: Duration) -> Vec<u32> {
     }
     pids.iter().copied().filter(|&p| !process_gone(p)).collect()
 }
+
+/// The agent pids recorded in every session of a run's manifest (`manifest.json`
+/// read as JSON).
+pub(crate) fn recorded_pids(manifest: &serde_json::Value) -> Vec<u32> {
+    manifest["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|s| s["agent_pids"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.as_u64().and_then(|p| u32::try_from(p).ok()))
+        .collect()
+}
+
+/// Asserts that some agents were recorded (`pids`) and that none of them is still
+/// running 5 s later.
+pub(crate) fn assert_gone(pids: &[u32]) {
+    assert!(!pids.is_empty(), "no agent pids recorded");
+    let alive = still_alive_after(pids, Duration::from_secs(5));
+    assert!(alive.is_empty(), "agents still running: {alive:?}");
+}
