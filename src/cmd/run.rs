@@ -205,12 +205,18 @@ fn provider_error(e: ProviderError) -> anyhow::Error {
 /// Before a real run (or a resume), nothing created yet: the provider's preflight
 /// must let it start (a plan that does not fit, or a cost not accepted, is a usage
 /// error, exit 2); what it says on the way (the estimated cost, the burst credits
-/// the plan may outlast) goes to stderr.
-fn admit(provider: &dyn Provider, exp: &Experiment, plan: &Plan, yes: bool) -> anyhow::Result<()> {
+/// the plan may outlast) goes to stderr. Returns the preflight (a campaign prices
+/// its rounds with it).
+fn admit(
+    provider: &dyn Provider,
+    exp: &Experiment,
+    plan: &Plan,
+    yes: bool,
+) -> anyhow::Result<Preflight> {
     let preflight = provider
         .preflight(exp, plan, yes)
         .context("building the launch plan")?;
-    match preflight.verdict {
+    match &preflight.verdict {
         Verdict::Go { notes } => {
             for note in notes {
                 eprintln!("{note}");
@@ -218,9 +224,9 @@ fn admit(provider: &dyn Provider, exp: &Experiment, plan: &Plan, yes: bool) -> a
             for w in credit_warnings(exp, plan) {
                 eprintln!("warning: {w}");
             }
-            Ok(())
+            Ok(preflight)
         }
-        Verdict::Unfit { refusal, .. } | Verdict::Refused(refusal) => Err(usage(refusal)),
+        Verdict::Unfit { refusal, .. } | Verdict::Refused(refusal) => Err(usage(refusal.clone())),
     }
 }
 

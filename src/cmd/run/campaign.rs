@@ -10,7 +10,6 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::Context;
 use nnb_controller::budget::{usd, Consent};
 use nnb_controller::campaign::{
     execute_campaign_default, CampaignBudget, CampaignEstimate, CampaignOutcome, CampaignRun,
@@ -109,10 +108,7 @@ fn admit_campaign(
     yes: bool,
 ) -> anyhow::Result<Option<CampaignBudget>> {
     // One round's checks; its cost is consented below, for the whole campaign.
-    admit(provider, exp, plan, true)?;
-    let preflight = provider
-        .preflight(exp, plan, true)
-        .context("building the launch plan")?;
+    let preflight = admit(provider, exp, plan, true)?;
     let Some(e) = estimate(exp, plan, provider, &preflight) else {
         return Ok(None);
     };
