@@ -172,6 +172,8 @@ mod tests {
             continuous: false,
             measure: Vec::new(),
             estimate: None,
+            technology: None,
+            start: None,
         };
         let line = step_line(4, 12, &step, &[], Duration::from_millis(1500));
         assert_eq!(

@@ -74,6 +74,7 @@ async fn launch(p: &mut LocalProvider) -> Fleet {
         name: A.into(),
         role: Role::Test,
         vcpus: 1,
+        runtime: Default::default(),
     }];
     p.launch(&specs, &nnb_controller::provider::Serving::None)
         .await

@@ -23,6 +23,7 @@ pub(crate) fn three_tenants(test_vcpus: usize) -> Vec<TenantSpec> {
         name: name.into(),
         role,
         vcpus,
+        runtime: Default::default(),
     };
     vec![
         t("test", Role::Test, test_vcpus),

@@ -249,6 +249,8 @@ mod tests {
             continuous: false,
             measure: Vec::new(),
             estimate: None,
+            technology: None,
+            start: None,
         };
         Sample::new(
             "run",

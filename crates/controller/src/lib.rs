@@ -461,6 +461,7 @@ async fn record_fleet(
                 ip: t.ip.map(|ip| ip.to_string()),
                 health,
                 environment,
+                runtime: t.runtime.clone(),
             }
         })
         .collect();

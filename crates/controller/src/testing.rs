@@ -418,6 +418,7 @@ impl FakeProvider {
             cpus: Vec::new(),
             netns: None,
             ip: None,
+            runtime: None,
         }
     }
 }

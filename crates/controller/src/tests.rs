@@ -461,6 +461,7 @@ async fn a_static_provider_refuses_to_make_tenants_come_and_go() {
         cpus: Vec::new(),
         netns: None,
         ip: None,
+        runtime: None,
     };
     let mut fleet = crate::provider::Fleet::of(vec![tenant("test"), tenant("nb-1")], None);
     let all = ["test".to_string(), "nb-1".to_string()];

@@ -135,6 +135,7 @@ async fn the_health_wait_returns_at_the_first_answer_or_at_the_deadline() {
         cpus: Vec::new(),
         netns: None,
         ip: None,
+        runtime: None,
     };
     let poll = Duration::from_millis(20);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

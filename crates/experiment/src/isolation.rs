@@ -317,6 +317,8 @@ impl Checker<'_> {
             msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
             disk,
             unrestricted_bytes,
+            technologies: Vec::new(),
+            start: nnb_format::StepStart::default(),
         })
     }
 

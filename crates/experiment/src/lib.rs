@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nnb_agent::jobs::JobSpec;
-use nnb_format::{ProviderKind, Scenario as ScenarioKind, StepGroup};
+use nnb_format::{ProviderKind, Runtime, Scenario as ScenarioKind, StepGroup, StepStart};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -215,6 +215,10 @@ pub struct TenantDef {
     /// What it is granted beyond its vCPUs (local provider).
     #[serde(skip_serializing_if = "TenantGrant::is_empty")]
     pub grant: TenantGrant,
+    /// The technology its agent runs inside (local provider; default a plain
+    /// process in a cgroup of nnb's).
+    #[serde(skip_serializing_if = "Runtime::is_process")]
+    pub runtime: Runtime,
 }
 
 /// How much a burner does.
@@ -434,6 +438,12 @@ pub struct IsolationMatrix {
     /// memory: what an unrestricted tenant allocates, bytes; `None` = 4 times its
     /// grant.
     pub unrestricted_bytes: Option<u64>,
+    /// The technologies the matrix is run in, one after another (each with its own
+    /// `TENANT@TECHNOLOGY` tenants); empty = the tenants' own `runtime` only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub technologies: Vec<Runtime>,
+    /// How a pair's two measured jobs start (order and stagger).
+    pub start: StepStart,
 }
 
 /// Nodes join one at a time, every node present sending at full rate; each node's
@@ -559,6 +569,7 @@ impl Experiment {
                 name: t.name.clone(),
                 role: t.role,
                 vcpus: t.vcpus,
+                runtime: t.runtime,
             })
             .collect()
     }
@@ -1213,6 +1224,7 @@ impl Checker<'_> {
                     role,
                     vcpus,
                     grant: grant.clone(),
+                    runtime: Runtime::Process,
                 });
             }
         }

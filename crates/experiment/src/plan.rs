@@ -19,7 +19,7 @@ use crate::{
     Staircase, TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
 };
 use nnb_agent::jobs::{BurnScope, JobSpec, LoadOptions, LoadSampling};
-use nnb_format::{StepGroup, StepRecord};
+use nnb_format::{Runtime, StepGroup, StepRecord, StepStart};
 
 /// Target placeholder for the endpoint's UDP sink, resolved by the controller.
 pub const SINK: &str = "@sink";
@@ -133,6 +133,14 @@ pub struct Step {
     /// Expected measuring time; `None` for fixed-work burns (runtime is the result).
     #[serde(serialize_with = "serialize_opt_ms", rename = "estimate_ms")]
     pub estimate: Option<Duration>,
+    /// The technology the step's tenants run in (an isolation matrix over
+    /// `technologies`); `None` elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub technology: Option<Runtime>,
+    /// How the measured jobs start, where not together (an isolation matrix's
+    /// pairs): the driver posts the later job a stagger after the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<StepStart>,
 }
 
 /// Every step of an experiment, in order.
@@ -284,6 +292,8 @@ impl Builder<'_> {
                 continuous,
                 measure: l.measure.clone(),
                 estimate: l.estimate,
+                technology: None,
+                start: None,
             });
         }
     }
@@ -569,5 +579,11 @@ impl StepRecord for Step {
     }
     fn present(&self) -> &[String] {
         &self.present
+    }
+    fn technology(&self) -> Option<Runtime> {
+        self.technology
+    }
+    fn start(&self) -> Option<StepStart> {
+        self.start
     }
 }

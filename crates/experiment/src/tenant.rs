@@ -53,6 +53,9 @@ pub struct TenantSpec {
     pub role: Role,
     /// vCPUs (logical CPUs) the tenant gets.
     pub vcpus: usize,
+    /// The technology its agent runs inside (local provider).
+    #[serde(default)]
+    pub runtime: nnb_format::Runtime,
 }
 
 /// How the tenants are networked.

@@ -45,6 +45,7 @@ mod metric;
 pub mod quality;
 mod record;
 pub mod stats;
+mod tenancy;
 mod time;
 
 pub use conditions::{StepConditions, CONDITION_COLUMNS};
@@ -64,14 +65,15 @@ pub use record::{
     columns, parse_background, parse_sample, BackgroundRecord, LineError, Manifest, Sample,
     SampleParts, SampleStatus, Session, StepRecord, TenantRecord,
 };
+pub use tenancy::{Runtime, RuntimeRecord, StartOrder, StepStart};
 pub use time::{parse_timestamp, run_id_stamp, timestamp};
 
 /// Version of the manifest and sample record format this nnb writes (their
 /// `format_version` field). A change of fields or of a field's meaning bumps it;
 /// `docs/results-format.md` lists what each version changed.
-pub const FORMAT_VERSION: u32 = 10;
+pub const FORMAT_VERSION: u32 = 11;
 /// Every version this nnb reads: runs of older versions stay readable.
-pub const READABLE_VERSIONS: [u32; 10] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+pub const READABLE_VERSIONS: [u32; 11] = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11];
 
 /// Whether this nnb reads records and manifests of `version`.
 pub fn readable(version: u64) -> bool {

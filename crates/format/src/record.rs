@@ -14,6 +14,7 @@ use crate::conditions::{StepConditions, CONDITION_COLUMNS};
 use crate::job::{Achieved, BackgroundJob, JobKind, Metrics};
 use crate::kind::{Role, Scenario, SessionStatus, StepGroup};
 use crate::metric::{Metric, MetricValues};
+use crate::tenancy::{Runtime, RuntimeRecord, StepStart};
 use crate::time::timestamp;
 use crate::FORMAT_VERSION;
 
@@ -72,6 +73,15 @@ pub struct Sample<R = Value> {
     /// alone. Empty in older records; a list, so not one of the flat [`columns`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub present: Vec<String>,
+    /// The technology the step's tenants ran in (version 11): set in an isolation
+    /// matrix over `technologies`, whose tenants are named `TENANT@TECHNOLOGY`;
+    /// absent elsewhere and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub technology: Option<Runtime>,
+    /// How the step's measured jobs were started (version 11): the order and the
+    /// stagger; absent where they start together, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StepStart>,
     /// The tenant the job ran on.
     pub tenant: String,
     /// The tenant's role: `test` or `neighbor`.
@@ -165,6 +175,14 @@ pub trait StepRecord {
     fn warmup(&self) -> bool;
     /// The tenants present during the step, in file order.
     fn present(&self) -> &[String];
+    /// The technology the step's tenants run in, where the plan names one.
+    fn technology(&self) -> Option<Runtime> {
+        None
+    }
+    /// How the step's measured jobs start, where not together.
+    fn start(&self) -> Option<StepStart> {
+        None
+    }
 }
 
 /// What the record of one job of a step is made of, besides the step itself.
@@ -223,6 +241,8 @@ impl Sample {
             rep: step.rep(),
             warmup: step.warmup(),
             present: step.present().to_vec(),
+            technology: step.technology(),
+            start: step.start(),
             tenant: p.tenant,
             role: p.role,
             job: p.job,
@@ -325,6 +345,10 @@ pub struct TenantRecord<H = Value> {
     /// where the agent did not answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<Value>,
+    /// The runtime (technology) the agent ran inside and its version (version 11);
+    /// absent for a plain process and in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RuntimeRecord>,
 }
 
 /// One start or resume of a run. `H` is the agents' health record, `C` the cloud

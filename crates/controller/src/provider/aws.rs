@@ -499,6 +499,7 @@ impl AwsProvider {
             name,
             role: Role::Endpoint,
             vcpus: 1,
+            runtime: Default::default(),
         };
         let endpoint = match serving {
             Serving::Shared => {
@@ -773,6 +774,7 @@ fn to_tenants(
                 cpus: Vec::new(),
                 netns: None,
                 ip: l.private_ip,
+                runtime: None,
             })
         })
         .collect()

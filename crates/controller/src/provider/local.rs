@@ -307,6 +307,7 @@ pub async fn launch_local(
             cpus,
             netns: ns,
             ip,
+            runtime: None,
         });
     }
     let endpoint_addr = addrs[pending_len];
@@ -319,6 +320,7 @@ pub async fn launch_local(
             cpus: allowed.clone(),
             netns: endpoint_ns.clone(),
             ip,
+            runtime: None,
         });
     }
     fleet.endpoint = Some(Tenant {
@@ -329,6 +331,7 @@ pub async fn launch_local(
         cpus: allowed.clone(),
         netns: endpoint_ns,
         ip: endpoint_ip,
+        runtime: None,
     });
     let mut checks = tokio::task::JoinSet::new();
     for t in fleet.all() {
@@ -767,6 +770,7 @@ mod tests {
             name: name.into(),
             role,
             vcpus,
+            runtime: Default::default(),
         }
     }
 

@@ -254,6 +254,10 @@ pub struct Tenant {
     pub netns: Option<String>,
     /// The tenant's own IP in the emulated network (what its traffic comes from).
     pub ip: Option<IpAddr>,
+    /// The container runtime its agent runs inside, its version, container and
+    /// cgroup (local tenants in a runtime other than a plain process).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<nnb_format::RuntimeRecord>,
 }
 
 impl Tenant {

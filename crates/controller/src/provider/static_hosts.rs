@@ -159,6 +159,7 @@ pub fn load_static(hosts_file: &Path, token_file: &Path) -> Result<Fleet, Provid
             cpus: Vec::new(),
             netns: None,
             ip: Some(addr.ip()),
+            runtime: None,
         };
         match role {
             Role::Test | Role::Neighbor => {

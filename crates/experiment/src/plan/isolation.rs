@@ -311,6 +311,8 @@ mod tests {
             msg_size: 1400,
             disk: None,
             unrestricted_bytes: None,
+            technologies: Vec::new(),
+            start: Default::default(),
         }
     }
 
@@ -340,6 +342,7 @@ mod tests {
                 rate_bps: Some(50e6),
                 ..Default::default()
             },
+            runtime: Default::default(),
         };
         let rate = |state: TenantState, t: &TenantDef| match state.job(&m, t, 2).job {
             JobSpec::Load { rate_bps, .. } => rate_bps,

@@ -54,6 +54,8 @@ impl Builder<'_> {
                         job: j.job.clone(),
                     }],
                     estimate: Some(j.estimate),
+                    technology: None,
+                    start: None,
                 });
             }
         }
