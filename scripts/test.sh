@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every nnb test, installing what the tests need first (iproute2 for the network
-# namespace tests, moto for the AWS tests). The root-only tests (namespaces, tc) run
+# namespace tests, the seeds' tools and runc for command jobs and container tenants, moto
+# for the AWS tests). The root-only tests (namespaces, tc) run
 # when this is run as root; with CI set they fail instead of skipping when they cannot run.
 #
 # One build profile (release) for tests and binaries, so CI compiles everything once and
@@ -8,15 +9,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Debian packages the tests run for real: iproute2 (namespaces, tc), the seeds' tools as
+# command jobs (stress-ng, fio, sysbench, iperf3), gcc (the fixed-work C loops the
+# command-job tests compile) and runc (the container-runtime tenants).
 need_pkgs=()
-command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
-command -v tc >/dev/null 2>&1 || need_pkgs+=(iproute2)
+for tool in ip:iproute2 tc:iproute2 stress-ng:stress-ng fio:fio sysbench:sysbench \
+  iperf3:iperf3 gcc:gcc runc:runc; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need_pkgs+=("${tool#*:}")
+done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -qq iproute2 >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq iproute2; }
+    apt-get install -y -qq "${need_pkgs[@]}" >/dev/null 2>&1 \
+      || { apt-get update -qq && apt-get install -y -qq "${need_pkgs[@]}"; }
   else
-    echo "note: iproute2 is missing and this is not root: the namespace tests will skip (or fail under CI)" >&2
+    echo "note: ${need_pkgs[*]} missing and this is not root: the tests needing them will skip (or fail under CI)" >&2
   fi
 fi
 
