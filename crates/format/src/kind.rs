@@ -234,13 +234,17 @@ impl TenantState {
 }
 
 /// One level of the isolation matrix, as its steps' `level_label` writes it:
-/// `capacity`, `a=STATE` (tenant a alone) or `a=STATE,b=STATE` (a beside b).
+/// `capacity`, `a=STATE` (tenant a alone), `b=STATE` (tenant b alone, version 11:
+/// b's baselines, for b's own degradation and Krebs' fairness) or
+/// `a=STATE,b=STATE` (a beside b). Runs made before version 11 have no `b=` levels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatrixLevel {
     /// The resource's capacity (group `capacity`).
     Capacity,
     /// Tenant a alone in its state (group `baseline`).
     Alone(TenantState),
+    /// Tenant b alone in its state (group `baseline`, version 11).
+    NeighborAlone(TenantState),
     /// Tenant a in its state beside tenant b in its (group `pair`).
     Pair(TenantState, TenantState),
 }
@@ -250,23 +254,23 @@ impl MatrixLevel {
     pub const fn group(self) -> StepGroup {
         match self {
             MatrixLevel::Capacity => StepGroup::Capacity,
-            MatrixLevel::Alone(_) => StepGroup::Baseline,
+            MatrixLevel::Alone(_) | MatrixLevel::NeighborAlone(_) => StepGroup::Baseline,
             MatrixLevel::Pair(..) => StepGroup::Pair,
         }
     }
 
-    /// Tenant a's state (none in the capacity step).
+    /// Tenant a's state (none in the capacity step and b's baselines).
     pub const fn a(self) -> Option<TenantState> {
         match self {
-            MatrixLevel::Capacity => None,
+            MatrixLevel::Capacity | MatrixLevel::NeighborAlone(_) => None,
             MatrixLevel::Alone(a) | MatrixLevel::Pair(a, _) => Some(a),
         }
     }
 
-    /// Tenant b's state (a pair's only).
+    /// Tenant b's state (a pair's and b's baselines').
     pub const fn b(self) -> Option<TenantState> {
         match self {
-            MatrixLevel::Pair(_, b) => Some(b),
+            MatrixLevel::Pair(_, b) | MatrixLevel::NeighborAlone(b) => Some(b),
             MatrixLevel::Capacity | MatrixLevel::Alone(_) => None,
         }
     }
@@ -277,6 +281,7 @@ impl fmt::Display for MatrixLevel {
         match self {
             MatrixLevel::Capacity => f.write_str(StepGroup::Capacity.name()),
             MatrixLevel::Alone(a) => write!(f, "a={a}"),
+            MatrixLevel::NeighborAlone(b) => write!(f, "b={b}"),
             MatrixLevel::Pair(a, b) => write!(f, "a={a},b={b}"),
         }
     }
@@ -285,9 +290,9 @@ impl fmt::Display for MatrixLevel {
 /// A level label that is not one of the isolation matrix's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "`{label}` is not an isolation-matrix level: expected `capacity`, `a=STATE` or \
-     `a=STATE,b=STATE`, each STATE one of undercommitted, saturated, overcommitted, \
-     unrestricted"
+    "`{label}` is not an isolation-matrix level: expected `capacity`, `a=STATE`, \
+     `b=STATE` or `a=STATE,b=STATE`, each STATE one of undercommitted, saturated, \
+     overcommitted, unrestricted"
 )]
 pub struct MatrixLevelError {
     /// The label as read.
@@ -309,7 +314,14 @@ impl FromStr for MatrixLevel {
                 .and_then(TenantState::from_name)
         };
         let mut parts = label.split(',');
-        let a = state(parts.next(), "a").ok_or_else(err)?;
+        let first = parts.next();
+        if let Some(b) = state(first, "b") {
+            return match parts.next() {
+                None => Ok(MatrixLevel::NeighborAlone(b)),
+                Some(_) => Err(err()),
+            };
+        }
+        let a = state(first, "a").ok_or_else(err)?;
         let level = match parts.next() {
             None => MatrixLevel::Alone(a),
             b => MatrixLevel::Pair(a, state(b, "b").ok_or_else(err)?),
@@ -453,6 +465,7 @@ mod tests {
         use TenantState::*;
         let mut levels = vec![MatrixLevel::Capacity];
         levels.extend(TenantState::ALL.map(MatrixLevel::Alone));
+        levels.extend(TenantState::ALL.map(MatrixLevel::NeighborAlone));
         for a in TenantState::ALL {
             levels.extend(TenantState::ALL.map(|b| MatrixLevel::Pair(a, b)));
         }
@@ -473,6 +486,13 @@ mod tests {
             StepGroup::Baseline
         );
         assert_eq!(MatrixLevel::Capacity.a(), None);
+        // b's baselines (version 11): b alone, in the baseline group, no a.
+        let b = MatrixLevel::NeighborAlone(Overcommitted);
+        assert_eq!(b.to_string(), "b=overcommitted");
+        assert_eq!(
+            (b.group(), b.a(), b.b()),
+            (StepGroup::Baseline, None, Some(Overcommitted))
+        );
     }
 
     #[test]
@@ -481,7 +501,11 @@ mod tests {
             "",
             "a=",
             "a=busy",
-            "b=saturated",
+            "b=",
+            "b=busy",
+            "b=saturated,",
+            "b=saturated,a=saturated",
+            "b=saturated,b=saturated",
             "a=saturated,",
             "a=saturated,a=saturated",
             "a=saturated,b=overcommitted,b=saturated",

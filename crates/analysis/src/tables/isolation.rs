@@ -262,6 +262,8 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
                     n: s.n,
                 }),
                 MatrixLevel::Pair(a, b) => pairs.push((l.level as u32, a, b, s, b_of(&l.label))),
+                // b's baselines are b's records, not a's.
+                MatrixLevel::NeighborAlone(_) => {}
             }
         }
     }
