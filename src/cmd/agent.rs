@@ -1,5 +1,6 @@
-//! `nnb agent`: serves typed jobs (burn, steal, latency, load, serve, busy, idle) over
-//! HTTP/JSON for a controller, behind a bearer token.
+//! `nnb agent`: serves typed jobs (burn, steal, latency, load, serve, busy, idle, and
+//! with `--allow-commands` programs) over HTTP/JSON for a controller, behind a bearer
+//! token.
 //!
 //! The first line on stdout is `listening ADDR` (the bound address, useful with
 //! port 0) so a parent process can read where to connect; logs go to stderr.
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use nnb_agent::jobs::limits::SHUTDOWN_GRACE;
-use nnb_agent::{Agent, Token};
+use nnb_agent::{Agent, AgentConfig, Token};
 
 use crate::out::Out;
 
@@ -27,6 +28,11 @@ pub(crate) struct AgentArgs {
     /// Restrict the agent and all its jobs to these CPUs, e.g. "0,2-3".
     #[arg(long)]
     cpus: Option<String>,
+    /// Run `command` jobs: programs (an argv, never a shell string) a token
+    /// holder names. Without it the agent refuses them (403) and its /health says
+    /// `commands: false`.
+    #[arg(long)]
+    allow_commands: bool,
 }
 
 /// Runs `nnb agent` until SIGINT or SIGTERM.
@@ -55,12 +61,16 @@ pub(crate) fn run(args: AgentArgs, out: &mut Out) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {}", args.listen))?;
         let addr = listener.local_addr()?;
-        let agent = Agent::new(token, addr.ip())?;
+        let config = AgentConfig {
+            allow_commands: args.allow_commands,
+        };
+        let agent = Agent::with_config(token, addr.ip(), config)?;
         writeln!(out, "listening {addr}")?;
         out.flush()?;
         tracing::info!(
             %addr,
             max_connections = serve_config.max_connections,
+            commands = args.allow_commands,
             "agent listening"
         );
         nnb_agent::serve_with(listener, agent, serve_config, shutdown_signal()).await?;

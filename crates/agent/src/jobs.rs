@@ -1,10 +1,15 @@
 //! The typed job protocol between a controller and an agent.
 //!
-//! Every job an agent can run is a variant of [`JobSpec`]: there is no variant that
-//! runs a shell command, so a token holder can burn CPU or send traffic but not
-//! execute arbitrary programs. The JSON form is internally tagged by `kind`
+//! Every job an agent can run is a variant of [`JobSpec`]. One of them,
+//! [`JobSpec::Command`], runs a program (an argv, never a shell string): an agent
+//! runs it only when started with `nnb agent --allow-commands`, and otherwise
+//! refuses it (403), so a token holder of an agent without the opt-in can burn CPU
+//! or send traffic but not execute programs; `/health` says which
+//! ([`Health::commands`]). The JSON form is internally tagged by `kind`
 //! (kebab-case), e.g. `{"kind": "burn", "workload": "int", ...}`; unknown kinds and
 //! unknown fields are rejected.
+
+use std::collections::BTreeMap;
 
 use nnb_burn::burner::{Duty, Work};
 use nnb_format::{AgentJob, BackgroundJob, EventPool, JobKind};
@@ -209,6 +214,357 @@ pub enum JobSpec {
         /// (seed: 0.005).
         alpha: f64,
     },
+    /// A program run without a shell (version 11): measured until it exits (its
+    /// wall time or a value it prints), or in the background until stopped, its
+    /// whole process tree stopped and reaped. Only on an agent started with
+    /// `--allow-commands`.
+    Command(CommandSpec),
+}
+
+/// A `command` job: what to run, where, for how long, how much of its output to
+/// keep, and what to measure of it. JSON (beside `"kind": "command"`):
+/// `{"argv": ["sysbench", "cpu", "run"], "cwd": "/tmp", "env": {"LC_ALL": "C"},
+/// "timeout_ms": 60000, "duration_ms": null, "output_limit": 65536, "metric":
+/// {"type": "regex", "pattern": "events per second:\\s*([0-9.]+)", "unit":
+/// "events/s", "higher_is_better": true}, "preset": "sysbench"}`; every field but
+/// `argv` may be left out.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CommandSpec {
+    /// The program and its arguments, never a shell string: `argv[0]` is an
+    /// absolute path, or a name looked up on the `PATH` (`env`'s, else the
+    /// agent's).
+    pub argv: Vec<String>,
+    /// Working directory (absolute); absent = the agent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Variables added to (or replacing in) the agent's environment.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// A command still running this long after its start is stopped (its whole
+    /// tree) and the job fails, with its stderr's tail; absent = only the job's
+    /// deadline bounds it. A measured command should say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// A fixed run time: the agent stops the command (its whole tree) this long
+    /// after its start and the job ends normally. Absent = until it exits on its
+    /// own or is stopped (a background command: until stopped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// Bytes kept of stdout and of stderr, each: their first `output_limit` bytes
+    /// (the head, which the metric reads) and their last
+    /// `min(output_limit, limits::COMMAND_TAIL)` bytes (the tail, which the result
+    /// and errors quote); what lies between is counted and dropped, never
+    /// buffered. At most [`limits::MAX_COMMAND_OUTPUT`].
+    #[serde(default = "default_output_limit")]
+    pub output_limit: u64,
+    /// What is measured: the wall time (the default), or a value the command
+    /// prints.
+    #[serde(default, skip_serializing_if = "CommandMetric::is_wall")]
+    pub metric: CommandMetric,
+    /// A known tool the command runs (`argv[0]` is it): the agent checks it is
+    /// installed before starting and records its version in the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<Preset>,
+}
+
+fn default_output_limit() -> u64 {
+    limits::DEFAULT_COMMAND_OUTPUT
+}
+
+/// What a `command` job measures. JSON: `{"type": "wall"}`, `{"type": "json",
+/// "pointer": "/x", "unit": "ops/s", "higher_is_better": true}`, `{"type": "regex",
+/// "pattern": "rate: ([0-9.]+)", "unit": "ops/s", "higher_is_better": true}`; a
+/// printed value's `stream` is `stdout` unless it says `stderr`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum CommandMetric {
+    /// The wall time from its start to its exit, seconds, lower is better.
+    #[default]
+    Wall,
+    /// The number at a JSON pointer (RFC 6901, e.g. `/jobs/0/read/iops`) into the
+    /// stream's head read as one JSON document.
+    Json {
+        /// The JSON pointer.
+        pointer: String,
+        /// The value's unit, as the results record it.
+        unit: String,
+        /// Whether a higher value is better.
+        higher_is_better: bool,
+        /// The stream read.
+        #[serde(default, skip_serializing_if = "OutputStream::is_stdout")]
+        stream: OutputStream,
+    },
+    /// The first capture group of the first match of a regex (`regex-lite`
+    /// syntax) over the stream's head, then its tail, parsed as a number.
+    Regex {
+        /// The pattern, with at least one capture group.
+        pattern: String,
+        /// The value's unit, as the results record it.
+        unit: String,
+        /// Whether a higher value is better.
+        higher_is_better: bool,
+        /// The stream read.
+        #[serde(default, skip_serializing_if = "OutputStream::is_stdout")]
+        stream: OutputStream,
+    },
+}
+
+impl CommandMetric {
+    /// Whether this is the wall time (the default, left out of the JSON).
+    pub fn is_wall(&self) -> bool {
+        *self == CommandMetric::Wall
+    }
+}
+
+/// Which of a command's output streams a printed value is read from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum OutputStream {
+    /// Standard output.
+    #[default]
+    Stdout,
+    /// Standard error (stress-ng prints its metrics there).
+    Stderr,
+}
+
+impl OutputStream {
+    /// Whether this is stdout (the default, left out of the JSON).
+    pub fn is_stdout(&self) -> bool {
+        *self == OutputStream::Stdout
+    }
+
+    /// The stream's name: `stdout` or `stderr`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputStream::Stdout => "stdout",
+            OutputStream::Stderr => "stderr",
+        }
+    }
+}
+
+/// The seeds' tools a `command` job may name as its preset: the agent checks the
+/// tool is on its `PATH` (and is the job's `argv[0]`) before starting, and records
+/// the first line of `TOOL --version` in the result.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum Preset {
+    /// `stress-ng`.
+    StressNg,
+    /// `fio`.
+    Fio,
+    /// `sysbench`.
+    Sysbench,
+    /// `iperf3`.
+    Iperf3,
+}
+
+impl Preset {
+    /// Every preset.
+    pub const ALL: [Preset; 4] = [
+        Preset::StressNg,
+        Preset::Fio,
+        Preset::Sysbench,
+        Preset::Iperf3,
+    ];
+
+    /// The tool's program name, as on the `PATH` and in the JSON: `stress-ng`,
+    /// `fio`, `sysbench`, `iperf3`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Preset::StressNg => "stress-ng",
+            Preset::Fio => "fio",
+            Preset::Sysbench => "sysbench",
+            Preset::Iperf3 => "iperf3",
+        }
+    }
+
+    /// The preset named `name`, if there is one.
+    pub fn from_name(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl std::fmt::Display for Preset {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl CommandSpec {
+    /// A `command` job running `argv` with every other field at its default: the
+    /// agent's directory and environment, no timeout, until it exits or is
+    /// stopped, [`limits::DEFAULT_COMMAND_OUTPUT`] bytes kept, its wall time
+    /// measured, no preset.
+    pub fn new(argv: Vec<String>) -> CommandSpec {
+        CommandSpec {
+            argv,
+            cwd: None,
+            env: BTreeMap::new(),
+            timeout_ms: None,
+            duration_ms: None,
+            output_limit: limits::DEFAULT_COMMAND_OUTPUT,
+            metric: CommandMetric::Wall,
+            preset: None,
+        }
+    }
+
+    /// How a dry run shows it: `command sysbench cpu run (timeout 60000 ms)`.
+    pub fn describe(&self) -> String {
+        let mut argv = self.argv.join(" ");
+        if argv.len() > 80 {
+            let cut = (0..=77)
+                .rev()
+                .find(|i| argv.is_char_boundary(*i))
+                .unwrap_or(0);
+            argv.truncate(cut);
+            argv.push_str("...");
+        }
+        let mut out = format!("command {argv}");
+        if let Some(ms) = self.duration_ms {
+            out.push_str(&format!(" for {ms} ms"));
+        }
+        if let Some(ms) = self.timeout_ms {
+            out.push_str(&format!(" (timeout {ms} ms)"));
+        }
+        match &self.metric {
+            CommandMetric::Wall => {}
+            CommandMetric::Json { pointer, unit, .. } => {
+                out.push_str(&format!(", value at {pointer} in {unit}"))
+            }
+            CommandMetric::Regex { unit, .. } => {
+                out.push_str(&format!(", value by regex in {unit}"))
+            }
+        }
+        out
+    }
+
+    /// Checks the spec without the agent's machine: an `argv` (at most
+    /// [`limits::MAX_COMMAND_ARGS`], its program a name or an absolute path),
+    /// an absolute `cwd`, `env` names without `=`, no NUL byte anywhere, at most
+    /// [`limits::MAX_COMMAND_BYTES`] in all, durations within the limits, an
+    /// `output_limit` from 1 to [`limits::MAX_COMMAND_OUTPUT`], a metric's pointer,
+    /// pattern (compiled, with a capture group) and unit, and a preset's tool as
+    /// `argv[0]`. The one statement of these rules: the agent and the experiment
+    /// checker call it.
+    pub fn check(&self) -> Result<(), String> {
+        let program = self
+            .argv
+            .first()
+            .ok_or("a command job needs an `argv` with at least the program")?;
+        check_at_most(
+            "argv",
+            self.argv.len(),
+            limits::MAX_COMMAND_ARGS,
+            "arguments",
+        )?;
+        check_at_most("env", self.env.len(), limits::MAX_COMMAND_ENV, "variables")?;
+        if program.is_empty() {
+            return Err("argv[0] (the program) is empty".into());
+        }
+        if program.contains('/') && !program.starts_with('/') {
+            return Err(format!(
+                "argv[0] = {program:?} is a relative path: give an absolute path or a name on the PATH"
+            ));
+        }
+        let strings = self
+            .argv
+            .iter()
+            .chain(self.cwd.iter())
+            .chain(self.env.iter().flat_map(|(k, v)| [k, v]));
+        let mut bytes = 0usize;
+        for s in strings {
+            if s.contains('\0') {
+                return Err(format!("{s:?} contains a NUL byte"));
+            }
+            bytes += s.len() + 1;
+        }
+        check_at_most(
+            "argv, env and cwd",
+            bytes,
+            limits::MAX_COMMAND_BYTES,
+            "bytes",
+        )?;
+        if let Some(name) = self.env.keys().find(|k| k.is_empty() || k.contains('=')) {
+            return Err(format!("env name {name:?} is empty or contains '='"));
+        }
+        if let Some(cwd) = self.cwd.as_deref().filter(|c| !c.starts_with('/')) {
+            return Err(format!("cwd = {cwd:?} is not an absolute path"));
+        }
+        if let Some(ms) = self.timeout_ms {
+            check_duration("timeout_ms", ms)?;
+        }
+        if let Some(ms) = self.duration_ms {
+            check_duration("duration_ms", ms)?;
+        }
+        if self.output_limit == 0 {
+            return Err("output_limit must be above zero".into());
+        }
+        check_at_most(
+            "output_limit",
+            self.output_limit,
+            limits::MAX_COMMAND_OUTPUT,
+            "bytes",
+        )?;
+        match &self.metric {
+            CommandMetric::Wall => {}
+            CommandMetric::Json { pointer, unit, .. } => {
+                check_unit(unit)?;
+                if !(pointer.is_empty() || pointer.starts_with('/')) {
+                    return Err(format!(
+                        "pointer = {pointer:?} is not a JSON pointer: it starts with '/' (e.g. \"/jobs/0/read/iops\")"
+                    ));
+                }
+            }
+            CommandMetric::Regex { pattern, unit, .. } => {
+                check_unit(unit)?;
+                command_regex(pattern)?;
+            }
+        }
+        if let Some(preset) = self.preset {
+            let base = program.rsplit('/').next().unwrap_or(program);
+            if base != preset.name() {
+                return Err(format!(
+                    "preset = \"{preset}\" runs {preset}, but argv[0] is {program:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A declared unit: up to 32 bytes, no control characters (it is printed in tables).
+fn check_unit(unit: &str) -> Result<(), String> {
+    if unit.len() > 32 || unit.chars().any(char::is_control) {
+        return Err(format!(
+            "unit = {unit:?} is not a unit: at most 32 characters, none of them control characters"
+        ));
+    }
+    Ok(())
+}
+
+/// A `command` job's metric regex, compiled: at most
+/// [`limits::MAX_COMMAND_PATTERN`] bytes, with at least one capture group (whose
+/// first match is the value).
+pub fn command_regex(pattern: &str) -> Result<regex_lite::Regex, String> {
+    check_at_most(
+        "pattern",
+        pattern.len(),
+        limits::MAX_COMMAND_PATTERN,
+        "bytes",
+    )?;
+    let re = regex_lite::Regex::new(pattern)
+        .map_err(|e| format!("pattern = {pattern:?} is not a regex: {e}"))?;
+    if re.captures_len() < 2 {
+        return Err(format!(
+            "pattern = {pattern:?} has no capture group: put the number in ( )"
+        ));
+    }
+    Ok(re)
 }
 
 /// Wang & Ng's CPUTest additions to a `steal` job.
@@ -405,6 +761,7 @@ impl JobSpec {
                 interval_ms,
                 window,
             } => format!("window of the running load: latest {window} x {interval_ms} ms"),
+            JobSpec::Command(c) => c.describe(),
             JobSpec::Serve { .. } | JobSpec::Idle => self.kind().to_string(),
         }
     }
@@ -429,6 +786,7 @@ impl JobSpec {
                 interval_ms,
                 window,
             } => return self::window_span(*interval_ms, *window).ok(),
+            JobSpec::Command(c) => c.duration_ms,
             JobSpec::Serve { .. } | JobSpec::Busy { .. } | JobSpec::Idle => None,
         };
         ms.map(std::time::Duration::from_millis)
@@ -462,6 +820,7 @@ impl JobSpec {
             JobSpec::Rtt { .. } => AgentJob::Rtt,
             JobSpec::Badabing { .. } => AgentJob::Badabing,
             JobSpec::LoadWindow { .. } => AgentJob::LoadWindow,
+            JobSpec::Command(_) => AgentJob::Command,
         }
     }
 }
@@ -533,6 +892,26 @@ pub mod limits {
     /// over [`MAX_CONNECTIONS`]) lets requests in flight finish before it closes
     /// their connections, and waits for its jobs' threads to end.
     pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+    /// Most bytes a `command` job keeps of its stdout's and of its stderr's head
+    /// (its `output_limit`, each): 4 MiB.
+    pub const MAX_COMMAND_OUTPUT: u64 = 4 << 20;
+    /// A `command` job's `output_limit` when it does not say: 64 KiB.
+    pub const DEFAULT_COMMAND_OUTPUT: u64 = 64 << 10;
+    /// Most bytes a `command` job keeps of each stream's tail (after its head),
+    /// which its result and its errors quote: 4 KiB.
+    pub const COMMAND_TAIL: u64 = 4 << 10;
+    /// Most arguments of a `command` job (`argv`, the program included).
+    pub const MAX_COMMAND_ARGS: usize = 4096;
+    /// Most bytes of a `command` job's `argv`, `env` and `cwd` together: 256 KiB
+    /// (the kernel's own bound on arguments and environment is larger).
+    pub const MAX_COMMAND_BYTES: usize = 256 << 10;
+    /// Most variables of a `command` job's `env`.
+    pub const MAX_COMMAND_ENV: usize = 1024;
+    /// Longest regex of a `command` job's metric, bytes.
+    pub const MAX_COMMAND_PATTERN: usize = 1024;
+    /// How long a stopped `command` job's processes have between `SIGTERM` and
+    /// `SIGKILL`: 2 s, within the 3 s a stop request waits for a job to end.
+    pub const COMMAND_STOP_GRACE: Duration = Duration::from_secs(2);
 }
 
 /// Why a `POST /jobs` body is not a job request the agent accepts (a 400).
@@ -704,6 +1083,7 @@ impl JobSpec {
             JobSpec::Serve { sink_threads, .. } => {
                 sink_threads.map_or(Ok(()), nnb_netlat::serve::check_sink_threads)
             }
+            JobSpec::Command(c) => c.check(),
             JobSpec::Idle => Ok(()),
         }
     }
@@ -858,6 +1238,10 @@ pub struct Health {
     /// agent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment: Option<nnb_burn::env::Environment>,
+    /// Whether the agent runs `command` jobs: started with `--allow-commands`
+    /// (version 11; false from an older agent, which has no command jobs).
+    #[serde(default)]
+    pub commands: bool,
 }
 
 /// The JSON body of every error answer (4xx/5xx) of an agent.

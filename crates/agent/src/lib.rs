@@ -11,6 +11,7 @@
 //! bounded ([`crate::jobs::limits`], [`ServeConfig`]).
 
 pub mod auth;
+mod command;
 mod ena;
 mod job_table;
 pub mod jobs;
@@ -33,7 +34,7 @@ use nnb_burn::env::Environment;
 use nnb_burn::topology::Topology;
 
 use crate::jobs::limits::MAX_RUNNING_JOBS;
-use crate::jobs::{ErrorBody, Health, JobRequest, Started};
+use crate::jobs::{ErrorBody, Health, JobRequest, JobSpec, Started};
 pub use auth::Token;
 use job_table::JobTable;
 pub use server::ServeConfig;
@@ -65,12 +66,35 @@ pub struct Agent {
     jobs: JobTable,
     /// Its running UDP loads, which its `load-window` jobs read.
     taps: Arc<nnb_netlat::window::LoadTaps>,
+    /// What it was started with.
+    config: AgentConfig,
 }
+
+/// What an agent is allowed beyond its built-in jobs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Run `command` jobs (`nnb agent --allow-commands`); without it the agent
+    /// answers one with 403 and runs no program.
+    pub allow_commands: bool,
+}
+
+/// The refusal of a `command` job by an agent without the opt-in.
+pub const COMMANDS_REFUSED: &str =
+    "this agent was started without --allow-commands: it does not run programs";
 
 impl Agent {
     /// An agent accepting `token`, reading this machine's topology; `bind_ip` is the
     /// address its network jobs (serve) listen on, normally the agent's own.
     pub fn new(token: Token, bind_ip: IpAddr) -> Result<Arc<Agent>, AgentError> {
+        Agent::with_config(token, bind_ip, AgentConfig::default())
+    }
+
+    /// An agent as [`Agent::new`], with what `config` allows (command jobs).
+    pub fn with_config(
+        token: Token,
+        bind_ip: IpAddr,
+        config: AgentConfig,
+    ) -> Result<Arc<Agent>, AgentError> {
         let topology = Topology::host()?;
         Ok(Arc::new(Agent {
             token,
@@ -80,6 +104,7 @@ impl Agent {
             bind_ip,
             jobs: JobTable::default(),
             taps: Arc::default(),
+            config,
         }))
     }
 }
@@ -197,6 +222,7 @@ async fn health(State(agent): State<Arc<Agent>>) -> Json<Health> {
         cpus: agent.cpus.clone(),
         running_jobs: agent.jobs.running(),
         environment: Some(agent.environment.clone()),
+        commands: agent.config.allow_commands,
     })
 }
 
@@ -234,6 +260,9 @@ async fn start_job(
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e.to_string()),
     };
+    if matches!(req.spec, JobSpec::Command(_)) && !agent.config.allow_commands {
+        return error_response(StatusCode::FORBIDDEN, COMMANDS_REFUSED);
+    }
     let job = match runner::prepare(&req.spec, &agent.job_env()) {
         Ok(j) => j,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, &e),

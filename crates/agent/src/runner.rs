@@ -148,6 +148,8 @@ enum Task {
     Memory(MemSpec),
     /// Badabing's loss probe (stops early on request).
     Badabing(BadabingConfig),
+    /// A program and its process tree (stopped and reaped on request).
+    Command(crate::command::CommandJob),
 }
 
 /// The result of a `burn` job: where the threads ran, the clock, and the burn.
@@ -480,6 +482,7 @@ fn task(spec: &JobSpec, env: &JobEnv) -> Result<Task, String> {
             spec.check(total).map_err(|e| e.to_string())?;
             Ok(Task::Memory(spec))
         }
+        JobSpec::Command(spec) => Ok(Task::Command(crate::command::prepare(spec)?)),
     }
 }
 
@@ -603,7 +606,8 @@ impl Task {
             | Task::Idle
             | Task::Disk(_)
             | Task::Memory(_)
-            | Task::Badabing(_) => None,
+            | Task::Badabing(_)
+            | Task::Command(_) => None,
         }
     }
 
@@ -752,6 +756,7 @@ impl Task {
                 }
                 Ok(result)
             }
+            Task::Command(job) => job.run(shared),
         }
     }
 }

@@ -331,6 +331,7 @@ impl AgentApi for FakeAgent {
                     steal_ticks_after: None,
                     user_hz: 100,
                 }),
+                commands: false,
             })
         })
     }

@@ -14,12 +14,16 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState, LoadSampling, StealOptions};
-use nnb_agent::{Agent, Token};
+use nnb_agent::jobs::{
+    BurnScope, CommandMetric, CommandSpec, JobRequest, JobSpec, JobState, LoadSampling,
+    StealOptions,
+};
+use nnb_agent::{Agent, AgentConfig, Token};
 use nnb_controller::client::AgentClient;
 use nnb_format::quality::Quality;
 use nnb_format::{
-    Achieved, BackgroundResult, JobOutcome, JobResult, Metric, Metrics, StepConditions,
+    Achieved, BackgroundResult, CommandValueSource, JobOutcome, JobResult, Metric, Metrics,
+    StepConditions,
 };
 use serde_json::{json, Value};
 
@@ -31,15 +35,19 @@ const JOB_TIMEOUT: Duration = Duration::from_secs(60);
 /// A background job runs this long before it is stopped.
 const BACKGROUND_TIME: Duration = Duration::from_millis(300);
 
-/// Serves a fresh agent on an ephemeral loopback port for the test's runtime; the
-/// controller's client of it.
+/// Serves a fresh agent on an ephemeral loopback port for the test's runtime, started
+/// with the opt-in to command jobs; the controller's client of it.
 async fn start_agent() -> AgentClient {
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
         .await
         .expect("a loopback port");
     let addr = listener.local_addr().expect("its address");
     let token = Token::new(TOKEN).expect("a valid token");
-    let agent: Arc<Agent> = Agent::new(token, IpAddr::V4(Ipv4Addr::LOCALHOST)).expect("an agent");
+    let config = AgentConfig {
+        allow_commands: true,
+    };
+    let agent: Arc<Agent> =
+        Agent::with_config(token, IpAddr::V4(Ipv4Addr::LOCALHOST), config).expect("an agent");
     tokio::spawn(nnb_agent::serve(listener, agent, std::future::pending()));
     AgentClient::new(addr, TOKEN.to_string())
 }
@@ -121,6 +129,12 @@ fn metrics_of(result: &JobResult) -> Vec<Metric> {
             Metric::Hops,
         ],
         JobResult::Badabing(_) => vec![Metric::LossFrequencyPct, Metric::ProbeLossPct],
+        JobResult::Command(c) => match c.source {
+            CommandValueSource::Wall => vec![Metric::CommandWallS],
+            CommandValueSource::Json | CommandValueSource::Regex => {
+                vec![Metric::CommandWallS, Metric::CommandValue]
+            }
+        },
     }
 }
 
@@ -184,6 +198,25 @@ fn assert_optional_fields(spec: &JobSpec, o: &JobOutcome) {
         JobResult::Steal(s) => assert_steal_trace(spec, s.cpus.len(), raw),
         JobResult::Rtt(r) => assert_rtt_log(spec, r.summary.is_some(), raw),
         JobResult::Badabing(_) => assert_badabing_series(spec, raw),
+        JobResult::Command(c) => {
+            assert_eq!((c.exit_code, c.signal), (Some(0), None), "{raw}");
+            let declared = match spec {
+                JobSpec::Command(CommandSpec {
+                    metric: CommandMetric::Json { unit, .. } | CommandMetric::Regex { unit, .. },
+                    ..
+                }) => unit.as_str(),
+                _ => "s",
+            };
+            assert_eq!(c.unit, declared, "{raw}");
+            for field in [
+                "stdout_tail",
+                "stderr_tail",
+                "stdout_dropped",
+                "stderr_dropped",
+            ] {
+                assert!(raw.get(field).is_some(), "{field}: {raw}");
+            }
+        }
     }
 }
 
@@ -394,6 +427,12 @@ async fn check_background(c: &AgentClient, spec: &JobSpec, id: Option<String>) {
             ("sink", s.sink.is_some()),
         ],
         BackgroundResult::Idle => vec![("nothing", a == Achieved::default() && raw.is_null())],
+        // Stopped by SIGTERM: the program had no exit code of its own.
+        BackgroundResult::Command(c) => vec![
+            ("runtime_s", a.runtime_s.is_some_and(|s| s > 0.0)),
+            ("signal", c.signal.is_some() && c.exit_code.is_none()),
+            ("stopped", raw["stopped"] == json!(true)),
+        ],
     };
     for (figure, ok) in figures {
         assert!(ok, "{spec:?}: {figure} missing or wrong in {raw}");
@@ -495,6 +534,26 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
             msg_size: 64,
             icmp: false,
         },
+        // A program's wall time, and a value it prints as JSON (a real program,
+        // /bin/sh, printing a known document).
+        JobSpec::Command(CommandSpec {
+            timeout_ms: Some(30_000),
+            ..CommandSpec::new(vec!["sleep".into(), "0.1".into()])
+        }),
+        JobSpec::Command(CommandSpec {
+            timeout_ms: Some(30_000),
+            metric: CommandMetric::Json {
+                pointer: "/x".into(),
+                unit: "ops/s".into(),
+                higher_is_better: true,
+                stream: Default::default(),
+            },
+            ..CommandSpec::new(vec![
+                "/bin/sh".into(),
+                "-c".into(),
+                r#"echo '{"x": 4.5}'"#.into(),
+            ])
+        }),
     ];
     let background = [
         JobSpec::Busy {
@@ -503,6 +562,8 @@ async fn every_job_kinds_real_result_reads_through_the_format() {
         },
         load(None, None),
         JobSpec::Idle,
+        // A neighbor's program, until stopped.
+        JobSpec::Command(CommandSpec::new(vec!["sleep".into(), "60".into()])),
     ];
     // A window of the background load, read while it runs.
     let window = JobSpec::LoadWindow {

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::metric::{Metric, MetricValues};
+use crate::metric::{Direction, Metric, MetricValues};
 use crate::quality::Quality;
 use crate::FORMAT_VERSION;
 
@@ -72,11 +72,15 @@ pub enum AgentJob {
     /// A window of the agent's running load, read from the sink's arrival series (a
     /// continuous throughput staircase's node at one level): measured as a `load`.
     LoadWindow,
+    /// A program run without a shell (version 11), measured until it exits or in
+    /// the background until stopped; only on an agent started with
+    /// `--allow-commands`.
+    Command,
 }
 
 impl AgentJob {
     /// Every kind.
-    pub const ALL: [AgentJob; 12] = [
+    pub const ALL: [AgentJob; 13] = [
         AgentJob::Burn,
         AgentJob::Steal,
         AgentJob::Latency,
@@ -89,6 +93,7 @@ impl AgentJob {
         AgentJob::Rtt,
         AgentJob::Badabing,
         AgentJob::LoadWindow,
+        AgentJob::Command,
     ];
 
     /// The kind's name on the wire and in the format, e.g. `burn`.
@@ -106,6 +111,7 @@ impl AgentJob {
             AgentJob::Rtt => "rtt",
             AgentJob::Badabing => "badabing",
             AgentJob::LoadWindow => "load-window",
+            AgentJob::Command => "command",
         }
     }
 
@@ -121,6 +127,7 @@ impl AgentJob {
             AgentJob::Steal => Some(JobKind::Steal),
             AgentJob::Rtt => Some(JobKind::Rtt),
             AgentJob::Badabing => Some(JobKind::Badabing),
+            AgentJob::Command => Some(JobKind::Command),
             AgentJob::Serve | AgentJob::Busy | AgentJob::Idle => None,
         }
     }
@@ -133,6 +140,7 @@ impl AgentJob {
             AgentJob::Load => Some(BackgroundJob::Load),
             AgentJob::Idle => Some(BackgroundJob::Idle),
             AgentJob::Serve => Some(BackgroundJob::Serve),
+            AgentJob::Command => Some(BackgroundJob::Command),
             AgentJob::Burn
             | AgentJob::Steal
             | AgentJob::Latency
@@ -168,11 +176,14 @@ pub enum JobKind {
     Rtt,
     /// Wang & Ng's Badabing loss probe (version 8).
     Badabing,
+    /// A program run until it exits (version 11): its wall time, or a value it
+    /// printed.
+    Command,
 }
 
 impl JobKind {
     /// Every measured job kind.
-    pub const ALL: [JobKind; 8] = [
+    pub const ALL: [JobKind; 9] = [
         JobKind::Burn,
         JobKind::Latency,
         JobKind::Load,
@@ -181,10 +192,11 @@ impl JobKind {
         JobKind::Steal,
         JobKind::Rtt,
         JobKind::Badabing,
+        JobKind::Command,
     ];
 
     /// The job's name in the format: `burn`, `latency`, `load`, `disk`, `memory`,
-    /// `steal`, `rtt`, `badabing`.
+    /// `steal`, `rtt`, `badabing`, `command`.
     pub const fn name(self) -> &'static str {
         self.job().name()
     }
@@ -200,6 +212,7 @@ impl JobKind {
             JobKind::Steal => AgentJob::Steal,
             JobKind::Rtt => AgentJob::Rtt,
             JobKind::Badabing => AgentJob::Badabing,
+            JobKind::Command => AgentJob::Command,
         }
     }
 
@@ -213,7 +226,8 @@ impl JobKind {
     /// latency probe, nor for a load: what a tenant's interface sent
     /// (`host_net_bps`) is what it offered, before the host's shared NIC where
     /// tenants contend; what it got through is what the endpoint's sink received,
-    /// the load's own `rate_bps`.
+    /// the load's own `rate_bps`. None for a command either: which resource a
+    /// program loads is not known.
     pub const fn host_metric(self) -> Option<Metric> {
         match self {
             JobKind::Burn => Some(Metric::HostCpuPct),
@@ -223,7 +237,8 @@ impl JobKind {
             | JobKind::Latency
             | JobKind::Steal
             | JobKind::Rtt
-            | JobKind::Badabing => None,
+            | JobKind::Badabing
+            | JobKind::Command => None,
         }
     }
 }
@@ -450,10 +465,21 @@ pub enum BackgroundJob {
     Idle,
     /// The endpoint's reflector and sink.
     Serve,
+    /// A neighbor's program, until stopped (version 11).
+    Command,
 }
 
 impl BackgroundJob {
-    /// The job's name in the format: `busy`, `load`, `idle`, `serve`.
+    /// Every background job kind.
+    pub const ALL: [BackgroundJob; 5] = [
+        BackgroundJob::Busy,
+        BackgroundJob::Load,
+        BackgroundJob::Idle,
+        BackgroundJob::Serve,
+        BackgroundJob::Command,
+    ];
+
+    /// The job's name in the format: `busy`, `load`, `idle`, `serve`, `command`.
     pub const fn name(self) -> &'static str {
         self.job().name()
     }
@@ -465,19 +491,13 @@ impl BackgroundJob {
             BackgroundJob::Load => AgentJob::Load,
             BackgroundJob::Idle => AgentJob::Idle,
             BackgroundJob::Serve => AgentJob::Serve,
+            BackgroundJob::Command => AgentJob::Command,
         }
     }
 
     /// The background job kind named `name`, if it is one.
     pub fn from_name(name: &str) -> Option<BackgroundJob> {
-        [
-            BackgroundJob::Busy,
-            BackgroundJob::Load,
-            BackgroundJob::Idle,
-            BackgroundJob::Serve,
-        ]
-        .into_iter()
-        .find(|k| k.name() == name)
+        BackgroundJob::ALL.into_iter().find(|k| k.name() == name)
     }
 }
 
@@ -525,7 +545,7 @@ pub struct ServeJobResult {
 #[serde(default)]
 pub struct Achieved {
     /// `busy`: the burn's wall time, total ops / ops per second; `load`: the
-    /// sender's time; seconds.
+    /// sender's time; `command`: the program's wall time; seconds.
     pub runtime_s: Option<f64>,
     /// `busy`: operations of all threads per second.
     pub ops_per_sec: Option<f64>,
@@ -553,6 +573,8 @@ pub enum BackgroundResult {
     Idle,
     /// The endpoint's final snapshot.
     Serve(ServeJobResult),
+    /// A neighbor's program's.
+    Command(CommandJobResult),
 }
 
 impl BackgroundResult {
@@ -565,6 +587,7 @@ impl BackgroundResult {
             BackgroundJob::Load => BackgroundResult::Load(read(kind, result)?),
             BackgroundJob::Idle => BackgroundResult::Idle,
             BackgroundJob::Serve => BackgroundResult::Serve(read(kind, result)?),
+            BackgroundJob::Command => BackgroundResult::Command(read(kind, result)?),
         })
     }
 }
@@ -599,6 +622,10 @@ impl Achieved {
                     ..Achieved::default()
                 }
             }
+            BackgroundResult::Command(c) => Achieved {
+                runtime_s: Some(c.wall_s),
+                ..Achieved::default()
+            },
             BackgroundResult::Idle => Achieved::default(),
         }
     }
@@ -753,6 +780,70 @@ pub struct BadabingJobResult {
     pub probe_loss_rate: f64,
 }
 
+/// Where a command job's value came from (`source` of its result, version 11).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum CommandValueSource {
+    /// The wall time itself (`value` = `wall_s`, unit `s`, lower is better).
+    Wall,
+    /// A number at a JSON pointer into the command's output read as JSON.
+    Json,
+    /// The first capture group of a regex over the command's output.
+    Regex,
+}
+
+/// The tool a command job's preset named, as the agent found it (`tool` of its
+/// result, version 11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandTool {
+    /// The preset's name (`stress-ng`, `fio`, `sysbench`, `iperf3`).
+    pub preset: String,
+    /// The program the agent ran, as found on its `PATH`.
+    pub path: String,
+    /// The first line the tool printed for `--version` (bounded), e.g.
+    /// `stress-ng, version 0.15.06`; none when it printed nothing.
+    pub version: Option<String>,
+}
+
+/// What the format reads of a `command` job's result (version 11): how the program
+/// ended and what it measured. The agent's result also carries its output's tails.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct CommandJobResult {
+    /// The program's exit code; none when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did (a stopped background command's
+    /// `SIGTERM` or `SIGKILL`).
+    #[serde(default)]
+    pub signal: Option<i32>,
+    /// Wall time from the start to the exit of its process, by the agent's
+    /// monotonic clock, s.
+    pub wall_s: f64,
+    /// Where `value` came from.
+    pub source: CommandValueSource,
+    /// The measured value: `wall_s`, or the number the command printed; none for a
+    /// background command stopped before it printed one.
+    pub value: Option<f64>,
+    /// The value's unit as declared (`s` for the wall time).
+    pub unit: String,
+    /// The value's direction as declared (false for the wall time).
+    pub higher_is_better: bool,
+    /// The tool of the job's preset, with its version; none without a preset.
+    #[serde(default)]
+    pub tool: Option<CommandTool>,
+}
+
+impl CommandJobResult {
+    /// The sample's primary metric: [`Metric::CommandWallS`] for a wall time,
+    /// [`Metric::CommandValue`] for a printed value.
+    pub fn primary_metric(&self) -> Metric {
+        match self.source {
+            CommandValueSource::Wall => Metric::CommandWallS,
+            CommandValueSource::Json | CommandValueSource::Regex => Metric::CommandValue,
+        }
+    }
+}
+
 /// A measured job's result, read by kind.
 #[derive(Debug, Clone, PartialEq)]
 pub enum JobResult {
@@ -772,6 +863,8 @@ pub enum JobResult {
     Rtt(RttJobResult),
     /// A Badabing probe's.
     Badabing(BadabingJobResult),
+    /// A command's.
+    Command(CommandJobResult),
 }
 
 impl JobResult {
@@ -802,6 +895,7 @@ impl JobResult {
             JobKind::Steal => JobResult::Steal(read(name, result)?),
             JobKind::Rtt => JobResult::Rtt(read(name, result)?),
             JobKind::Badabing => JobResult::Badabing(read(name, result)?),
+            JobKind::Command => JobResult::Command(read(name, result)?),
         })
     }
 
@@ -816,6 +910,7 @@ impl JobResult {
             JobResult::Steal(_) => JobKind::Steal,
             JobResult::Rtt(_) => JobKind::Rtt,
             JobResult::Badabing(_) => JobKind::Badabing,
+            JobResult::Command(_) => JobKind::Command,
         }
     }
 
@@ -831,6 +926,7 @@ impl JobResult {
             JobResult::Steal(s) => s.duration_ns / 1e9,
             JobResult::Rtt(r) => r.elapsed_s,
             JobResult::Badabing(b) => b.elapsed_s,
+            JobResult::Command(c) => c.wall_s,
         }
     }
 }
@@ -887,6 +983,10 @@ pub struct Metrics {
     pub value: Option<f64>,
     /// Every metric's value ([`Metric::ALL`]).
     pub values: MetricValues,
+    /// The primary metric's direction when the job declared its own (a command's
+    /// printed value, [`Metric::CommandValue`]); `None`: the metric's own
+    /// ([`Metric::direction`]).
+    pub direction: Option<Direction>,
 }
 
 impl Metrics {
@@ -894,7 +994,9 @@ impl Metrics {
     /// its runtime, a fixed-time burn's its throughput; a probe's the mean RTT; a
     /// load's the received rate (none unless every stream's sink report came back);
     /// a disk job's its IOPS, a memory job's its peak RSS; a steal scan's its CPU
-    /// share, an RTT series' its median RTT, a Badabing probe's its loss frequency.
+    /// share, an RTT series' its median RTT, a Badabing probe's its loss frequency;
+    /// a command's its wall time, or the value it printed in the direction its file
+    /// declared.
     pub fn of(result: &JobResult, fixed_work: bool) -> Metrics {
         let primary = match result {
             JobResult::Burn(_) if fixed_work => Metric::RuntimeS,
@@ -906,6 +1008,7 @@ impl Metrics {
             JobResult::Steal(_) => Metric::CpuSharePct,
             JobResult::Rtt(_) => Metric::RttP50Ns,
             JobResult::Badabing(_) => Metric::LossFrequencyPct,
+            JobResult::Command(c) => c.primary_metric(),
         };
         let mut m = Metrics {
             metric: Some(primary),
@@ -954,6 +1057,17 @@ impl Metrics {
                 m.values
                     .set(Metric::ProbeLossPct, Some(100.0 * b.probe_loss_rate));
             }
+            JobResult::Command(c) => {
+                m.values.set(Metric::CommandWallS, Some(c.wall_s));
+                if c.source != CommandValueSource::Wall {
+                    m.values.set(Metric::CommandValue, c.value);
+                    m.direction = Some(if c.higher_is_better {
+                        Direction::HigherIsBetter
+                    } else {
+                        Direction::LowerIsBetter
+                    });
+                }
+            }
         }
         m.value = m.get(primary);
         m
@@ -962,6 +1076,16 @@ impl Metrics {
     /// The value of `metric` in these columns.
     pub fn get(&self, metric: Metric) -> Option<f64> {
         self.values.get(metric)
+    }
+
+    /// Whether a higher primary value is better: the job's declared direction, else
+    /// the primary metric's; `None` without a primary metric. A sample's
+    /// `higher_is_better`.
+    pub fn higher_is_better(&self) -> Option<bool> {
+        let direction = self
+            .direction
+            .or_else(|| self.metric.map(Metric::direction))?;
+        Some(direction.higher_is_better())
     }
 }
 
@@ -988,12 +1112,7 @@ mod tests {
             assert_eq!(k.job().measured(), Some(k));
             assert_eq!(serde_json::to_value(k).unwrap(), json!(k.name()));
         }
-        for b in [
-            BackgroundJob::Busy,
-            BackgroundJob::Load,
-            BackgroundJob::Idle,
-            BackgroundJob::Serve,
-        ] {
+        for b in BackgroundJob::ALL {
             assert_eq!(b.job().background(), Some(b));
             assert_eq!(serde_json::to_value(b).unwrap(), json!(b.name()));
         }
@@ -1045,6 +1164,60 @@ mod tests {
     fn achieved(job: BackgroundJob, result: &Value) -> Achieved {
         let parsed = BackgroundResult::parse(job, result).unwrap_or_else(|e| panic!("{e}"));
         Achieved::of(&parsed)
+    }
+
+    /// A command's wall time is lower-is-better seconds; a value it printed has the
+    /// unit and direction its job declared, which the sample's `higher_is_better`
+    /// follows (a lower-is-better printed latency is not read as a throughput).
+    #[test]
+    fn a_commands_metrics_follow_its_declared_direction() {
+        let wall = json!({"exit_code": 0, "wall_s": 1.25, "source": "wall", "value": 1.25,
+            "unit": "s", "higher_is_better": false, "stdout_tail": ""});
+        let m = metrics(JobKind::Command, false, &wall);
+        assert_eq!(
+            (m.metric, m.value),
+            (Some(Metric::CommandWallS), Some(1.25))
+        );
+        assert_eq!(
+            (m.get(Metric::CommandValue), m.higher_is_better()),
+            (None, Some(false))
+        );
+        for (higher, unit) in [(true, "events/s"), (false, "ms")] {
+            let printed = json!({"exit_code": 0, "wall_s": 3.0, "source": "regex",
+                "value": 812.5, "unit": unit, "higher_is_better": higher,
+                "tool": {"preset": "sysbench", "path": "/usr/bin/sysbench",
+                    "version": "sysbench 1.0.20"}});
+            let m = metrics(JobKind::Command, false, &printed);
+            assert_eq!(
+                (m.metric, m.value),
+                (Some(Metric::CommandValue), Some(812.5))
+            );
+            assert_eq!(m.get(Metric::CommandWallS), Some(3.0));
+            assert_eq!(m.higher_is_better(), Some(higher), "{unit}");
+            let JobResult::Command(c) = JobResult::parse(JobKind::Command, &printed).unwrap()
+            else {
+                panic!("a command result");
+            };
+            assert_eq!(
+                c.tool.and_then(|t| t.version).as_deref(),
+                Some("sysbench 1.0.20")
+            );
+            assert_eq!(c.unit, unit);
+        }
+        // A stopped neighbor's program: its wall time is what it achieved.
+        let stopped = json!({"exit_code": null, "signal": 15, "wall_s": 2.0, "source": "wall",
+            "value": 2.0, "unit": "s", "higher_is_better": false});
+        assert_eq!(
+            achieved(BackgroundJob::Command, &stopped).runtime_s,
+            Some(2.0)
+        );
+        // Other kinds keep their metric's own direction.
+        let r = json!({"burn": {"wall_ns": 2.5e9, "ops_per_sec": 400.0, "threads": [{}]}});
+        assert_eq!(
+            metrics(JobKind::Burn, false, &r).higher_is_better(),
+            Some(true)
+        );
+        assert_eq!(Metrics::default().higher_is_better(), None);
     }
 
     #[test]
@@ -1215,12 +1388,7 @@ mod tests {
         let err = BackgroundResult::parse(BackgroundJob::Busy, &json!(null)).unwrap_err();
         assert!(err.to_string().contains("the busy job's result"), "{err}");
         assert_eq!(achieved(BackgroundJob::Idle, &busy), Achieved::default());
-        for k in [
-            BackgroundJob::Busy,
-            BackgroundJob::Load,
-            BackgroundJob::Idle,
-            BackgroundJob::Serve,
-        ] {
+        for k in BackgroundJob::ALL {
             assert_eq!(BackgroundJob::from_name(k.name()), Some(k));
         }
     }

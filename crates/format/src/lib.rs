@@ -53,8 +53,8 @@ pub use experiment::{
     BurnView, BusyView, ExperimentView, NetworkView, ProviderView, ScenarioView, TenantView,
 };
 pub use job::{
-    Achieved, AgentJob, BackgroundJob, BackgroundResult, EventPool, JobKind, JobOutcome, JobResult,
-    Metrics, ResultError,
+    Achieved, AgentJob, BackgroundJob, BackgroundResult, CommandJobResult, CommandTool,
+    CommandValueSource, EventPool, JobKind, JobOutcome, JobResult, Metrics, ResultError,
 };
 pub use kind::{
     MatrixLevel, MatrixLevelError, ProviderKind, Role, Scenario, SessionStatus, StepGroup,

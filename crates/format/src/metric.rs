@@ -46,6 +46,10 @@ pub enum Quantity {
     Datagrams,
     /// A count of routers on a path (version 10): fewer is nearer.
     Hops,
+    /// A value a command printed (version 11), in the unit its experiment file
+    /// declared; its direction is the declared one, which a sample's
+    /// `higher_is_better` carries (the command job's result records both).
+    Declared,
 }
 
 impl Quantity {
@@ -60,7 +64,7 @@ impl Quantity {
             Quantity::PercentCpu => DisplayUnit::PERCENT_CPU,
             Quantity::Bytes => DisplayUnit::BYTES,
             Quantity::PercentOfEvents => DisplayUnit::PERCENT,
-            Quantity::Datagrams | Quantity::Hops => DisplayUnit::NONE,
+            Quantity::Datagrams | Quantity::Hops | Quantity::Declared => DisplayUnit::NONE,
         }
     }
 }
@@ -133,11 +137,18 @@ pub enum Metric {
     /// (the next usual initial TTL, 64, 128 or 255, minus the largest TTL seen):
     /// Wang & Ng's network-location check of a pair.
     Hops,
+    /// Command job (version 11): the command's wall time, from its start to the
+    /// exit of its process, by the agent's monotonic clock, seconds.
+    CommandWallS,
+    /// Command job (version 11): the value the command printed, read from its
+    /// output by the JSON pointer or regex its experiment file declared, in the
+    /// declared unit; the sample's `higher_is_better` is the declared direction.
+    CommandValue,
 }
 
 impl Metric {
     /// Every metric, in the order of the format's columns.
-    pub const ALL: [Metric; 23] = [
+    pub const ALL: [Metric; 25] = [
         Metric::RuntimeS,
         Metric::OpsPerSec,
         Metric::RttMeanNs,
@@ -161,6 +172,8 @@ impl Metric {
         Metric::ProbeLossPct,
         Metric::SinkDrops,
         Metric::Hops,
+        Metric::CommandWallS,
+        Metric::CommandValue,
     ];
 
     /// The host-side utilisation metrics (version 5): what the provider read of each
@@ -208,6 +221,8 @@ impl Metric {
             Metric::ProbeLossPct => "probe_loss_pct",
             Metric::SinkDrops => "sink_drops",
             Metric::Hops => "hops",
+            Metric::CommandWallS => "command_wall_s",
+            Metric::CommandValue => "command_value",
         }
     }
 
@@ -224,7 +239,7 @@ impl Metric {
     /// What its values are.
     pub fn quantity(self) -> Quantity {
         match self {
-            Metric::RuntimeS => Quantity::Seconds,
+            Metric::RuntimeS | Metric::CommandWallS => Quantity::Seconds,
             Metric::OpsPerSec => Quantity::OpsPerSecond,
             Metric::RttMeanNs
             | Metric::RttP50Ns
@@ -242,6 +257,7 @@ impl Metric {
             Metric::LossFrequencyPct | Metric::ProbeLossPct => Quantity::PercentOfEvents,
             Metric::SinkDrops => Quantity::Datagrams,
             Metric::Hops => Quantity::Hops,
+            Metric::CommandValue => Quantity::Declared,
         }
     }
 
@@ -257,6 +273,8 @@ impl Metric {
             Quantity::PercentOfEvents => "%",
             Quantity::Datagrams => "datagrams",
             Quantity::Hops => "hops",
+            // The declared unit is in the command job's result.
+            Quantity::Declared => "",
         }
     }
 
@@ -274,6 +292,7 @@ impl Metric {
             Quantity::PercentOfEvents => format!("{v:.2} %"),
             Quantity::Datagrams => format!("{v:.0} datagrams"),
             Quantity::Hops => format!("{v:.0} hops"),
+            Quantity::Declared => format!("{v}"),
         }
     }
 
@@ -291,6 +310,10 @@ impl Metric {
             | Quantity::BitsPerSecond
             | Quantity::PercentCpu
             | Quantity::Bytes => Direction::HigherIsBetter,
+            // A printed value's direction is declared per job: a sample says it in
+            // `higher_is_better` ([`crate::job::Metrics::higher_is_better`]); this is
+            // only the fallback of a reader without the sample.
+            Quantity::Declared => Direction::HigherIsBetter,
         }
     }
 
@@ -321,6 +344,8 @@ impl Metric {
             Metric::ProbeLossPct => "probe loss rate",
             Metric::SinkDrops => "datagrams the receiver dropped",
             Metric::Hops => "hops between the pair (from the reply TTL)",
+            Metric::CommandWallS => "command wall time",
+            Metric::CommandValue => "command's value",
         }
     }
 
@@ -449,7 +474,7 @@ mod tests {
         v.set(Metric::RateBps, Some(8e6));
         assert_eq!(
             serde_json::to_string(&v).unwrap(),
-            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null,"sink_drops":null,"hops":null}"#
+            r#"{"runtime_s":1.5,"ops_per_sec":null,"rtt_mean_ns":null,"rtt_p50_ns":null,"rtt_p90_ns":null,"rtt_p99_ns":null,"rtt_p999_ns":null,"rate_bps":8000000.0,"ns_per_op_per_thread":null,"iops":null,"rss_bytes":null,"host_cpu_pct":null,"host_mem_bytes":null,"host_iops":null,"host_net_bps":null,"cpu_share_pct":null,"rtt_min_ns":null,"rtt_max_ns":null,"rtt_std_ns":null,"loss_frequency_pct":null,"probe_loss_pct":null,"sink_drops":null,"hops":null,"command_wall_s":null,"command_value":null}"#
         );
         // Other fields are skipped, missing metrics are None.
         let read: MetricValues =

@@ -253,7 +253,7 @@ impl Sample {
             elapsed_ms: p.elapsed_ms,
             metric: m.metric,
             value: m.value,
-            higher_is_better: m.metric.map(|m| m.direction().higher_is_better()),
+            higher_is_better: m.higher_is_better(),
             metrics: m.values,
             conditions: p.conditions,
             hdr_log: p.hdr_log,

@@ -36,3 +36,7 @@ const ADDED_IN_V9: [&str; 1] = ["sink_drops"];
 /// The metric columns version 10 added (the hops of a probe's reply TTL): an older
 /// sample reads with them null and writes them back as nulls.
 const ADDED_IN_V10: [&str; 1] = ["hops"];
+
+/// The metric columns version 11 added (a command job's wall time and printed value):
+/// an older sample reads with them null and writes them back as nulls.
+const ADDED_IN_V11: [&str; 2] = ["command_wall_s", "command_value"];

@@ -27,7 +27,7 @@ fn lines(run: &str) -> Vec<String> {
 /// Columns version 2 added to a sample.
 const ADDED_IN_V2: [&str; 1] = ["ns_per_op_per_thread"];
 
-/// Columns added since version 1: version 2's, 4's, 5's, 8's, 9's and 10's.
+/// Columns added since version 1: version 2's, 4's, 5's, 8's, 9's, 10's and 11's.
 fn added_since_v1() -> impl Iterator<Item = &'static str> {
     ADDED_IN_V2
         .into_iter()
@@ -36,6 +36,7 @@ fn added_since_v1() -> impl Iterator<Item = &'static str> {
         .chain(crate::ADDED_IN_V8)
         .chain(crate::ADDED_IN_V9)
         .chain(crate::ADDED_IN_V10)
+        .chain(crate::ADDED_IN_V11)
 }
 
 #[test]

@@ -39,6 +39,7 @@ fn a_v3_sample_reads_with_null_conditions() {
         .chain(crate::ADDED_IN_V8)
         .chain(crate::ADDED_IN_V9)
         .chain(crate::ADDED_IN_V10)
+        .chain(crate::ADDED_IN_V11)
     {
         let v = written.as_object_mut().unwrap().remove(c);
         assert_eq!(v, Some(Value::Null), "{c}");
