@@ -233,7 +233,8 @@ pub struct Run {
     /// The manifest.
     pub manifest: RunInfo,
     /// One row per record of every complete step, flat columns named as in the format
-    /// (see [`columns`]) and a last column `record`, the row's index in `qualities`;
+    /// (see [`columns`]), the sample's `technology` (null outside a matrix over
+    /// technologies) and a last column `record`, the row's index in `qualities`;
     /// `result` is dropped.
     pub samples: DataFrame,
     /// The qualifiers of each record's result, in record order.
@@ -761,6 +762,12 @@ fn frame(records: &[Record]) -> polars::error::PolarsResult<DataFrame> {
         ),
     ]);
     columns.push(col("hdr_log", os(|r| r.hdr_log.as_deref())));
+    // Not a flat column of the format (a list's neighbor in the record): the
+    // technologies analysis picks a technology's records by it.
+    columns.push(col(
+        "technology",
+        os(|r| r.technology.map(nnb_format::Runtime::name)),
+    ));
     columns.push(col(
         "record",
         (0..records.len() as u64).collect::<Vec<u64>>(),
