@@ -36,6 +36,20 @@ pub fn server_name(client: &str) -> String {
     format!("{ENDPOINT}@{client}")
 }
 
+/// The name tenant `base` runs under in `technology`, `TENANT@TECHNOLOGY` (e.g.
+/// `a@runc`): an isolation matrix over `technologies` runs each tenant once per
+/// technology under such names. `@` is not allowed in tenant names, so it is never
+/// a tenant's own.
+pub fn technology_name(base: &str, technology: nnb_format::Runtime) -> String {
+    format!("{base}@{technology}")
+}
+
+/// The tenant name a launched tenant's name stands for: `a` for `a@runc`, the name
+/// itself where it has no technology.
+pub fn base_name(name: &str) -> &str {
+    name.split_once('@').map_or(name, |(base, _)| base)
+}
+
 /// The slowest rate an emulated link (`host_bw`) or a tenant's `rate` grant may be
 /// shaped to, bit/s: `tc` counts rates in whole bytes per second, and 8 kbit/s
 /// (1000 bytes/s) already takes over a second per full-size datagram.
@@ -163,6 +177,14 @@ impl TenantGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_technology_name_maps_back_to_its_tenant() {
+        let name = technology_name("a", nnb_format::Runtime::Runc);
+        assert_eq!(name, "a@runc");
+        assert_eq!(base_name(&name), "a");
+        assert_eq!(base_name("b"), "b");
+    }
 
     #[test]
     fn sustained_iops_is_the_tighter_direction() {
