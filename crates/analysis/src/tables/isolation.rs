@@ -55,6 +55,9 @@ pub struct Isolation {
     pub capacity: Option<Summary>,
     /// Scenarios 1-4: a alone.
     pub baselines: Vec<IsolationBaseline>,
+    /// Levels 17-20: b alone (version 11; empty in older runs), in b's own metric
+    /// (the host-side utilisation when every record of b has it, as for a).
+    pub b_baselines: Vec<IsolationBaseline>,
     /// Scenarios 5-16: a beside b.
     pub pairs: Vec<IsolationPair>,
 }
@@ -105,12 +108,12 @@ pub enum PmaxSource {
     },
 }
 
-/// Tenant a alone in one state.
+/// Tenant a (or b) alone in one state.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IsolationBaseline {
-    /// Table 1 id (1-4).
+    /// Table 1 id (1-4; b's baselines 17-20).
     pub id: u32,
-    /// a's state, e.g. `saturated`.
+    /// The tenant's state, e.g. `saturated`.
     pub state: TenantState,
     /// Mean of the repetitions.
     pub mean: f64,
@@ -146,6 +149,9 @@ pub struct IsolationPair {
     pub p_b_sd: f64,
     /// Tenant b's utilisation meanwhile (mean, standard deviation), when recorded.
     pub b: Option<(f64, f64)>,
+    /// Tenant b's baseline in `state_b` (b alone, levels 17-20), in the same metric
+    /// as `b`; `None` in runs without b's baselines (before version 11).
+    pub b_alone: Option<f64>,
 }
 
 impl IsolationPair {
@@ -153,6 +159,15 @@ impl IsolationPair {
     /// a did better beside b than alone.
     pub fn change(&self) -> f64 {
         (self.p_b - self.p_a) / self.p_a
+    }
+
+    /// `(b' - b) / b`, a fraction: tenant b's own change beside a against b alone in
+    /// its state, as [`IsolationPair::change`] is a's; `None` without b's baseline or
+    /// b's figure beside a.
+    pub fn b_change(&self) -> Option<f64> {
+        let (beside, _) = self.b?;
+        let alone = self.b_alone?;
+        (alone != 0.0).then(|| (beside - alone) / alone)
     }
 }
 
@@ -218,14 +233,35 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
     let (metric, host_side) = view(&rows).ok_or_else(no_baseline)?;
     let b_rows = measured(run, Role::Neighbor)?;
     let b_levels = by_group(&b_rows);
-    let b_of = |label: &str| -> Option<(f64, f64)> {
+    // b's figures in one metric over all of b's records, alone and beside a, so
+    // that b's degradation compares like with like (as a's does).
+    let b_view = view(&b_rows);
+    let b_level = |label: &str| -> Option<Summary> {
         let level = b_levels
             .iter()
             .flat_map(|(_, levels)| levels)
             .find(|l| l.label == label)?;
-        let (m, host) = view(&level.rows.iter().map(|r| (*r).clone()).collect::<Vec<_>>())?;
-        summary(&level.rows, m, host).map(|s| (s.mean, s.stddev))
+        let (m, host) = b_view?;
+        summary(&level.rows, m, host)
     };
+    let b_of = |label: &str| b_level(label).map(|s| (s.mean, s.stddev));
+    let b_baselines: Vec<IsolationBaseline> = b_levels
+        .iter()
+        .flat_map(|(_, levels)| levels)
+        .filter_map(|l| match l.label.parse() {
+            Ok(MatrixLevel::NeighborAlone(state)) => {
+                let s = b_level(&l.label)?;
+                Some(IsolationBaseline {
+                    id: l.level as u32,
+                    state,
+                    mean: s.mean,
+                    sd: s.stddev,
+                    n: s.n,
+                })
+            }
+            _ => None,
+        })
+        .collect();
     let mut baselines = Vec::new();
     let mut pairs = Vec::new();
     let mut capacity = None;
@@ -321,6 +357,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
                 .map(|x| x.mean)
                 .ok_or_else(|| data_err(format!("no baseline of tenant a {a} for pair {id}")))?;
             let p_b = s.mean;
+            let b_alone = b_baselines.iter().find(|x| x.state == b).map(|x| x.mean);
             Ok(IsolationPair {
                 id,
                 shortname: format!("a_{} b_{}", a.letter(), b.letter()),
@@ -333,6 +370,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
                 n: s.n,
                 p_b_sd: s.stddev,
                 b: b_use,
+                b_alone,
             })
         })
         .collect::<Result<Vec<_>, AnalysisError>>()?;
@@ -343,6 +381,7 @@ pub fn isolation(run: &Run) -> Result<Option<Isolation>, AnalysisError> {
         p_max_source,
         capacity: capacity_summary,
         baselines,
+        b_baselines,
         pairs,
     }))
 }
@@ -351,7 +390,7 @@ impl Isolation {
     /// How a and a' are printed: in the unit of a table column of the metric's
     /// quantity (bytes as MiB, bits per second as Mbit/s, the rest in the metric's own
     /// unit: [`nnb_units::DisplayUnit::table`]), with the decimals that go with it.
-    fn shown(&self) -> (Scaled, usize) {
+    pub(super) fn shown(&self) -> (Scaled, usize) {
         let quantity = self.metric.quantity();
         let decimals = match quantity {
             Quantity::Bytes => 1,
