@@ -453,7 +453,8 @@ pub struct GrantFile {
     pub rate: Option<Spanned<String>>,
 }
 
-/// The test workload: a pinned burner run (`nnb cpu`) on the test tenant.
+/// The test workload: a pinned burner run (`nnb cpu`) on the test tenant, or (in a
+/// neighbor staircase) a command of yours (`command` or `preset`).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BurnFile {
@@ -479,6 +480,43 @@ pub struct BurnFile {
     /// fewer and the runtime is the pool's). A `duration` burn is unaffected.
     #[serde(default)]
     pub pool: Option<Spanned<nnb_format::EventPool>>,
+    /// A program of yours as the test workload instead of nnb's burner (neighbor
+    /// staircase): its argv, never a shell string, e.g. ["/opt/bench/loop",
+    /// "2000"] (the program an absolute path on the agent's machine, or a name on
+    /// its PATH). Its agent must be started with `nnb agent --allow-commands` (the
+    /// local provider does so itself).
+    #[serde(default)]
+    pub command: Option<Spanned<Vec<String>>>,
+    /// One of the seeds' tools as the program instead of `command`: "stress-ng",
+    /// "fio", "sysbench" or "iperf3" (the agent checks it is installed and records
+    /// its version); its arguments in `args`.
+    #[serde(default)]
+    pub preset: Option<Spanned<String>>,
+    /// The preset tool's arguments, e.g. ["cpu", "--time=5", "run"].
+    #[serde(default)]
+    pub args: Option<Spanned<Vec<String>>>,
+    /// The command's working directory (absolute). Default: the agent's.
+    #[serde(default)]
+    pub cwd: Option<Spanned<String>>,
+    /// Variables added to the agent's environment for the command, e.g. { LC_ALL =
+    /// "C" }.
+    #[serde(default)]
+    pub env: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+    /// A command still running this long after its start is stopped and the attempt
+    /// fails, e.g. "30s". Default: only the step timeout bounds it.
+    #[serde(default)]
+    pub timeout: Option<Spanned<String>>,
+    /// Bytes kept of the command's stdout and of its stderr, each, e.g. "64K"; the
+    /// rest is counted and dropped. Default 64 KiB.
+    #[serde(default)]
+    pub output_limit: Option<Spanned<SizeFile>>,
+    /// What a command's samples record: "wall" (default: its wall time, a
+    /// fixed-work command's runtime), or a value it prints: { json = "/pointer",
+    /// unit = "ops/s", higher_is_better = true } or { regex = "events per second:
+    /// +([0-9.]+)", unit = "events/s", higher_is_better = true }, with stream =
+    /// "stderr" to read its stderr.
+    #[serde(default)]
+    pub metric: Option<Spanned<crate::command::MetricFile>>,
 }
 
 /// A list given either as a range string or as an explicit array.
@@ -540,14 +578,19 @@ pub enum BusyKindFile {
     Burner,
     /// A rate-paced UDP load generator towards the sink.
     Load,
+    /// A program (`command` or `preset`), started with each busy step and stopped,
+    /// its whole process tree, when the neighbors' jobs change.
+    Command,
 }
 
 /// `[scenario.busy]`: a busy neighbor's workload.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BusyFile {
-    /// "burner" (default) or "load".
-    pub kind: Spanned<BusyKindFile>,
+    /// "burner", "load" or "command". Default: "command" when the table names one
+    /// (`command` or `preset`), else "burner".
+    #[serde(default)]
+    pub kind: Option<Spanned<BusyKindFile>>,
     /// burner: workload name. Default "fpadd".
     #[serde(default)]
     pub workload: Option<Spanned<String>>,
@@ -578,6 +621,61 @@ pub struct BusyFile {
     /// Pacing granularity: bytes sent back to back before each idle, e.g. "128K".
     #[serde(default)]
     pub pacing_chunk: Option<Spanned<SizeFile>>,
+    /// command: the program each busy neighbor runs until its step's neighbors
+    /// change, its argv, e.g. ["stress-ng", "--cpu", "1", "--cpu-load", "50"]. Its
+    /// agent must be started with `nnb agent --allow-commands`.
+    #[serde(default)]
+    pub command: Option<Spanned<Vec<String>>>,
+    /// command: one of the seeds' tools instead of `command`: "stress-ng", "fio",
+    /// "sysbench" or "iperf3"; its arguments in `args`.
+    #[serde(default)]
+    pub preset: Option<Spanned<String>>,
+    /// command: the preset tool's arguments.
+    #[serde(default)]
+    pub args: Option<Spanned<Vec<String>>>,
+    /// command: its working directory (absolute). Default: the agent's.
+    #[serde(default)]
+    pub cwd: Option<Spanned<String>>,
+    /// command: variables added to the agent's environment for it.
+    #[serde(default)]
+    pub env: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+    /// command: bytes kept of its stdout and of its stderr, each, e.g. "64K".
+    /// Default 64 KiB.
+    #[serde(default)]
+    pub output_limit: Option<Spanned<SizeFile>>,
+}
+
+impl BurnFile {
+    /// This table's command keys ([`crate::command::CommandKeys`]).
+    pub fn command_keys(&self) -> crate::command::CommandKeys<'_> {
+        crate::command::CommandKeys {
+            command: self.command.as_ref(),
+            preset: self.preset.as_ref(),
+            args: self.args.as_ref(),
+            cwd: self.cwd.as_ref(),
+            env: self.env.as_ref(),
+            output_limit: self.output_limit.as_ref(),
+            timeout: self.timeout.as_ref(),
+            metric: self.metric.as_ref(),
+        }
+    }
+}
+
+impl BusyFile {
+    /// This table's command keys ([`crate::command::CommandKeys`]): a background
+    /// command has no `timeout` and no `metric`.
+    pub fn command_keys(&self) -> crate::command::CommandKeys<'_> {
+        crate::command::CommandKeys {
+            command: self.command.as_ref(),
+            preset: self.preset.as_ref(),
+            args: self.args.as_ref(),
+            cwd: self.cwd.as_ref(),
+            env: self.env.as_ref(),
+            output_limit: self.output_limit.as_ref(),
+            timeout: None,
+            metric: None,
+        }
+    }
 }
 
 /// A size in bytes in an experiment file: an integer, or a string with a unit as

@@ -12,6 +12,7 @@
 
 pub mod aws;
 pub mod campaign;
+pub mod command;
 pub mod credits;
 pub mod diagnostic;
 pub mod file;
@@ -33,6 +34,7 @@ use serde::Serialize;
 use crate::tenant::TenantSpec;
 pub use crate::tenant::{Network, NicQueue, Role, Servers, TenantGrant};
 pub use aws::{AgentInstall, AwsHost, AwsSpec, PlacementGroup, ServerTenancy};
+pub use command::TestWorkload;
 pub use diagnostic::Diagnostic;
 use file::{
     BurnFile, BusyKindFile, ExperimentFile, KindProbe, LoadStepsFile, LoadsFile, MatrixFile,
@@ -291,6 +293,8 @@ pub enum Busy {
         #[serde(skip_serializing_if = "nnb_agent::jobs::LoadOptions::is_default")]
         options: nnb_agent::jobs::LoadOptions,
     },
+    /// A program until stopped (its whole process tree).
+    Command(nnb_agent::jobs::CommandSpec),
 }
 
 /// What the neighbors a level leaves out are: a staircase's above its level, load
@@ -333,8 +337,8 @@ pub struct Staircase {
     pub unused: UnusedNeighbors,
     /// What busy neighbors run.
     pub busy: Busy,
-    /// The test workload.
-    pub test: Burn,
+    /// The test workload: the burner or a command.
+    pub test: TestWorkload,
 }
 
 /// The thread sweep on the test tenant (thesis 5.5).
@@ -580,6 +584,17 @@ impl Experiment {
             Scenario::IsolationMatrix(IsolationMatrix { disk: Some(d), .. }) => Some(&d.dir),
             _ => None,
         }
+    }
+
+    /// Whether its plan runs command jobs ([`plan::Plan::command_tenants`]): the
+    /// local provider then starts its agents with `--allow-commands`.
+    pub fn runs_commands(&self) -> bool {
+        let once = Experiment {
+            repetitions: 1,
+            warmup: 0,
+            ..self.clone()
+        };
+        !plan::expand(&once, 1).command_tenants().is_empty()
     }
 
     /// Whether any tenant is granted something beyond its vCPUs.
@@ -1243,6 +1258,10 @@ impl Checker<'_> {
     /// The test workload; `threads` defaults to the test tenant's vCPUs.
     fn burn(&self, tenants: &[TenantDef], b: &Spanned<BurnFile>) -> Result<Burn, ExperimentError> {
         let f = b.get_ref();
+        self.no_command_keys(
+            f.command_keys(),
+            "a neighbor staircase's command test workload (`command` or `preset`)",
+        )?;
         let default_threads = test_vcpus(tenants);
         let amount = match (&f.ops, &f.duration) {
             (Some(_), Some(d)) => {
@@ -1337,12 +1356,21 @@ impl Checker<'_> {
             states,
             unused: UnusedNeighbors::from_file(s.unused_neighbors),
             busy,
-            test: self.burn(tenants, &s.test)?,
+            test: self.test_workload(tenants, &s.test)?,
         })
     }
 
     fn busy(&self, b: &file::BusyFile) -> Result<Busy, ExperimentError> {
-        match b.kind.get_ref() {
+        let kind = match &b.kind {
+            Some(k) => *k.get_ref(),
+            None if b.command_keys().is_command() => BusyKindFile::Command,
+            None => BusyKindFile::Burner,
+        };
+        if kind != BusyKindFile::Command {
+            self.no_command_keys(b.command_keys(), "kind = \"command\"")?;
+        }
+        match kind {
+            BusyKindFile::Command => self.busy_command(b),
             BusyKindFile::Burner => {
                 let load_only = (b.rate.as_ref().map(Spanned::span))
                     .or(b.streams.as_ref().map(Spanned::span))
@@ -1373,7 +1401,9 @@ impl Checker<'_> {
                 }
                 let Some(rate) = &b.rate else {
                     return Err(self.error(
-                        b.kind.span(),
+                        b.kind
+                            .as_ref()
+                            .map_or(self.scenario_span.clone(), Spanned::span),
                         "a load neighbor needs `rate`, e.g. rate = \"150M\"",
                     ));
                 };

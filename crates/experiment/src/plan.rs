@@ -16,7 +16,7 @@ mod pair;
 use crate::tenant::server_name;
 use crate::{
     Burn, BurnAmount, Busy, Experiment, LoadSteps, Loads, NeighborState, Role, Scenario, Servers,
-    Staircase, TenantDef, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
+    Staircase, TenantDef, TestWorkload, ThreadSweep, ThroughputStaircase, UnusedNeighbors,
 };
 use nnb_agent::jobs::{BurnScope, JobSpec, LoadOptions, LoadSampling};
 use nnb_format::{Runtime, StepGroup, StepRecord, StepStart};
@@ -191,6 +191,23 @@ impl Plan {
         }
     }
 
+    /// The tenants that run command jobs (measured or in the background), in the
+    /// order of their first one: their agents must have opted in to commands
+    /// (`nnb agent --allow-commands`).
+    pub fn command_tenants(&self) -> Vec<String> {
+        let mut tenants: Vec<String> = Vec::new();
+        let jobs = self
+            .steps
+            .iter()
+            .flat_map(|s| s.background.iter().chain(&s.measure));
+        for a in jobs {
+            if matches!(a.job, JobSpec::Command(_)) && !tenants.contains(&a.tenant) {
+                tenants.push(a.tenant.clone());
+            }
+        }
+        tenants
+    }
+
     /// Steps whose tenants or background differ from the step before (the first
     /// included): tenants come or go, neighbors are reconfigured, and the settle
     /// time is spent there.
@@ -344,8 +361,8 @@ impl Builder<'_> {
                     present,
                     lifted: Vec::new(),
                     background,
-                    measure: vec![burn(&test, &s.test, s.test.threads)],
-                    estimate: burn_estimate(&s.test),
+                    measure: vec![test_job(&test, &s.test)],
+                    estimate: test_estimate(&s.test),
                 });
             }
         }
@@ -495,6 +512,7 @@ fn busy_job(busy: &Busy, t: &TenantDef) -> JobSpec {
             msg_size,
             options,
         } => load_with(*rate_bps, *streams, *msg_size, None, options),
+        Busy::Command(c) => JobSpec::Command(c.clone()),
     }
 }
 
@@ -547,6 +565,26 @@ fn burn(tenant: &str, b: &Burn, threads: usize) -> Assignment {
             duty: None,
             pool: b.pool,
         },
+    }
+}
+
+/// A staircase's measured job on the test tenant.
+fn test_job(tenant: &str, w: &TestWorkload) -> Assignment {
+    match w {
+        TestWorkload::Burn(b) => burn(tenant, b, b.threads),
+        TestWorkload::Command(c) => Assignment {
+            tenant: tenant.to_string(),
+            job: JobSpec::Command(c.clone()),
+        },
+    }
+}
+
+/// How long a staircase's test workload measures: a fixed-time one's time; `None`
+/// for fixed work (a burn's ops, a command that runs until it exits).
+fn test_estimate(w: &TestWorkload) -> Option<Duration> {
+    match w {
+        TestWorkload::Burn(b) => burn_estimate(b),
+        TestWorkload::Command(c) => c.duration_ms.map(Duration::from_millis),
     }
 }
 

@@ -2,6 +2,7 @@
 
 mod bounds;
 mod campaign_table;
+mod command_keys;
 mod continuous_loads;
 mod credit_windows;
 mod event_pool;
