@@ -110,10 +110,12 @@ fn is_bad_input(e: &(dyn Error + 'static)) -> bool {
         use nnb_controller::ControllerError;
         // `ControllerError::Results` is transparent: the results error is not a
         // separate link of the chain.
-        let in_controller = matches!(
-            e.downcast_ref::<ControllerError>(),
-            Some(ControllerError::Results(r)) if r.is_bad_input()
-        );
+        let in_controller = match e.downcast_ref::<ControllerError>() {
+            Some(ControllerError::Results(r)) => r.is_bad_input(),
+            // An agent that did not opt in to the file's command jobs.
+            Some(ControllerError::CommandsNotAllowed(_)) => true,
+            _ => false,
+        };
         if e.is::<nnb_experiment::ExperimentError>()
             || says(e, ResultsError::is_bad_input)
             || in_controller

@@ -10,6 +10,7 @@ mod analyze_cli;
 mod aws_campaign;
 mod aws_cli;
 mod aws_staircase;
+mod command_jobs;
 mod cpu_burn_o0;
 mod cpu_cli;
 mod disk_cli;

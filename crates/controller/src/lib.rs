@@ -23,6 +23,7 @@ pub mod budget;
 pub mod campaign;
 pub mod cancel;
 pub mod client;
+pub mod commands;
 mod driver;
 mod endpoint;
 pub mod journal;
@@ -79,6 +80,9 @@ pub enum ControllerError {
     /// whose result the results format does not read): a bug of the plan.
     #[error("{0}")]
     Plan(String),
+    /// The plan runs command jobs on an agent that did not opt in to them.
+    #[error(transparent)]
+    CommandsNotAllowed(#[from] commands::CommandsNotAllowed),
 }
 
 /// How a run ended.
@@ -412,6 +416,9 @@ async fn drive_fleet(
 ) -> Result<RunStatus, ControllerError> {
     outcome.warnings = fleet.warnings.clone();
     record_fleet(run, provider, fleet).await?;
+    if let Some(s) = run.manifest.sessions.last() {
+        commands::check_opt_in(&run.plan, &s.tenants)?;
+    }
     let cost_cap = provider.cost_cap(held_since);
     let mut driver = Driver::new(run, provider, fleet, journal).await?;
     driver.cost_cap = cost_cap;

@@ -69,6 +69,9 @@ pub struct LocalOptions {
     /// one agent each beside the endpoint (with the emulated network in the
     /// endpoint's namespace, at an address of its own).
     pub servers: Vec<String>,
+    /// Start the tenants' agents with `--allow-commands` (the plan runs command
+    /// jobs; the endpoint and the servers never run one).
+    pub allow_commands: bool,
 }
 
 /// Whether a local fleet's tenants get cgroups of their own (see
@@ -127,6 +130,7 @@ impl Default for LocalOptions {
             grants: Vec::new(),
             io_dir: None,
             servers: Vec::new(),
+            allow_commands: false,
         }
     }
 }
@@ -251,6 +255,7 @@ pub async fn launch_local(
             netns: ns.as_deref(),
             listen: ip.unwrap_or(loopback),
             cpus: Some(cpus),
+            allow_commands: opts.allow_commands,
         };
         let (child, token) = agent.spawn(&bin, scratch.path())?;
         let pid = child.id();
@@ -267,6 +272,7 @@ pub async fn launch_local(
         netns: endpoint_ns.as_deref(),
         listen: endpoint_ip.unwrap_or(loopback),
         cpus: None,
+        allow_commands: false,
     };
     let (child, endpoint_token) = endpoint.spawn(&bin, scratch.path())?;
     fleet.children.push((ENDPOINT.to_string(), child));
@@ -280,6 +286,7 @@ pub async fn launch_local(
             netns: endpoint_ns.as_deref(),
             listen: ip.unwrap_or(loopback),
             cpus: None,
+            allow_commands: false,
         };
         let (child, token) = server.spawn(&bin, scratch.path())?;
         fleet.children.push((name.clone(), child));
@@ -538,6 +545,7 @@ impl LocalProvider {
             netns: t.netns.as_deref(),
             listen: t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             cpus: Some(&t.cpus),
+            allow_commands: self.opts.allow_commands,
         };
         let (child, token) = launch.spawn(&bin, scratch.path())?;
         let pid = child.id();
@@ -639,6 +647,8 @@ struct AgentLaunch<'a> {
     netns: Option<&'a str>,
     listen: IpAddr,
     cpus: Option<&'a [usize]>,
+    /// Pass `--allow-commands`.
+    allow_commands: bool,
 }
 
 impl AgentLaunch<'_> {
@@ -674,6 +684,9 @@ impl AgentLaunch<'_> {
             .arg(&token_file);
         if let Some(cpus) = self.cpus {
             cmd.arg("--cpus").arg(format_list(cpus));
+        }
+        if self.allow_commands {
+            cmd.arg("--allow-commands");
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())

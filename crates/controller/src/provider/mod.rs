@@ -223,6 +223,7 @@ pub fn for_experiment(
                 .map(|t| (t.name.clone(), t.grant.clone()))
                 .collect(),
             io_dir: exp.disk_dir().map(Path::to_path_buf),
+            allow_commands: exp.runs_commands(),
             ..LocalOptions::default()
         }))),
         nnb_experiment::Provider::Static { hosts, token_file } => {
