@@ -447,6 +447,11 @@ fn run_section<'o>(out: &'o OutDir, dir: PathBuf, a: &Analysed) -> Result<Writer
         let chart = charts::isolation(&label, iso);
         w.plot("isolation", &chart.title, plot::line_chart(&chart))?;
     }
+    for t in a.analyses.technologies.iter().flat_map(|t| &t.per) {
+        let chart = charts::isolation(&format!("{label} in {}", t.technology), &t.isolation);
+        let stem = format!("isolation-{}", t.technology);
+        w.plot(&stem, &chart.title, plot::line_chart(&chart))?;
+    }
     if let Some(wn) = &a.analyses.wang_ng {
         let (figures, notes) = wn.figures(&label);
         for (stem, chart) in figures {

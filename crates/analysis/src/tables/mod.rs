@@ -7,11 +7,13 @@
 mod background;
 mod credits;
 mod degradation;
+mod fairness;
 mod isolation;
 mod knees;
 mod latency;
 mod metal_gap;
 mod node_throughput;
+mod technologies;
 mod throughput;
 mod tidy;
 mod verdict;
@@ -21,6 +23,7 @@ pub use credits::{credit_findings, credits, CreditLevel, Credits, LOW_CREDIT_SHA
 pub use degradation::{
     degradation, summary_table, Degradation, GroupLevels, LevelStats, ThreadBasis,
 };
+pub use fairness::{FairPair, Fairness, PairTenant, Verdict, FAIRNESS_TOLERANCE_PP};
 pub use isolation::{
     isolation, Isolation, IsolationBaseline, IsolationPair, PmaxSource, ScenarioShare,
 };
@@ -32,6 +35,7 @@ pub use node_throughput::{
     measured_degradation_pct, node_throughput, predicted_degradation_pct, NodeLevel,
     NodeThroughput, StaircaseDegradation,
 };
+pub use technologies::{technologies, Technologies, TechnologyIsolation};
 pub use throughput::{throughput, NodeRates, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
 pub use verdict::{
@@ -104,8 +108,14 @@ pub struct Analyses {
     pub background: Option<AchievedBackground>,
     /// Thread-sweep knees ([`knees`]).
     pub knees: Option<Knees>,
-    /// Isolation-matrix metrics ([`isolation`]).
+    /// Isolation-matrix metrics ([`isolation`]); `None` for a matrix over
+    /// technologies, analysed per technology instead.
     pub isolation: Option<Isolation>,
+    /// An isolation matrix over technologies, per technology ([`technologies`]).
+    pub technologies: Option<Technologies>,
+    /// b's degradation and Krebs' fairness of the isolation matrix ([`Fairness`]);
+    /// `None` without b's baselines (runs before version 11).
+    pub fairness: Option<Fairness>,
     /// Latency vs aggregate neighbor load ([`latency_vs_load`]).
     pub latency: Option<LatencyVsLoad>,
     /// Per-node throughput ([`throughput`]).
@@ -125,11 +135,17 @@ pub struct Analyses {
 impl Analyses {
     /// Runs every analysis `run`'s scenario supports.
     pub fn of(run: &Run) -> Result<Analyses, AnalysisError> {
+        let technologies = technologies(run)?;
         let mut a = Analyses {
             degradation: degradation(run)?,
             background: achieved_background(run)?,
             knees: knees(run)?,
-            isolation: isolation(run)?,
+            isolation: match technologies {
+                Some(_) => None,
+                None => isolation(run)?,
+            },
+            technologies,
+            fairness: None,
             latency: latency_vs_load(run)?,
             throughput: throughput(run)?,
             node_throughput: node_throughput(run)?,
@@ -138,6 +154,7 @@ impl Analyses {
             failed: failed_steps(run)?,
             verdict: Vec::new(),
         };
+        a.fairness = a.isolation.as_ref().and_then(Fairness::of);
         a.verdict = findings(run, &a)?;
         Ok(a)
     }
@@ -150,6 +167,10 @@ impl Analyses {
         tables.extend(self.background.as_ref().map(AchievedBackground::table));
         tables.extend(self.knees.as_ref().map(Knees::table));
         tables.extend(self.isolation.as_ref().map(Isolation::table));
+        if let (Some(f), Some(iso)) = (&self.fairness, &self.isolation) {
+            tables.push(f.table(iso));
+        }
+        tables.extend(self.technologies.iter().flat_map(Technologies::tables));
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
         tables.extend(self.throughput.as_ref().map(Throughput::table));
         tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));

@@ -84,6 +84,11 @@ pub fn findings(run: &Run, a: &Analyses) -> Result<Vec<String>, AnalysisError> {
     if let Some(iso) = &a.isolation {
         out.extend(isolation_findings(run, iso)?);
     }
+    for t in a.technologies.iter().flat_map(|t| &t.per) {
+        let only = super::technologies::only(run, t.technology)?;
+        let found = isolation_findings(&only, &t.isolation)?;
+        out.extend(found.into_iter().map(|f| format!("{}: {f}", t.technology)));
+    }
     let mut rows = measured(run, Role::Test)?;
     let tests = rows.len();
     rows.extend(measured(run, Role::Neighbor)?);
