@@ -417,6 +417,13 @@ pub struct TenantFile {
     /// on its network interface. Default: nothing beyond its vCPUs.
     #[serde(default)]
     pub grant: Option<Spanned<GrantFile>>,
+    /// The technology its agent (and everything it starts) runs inside: "process"
+    /// (default: a process in a cgroup of nnb's), "runc", "crun", "podman" or
+    /// "docker" (a container made by that runtime, the grant given in its own
+    /// terms). Local provider only; a runtime that cannot run on the host is refused
+    /// before anything starts.
+    #[serde(default)]
+    pub runtime: Option<Spanned<String>>,
 }
 
 /// `grant = { ... }` of a tenant: Volpert et al.'s per-tenant quota. Every limit left

@@ -941,6 +941,17 @@ impl Checker<'_> {
             scenario_span: self.scenario_span.clone(),
         };
         let tenants = cx.tenants(&f.tenants, &sizing, network)?;
+        // nnb makes a tenant's container only where it launches the tenant.
+        if let (false, Some(r)) = (
+            matches!(provider, Provider::Local),
+            f.tenants.get_ref().iter().find_map(|t| t.runtime.as_ref()),
+        ) {
+            return Err(cx.error(
+                r.span(),
+                "a tenant's runtime is for the local provider (nnb starts its agent inside \
+                 the container): a static host's or an aws instance's agent runs as it is",
+            ));
+        }
         let scenario = scenario(&cx, &tenants, f.scenario)?;
         cx.check_io_dirs(&f.tenants, &scenario)?;
         if matches!(provider, Provider::Static { .. }) && scenario.tenants_come_and_go() {
@@ -1211,6 +1222,10 @@ impl Checker<'_> {
                 Some(g) => self.grant(g, vcpus, sizing, network)?,
                 None => TenantGrant::default(),
             };
+            let runtime = match &t.runtime {
+                Some(r) => self.runtime(r)?,
+                None => Runtime::Process,
+            };
             let name_span = t.name.as_ref().map_or(t.role.span(), |n| n.span());
             if let Err(msg) = values::tenant_name(&base) {
                 return Err(self.error(name_span, msg));
@@ -1239,7 +1254,7 @@ impl Checker<'_> {
                     role,
                     vcpus,
                     grant: grant.clone(),
-                    runtime: Runtime::Process,
+                    runtime,
                 });
             }
         }
@@ -1253,6 +1268,20 @@ impl Checker<'_> {
             ));
         }
         Ok(out)
+    }
+
+    /// A tenant's `runtime`: one of [`Runtime::ALL`]'s names.
+    fn runtime(&self, v: &Spanned<String>) -> Result<Runtime, ExperimentError> {
+        Runtime::from_name(v.get_ref()).ok_or_else(|| {
+            self.error(
+                v.span(),
+                format!(
+                    "unknown runtime `{}`: expected one of {}",
+                    v.get_ref(),
+                    Runtime::ALL.map(Runtime::name).join(", ")
+                ),
+            )
+        })
     }
 
     /// The test workload; `threads` defaults to the test tenant's vCPUs.

@@ -9,3 +9,4 @@ mod event_pool;
 mod experiment_errors;
 mod pair_suite;
 mod plan_expansion;
+mod tenant_runtime;

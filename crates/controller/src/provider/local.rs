@@ -37,6 +37,7 @@ use nnb_burn::topology::{format_list, Topology};
 
 use super::grants::{Placement, TenantCgroups};
 use super::netns::NetLab;
+use super::runtime::{self, Containers};
 use super::usage::{UsageMeter, UsageSource};
 use super::{Fleet, HostCpus, Provider, ProviderError, Role, Serving, Tenant, TenantSpec};
 use crate::client::BoxFuture;
@@ -72,6 +73,9 @@ pub struct LocalOptions {
     /// Start the tenants' agents with `--allow-commands` (the plan runs command
     /// jobs; the endpoint and the servers never run one).
     pub allow_commands: bool,
+    /// The run's id, in its containers' names (`nnb-RUNID-TENANT`, [`runtime`]);
+    /// `None`: the controller's pid and fleet number instead.
+    pub run_id: Option<String>,
 }
 
 /// Whether a local fleet's tenants get cgroups of their own (see
@@ -131,6 +135,7 @@ impl Default for LocalOptions {
             io_dir: None,
             servers: Vec::new(),
             allow_commands: false,
+            run_id: None,
         }
     }
 }
@@ -217,6 +222,7 @@ pub async fn launch_local(
         tracing::debug!("{w}");
     }
     sweep_dead_fleet_dirs(&std::env::temp_dir());
+    runtime::sweep::sweep_dead();
     let scratch = private_dir()?;
     let mut fleet = Fleet {
         tenants: Vec::with_capacity(specs.len()),
@@ -226,6 +232,7 @@ pub async fn launch_local(
         children: Vec::new(),
         net: None,
         cgroups: None,
+        containers: containers(specs, opts)?,
         cloud: Default::default(),
         _cpu_locks: cpu_locks,
     };
@@ -257,12 +264,14 @@ pub async fn launch_local(
             cpus: Some(cpus),
             allow_commands: opts.allow_commands,
         };
-        let (child, token) = agent.spawn(&bin, scratch.path())?;
-        let pid = child.id();
-        fleet.children.push((spec.name.clone(), child));
-        if let Some(cg) = &fleet.cgroups {
-            cg.add(&spec.name, pid)?;
-        }
+        let contained = !spec.runtime.is_process();
+        // Field by field: `net` borrows the fleet's emulated network meanwhile.
+        let mut parts = super::LocalParts {
+            children: &mut fleet.children,
+            cgroups: fleet.cgroups.as_ref(),
+            containers: fleet.containers.as_mut(),
+        };
+        let token = start_tenant(&mut parts, &agent, contained, &bin, scratch.path(), opts)?;
         pending.push((spec.name.clone(), spec.role, token, cpus.clone(), ns, ip));
     }
     let endpoint_ns = net.map(NetLab::endpoint_ns);
@@ -306,6 +315,7 @@ pub async fn launch_local(
     }
     let pending_len = pending.len();
     for ((name, role, token, cpus, ns, ip), addr) in pending.into_iter().zip(&addrs) {
+        let runtime = fleet.containers.as_ref().and_then(|c| c.record(&name));
         fleet.tenants.push(Tenant {
             name,
             role,
@@ -314,7 +324,7 @@ pub async fn launch_local(
             cpus,
             netns: ns,
             ip,
-            runtime: None,
+            runtime,
         });
     }
     let endpoint_addr = addrs[pending_len];
@@ -403,6 +413,26 @@ impl Provider for LocalProvider {
         })
     }
 
+    /// Free, unless a tenant's runtime cannot run on this host: then refused,
+    /// dry run included, with the reason ([`runtime::check`]), before anything is
+    /// created.
+    fn preflight(
+        &self,
+        exp: &nnb_experiment::Experiment,
+        plan: &nnb_experiment::plan::Plan,
+        yes: bool,
+    ) -> Result<super::Preflight, ProviderError> {
+        let _ = (plan, yes);
+        let mut preflight = super::Preflight::free(exp);
+        if let Some(why) = runtime::check::refusal(&exp.tenant_specs()) {
+            preflight.verdict = super::Verdict::Unfit {
+                refusal: why.clone(),
+                dry_run_refusal: why,
+            };
+        }
+        Ok(preflight)
+    }
+
     /// Always starts the endpoint agent too (it costs one idle process), and a
     /// server agent per client when `serving` is mirrored.
     fn launch<'a>(
@@ -451,6 +481,9 @@ impl Provider for LocalProvider {
             if let Some(cg) = &mut fleet.cgroups {
                 cg.set_lifted(lifted)?;
             }
+            if let Some(c) = &mut fleet.containers {
+                c.set_lifted(lifted)?;
+            }
             if let Some(lab) = &fleet.net {
                 for (i, t) in fleet.tenants.iter().enumerate() {
                     if let Some(rate) = self.opts.grant(&t.name).and_then(|g| g.rate_bps) {
@@ -462,20 +495,33 @@ impl Provider for LocalProvider {
         })
     }
 
-    /// Each tenant's cgroup, and its agent's network namespace when it has its own.
+    /// Each tenant's cgroup (a container's: the one its runtime made), and its
+    /// agent's network namespace when it has its own.
     fn usage_meter(&self, fleet: &Fleet, tenants: &[String]) -> Option<UsageMeter> {
-        let cgroups = fleet.cgroups.as_ref()?;
+        if fleet.cgroups.is_none() && fleet.containers.is_none() {
+            return None;
+        }
+        let container = |name: &str| fleet.containers.as_ref().filter(|c| c.has(name));
         let sources = tenants
             .iter()
             .map(|name| UsageSource {
                 tenant: name.clone(),
-                cgroup: cgroups.cgroup(name).cloned(),
+                cgroup: match container(name) {
+                    Some(c) => c.cgroup(name),
+                    None => fleet.cgroups.as_ref().and_then(|c| c.cgroup(name).cloned()),
+                },
                 netns_pid: fleet
                     .tenants
                     .iter()
                     .find(|t| &t.name == name && t.netns.is_some())
-                    .and_then(|_| fleet.children.iter().find(|(n, _)| n == name))
-                    .map(|(_, c)| c.id()),
+                    .and_then(|_| match container(name) {
+                        Some(c) => c.pid(name),
+                        None => fleet
+                            .children
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, c)| c.id()),
+                    }),
             })
             .collect();
         Some(UsageMeter::start(sources))
@@ -508,9 +554,11 @@ fn tenant_cgroups(
         }
     }
     let none = TenantGrant::default();
+    // A container's grant is its runtime's to enforce (see [`runtime`]).
     let placements: Vec<Placement<'_>> = specs
         .iter()
         .zip(sets)
+        .filter(|(s, _)| s.runtime.is_process())
         .map(|(s, cpus)| Placement {
             name: &s.name,
             cpus,
@@ -540,19 +588,27 @@ impl LocalProvider {
         let t = &fleet.tenants[index];
         let bin = self.opts.binary()?;
         let scratch = private_dir()?;
+        let (netns, listen, cpus) = (
+            t.netns.clone(),
+            t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
+            t.cpus.clone(),
+        );
         let launch = AgentLaunch {
-            name: &t.name,
-            netns: t.netns.as_deref(),
-            listen: t.ip.unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-            cpus: Some(&t.cpus),
+            name,
+            netns: netns.as_deref(),
+            listen,
+            cpus: Some(&cpus),
             allow_commands: self.opts.allow_commands,
         };
-        let (child, token) = launch.spawn(&bin, scratch.path())?;
-        let pid = child.id();
-        fleet.children.push((name.to_string(), child));
-        if let Some(cg) = &fleet.cgroups {
-            cg.add(name, pid)?;
-        }
+        let contained = fleet.containers.as_ref().is_some_and(|c| c.has(name));
+        let token = start_tenant(
+            &mut fleet.parts(),
+            &launch,
+            contained,
+            &bin,
+            scratch.path(),
+            &self.opts,
+        )?;
         let last = fleet.children.len() - 1;
         let timeout = self.opts.start_timeout;
         let addr = read_address(&mut fleet.children[last].1, name, timeout).await?;
@@ -641,6 +697,60 @@ fn check_names(specs: &[TenantSpec]) -> Result<(), ProviderError> {
     Ok(())
 }
 
+/// The fleet's containers when a tenant of `specs` runs in a runtime other than a
+/// process: each such runtime must be able to run here ([`runtime::check`]).
+fn containers(
+    specs: &[TenantSpec],
+    opts: &LocalOptions,
+) -> Result<Option<Containers>, ProviderError> {
+    if specs.iter().all(|s| s.runtime.is_process()) {
+        return Ok(None);
+    }
+    if let Some(why) = runtime::check::refusal(specs) {
+        return Err(ProviderError::Invalid(why));
+    }
+    Containers::create(opts.run_id.as_deref()).map(Some)
+}
+
+/// Starts `launch`'s agent with a fresh token (returned): in its container when
+/// `contained`, else as a child process in its cgroup. Its child (runc's launcher
+/// for a container) joins the fleet's; its stdout is the agent's.
+fn start_tenant(
+    fleet: &mut super::LocalParts<'_>,
+    launch: &AgentLaunch<'_>,
+    contained: bool,
+    bin: &Path,
+    dir: &Path,
+    opts: &LocalOptions,
+) -> Result<String, ProviderError> {
+    if !contained {
+        let (child, token) = launch.spawn(bin, dir)?;
+        let pid = child.id();
+        fleet.children.push((launch.name.to_string(), child));
+        if let Some(cg) = &fleet.cgroups {
+            cg.add(launch.name, pid)?;
+        }
+        return Ok(token);
+    }
+    let containers = fleet.containers.as_deref_mut().ok_or_else(|| {
+        ProviderError::Invalid(format!("tenant {} has no container runtime", launch.name))
+    })?;
+    let (token_file, token) = launch.write_token(dir)?;
+    let none = TenantGrant::default();
+    let child = containers.start(&runtime::Start {
+        tenant: launch.name,
+        agent_args: launch.args(Path::new(runtime::oci::AGENT_TOKEN)),
+        binary: bin,
+        token_file: &token_file,
+        netns: launch.netns,
+        cpus: launch.cpus.unwrap_or_default(),
+        grant: opts.grant(launch.name).unwrap_or(&none),
+        io_dir: opts.io_dir.as_deref(),
+    })?;
+    fleet.children.push((launch.name.to_string(), child));
+    Ok(token)
+}
+
 /// One agent child to start.
 struct AgentLaunch<'a> {
     name: &'a str,
@@ -654,6 +764,49 @@ struct AgentLaunch<'a> {
 impl AgentLaunch<'_> {
     /// Writes a fresh token file and starts the agent; returns the child and token.
     fn spawn(&self, bin: &Path, dir: &Path) -> Result<(Child, String), ProviderError> {
+        let (token_file, token) = self.write_token(dir)?;
+        let mut cmd = match self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        cmd.args(self.args(&token_file));
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        nnb_sys::process::kill_with_parent(&mut cmd);
+        let child = cmd.spawn().map_err(|e| ProviderError::AgentStart {
+            tenant: self.name.to_string(),
+            message: format!("cannot run {}: {e}", bin.display()),
+        })?;
+        tracing::debug!(tenant = self.name, pid = child.id(), "agent started");
+        Ok((child, token))
+    }
+
+    /// The agent's command line after the binary, reading its token from
+    /// `token_file` (the same for a process and a container).
+    fn args(&self, token_file: &Path) -> Vec<String> {
+        let mut args = vec![
+            "agent".to_string(),
+            "--listen".to_string(),
+            SocketAddr::new(self.listen, 0).to_string(),
+            "--token-file".to_string(),
+            token_file.display().to_string(),
+        ];
+        if let Some(cpus) = self.cpus {
+            args.extend(["--cpus".to_string(), format_list(cpus)]);
+        }
+        if self.allow_commands {
+            args.push("--allow-commands".to_string());
+        }
+        args
+    }
+
+    /// Writes a fresh token to a 0600 file in `dir`; returns the file and token.
+    fn write_token(&self, dir: &Path) -> Result<(PathBuf, String), ProviderError> {
         let token = Token::generate();
         let token_file = dir.join(format!("{}.token", self.name));
         let mut f = std::fs::OpenOptions::new()
@@ -669,35 +822,7 @@ impl AgentLaunch<'_> {
             "writing {}",
             token_file.display()
         )))?;
-        let mut cmd = match self.netns {
-            Some(ns) => {
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
-        cmd.arg("agent")
-            .arg("--listen")
-            .arg(SocketAddr::new(self.listen, 0).to_string())
-            .arg("--token-file")
-            .arg(&token_file);
-        if let Some(cpus) = self.cpus {
-            cmd.arg("--cpus").arg(format_list(cpus));
-        }
-        if self.allow_commands {
-            cmd.arg("--allow-commands");
-        }
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        nnb_sys::process::kill_with_parent(&mut cmd);
-        let child = cmd.spawn().map_err(|e| ProviderError::AgentStart {
-            tenant: self.name.to_string(),
-            message: format!("cannot run {}: {e}", bin.display()),
-        })?;
-        tracing::debug!(tenant = self.name, pid = child.id(), "agent started");
-        Ok((child, token.secret().to_string()))
+        Ok((token_file, token.secret().to_string()))
     }
 }
 

@@ -23,6 +23,7 @@ pub mod grants;
 pub mod local;
 pub mod netns;
 pub mod preflight;
+pub mod runtime;
 pub mod static_hosts;
 pub mod upload;
 pub mod usage;
@@ -224,6 +225,7 @@ pub fn for_experiment(
                 .collect(),
             io_dir: exp.disk_dir().map(Path::to_path_buf),
             allow_commands: exp.runs_commands(),
+            run_id: Some(cx.run_id),
             ..LocalOptions::default()
         }))),
         nnb_experiment::Provider::Static { hosts, token_file } => {
@@ -419,9 +421,18 @@ pub struct Fleet {
     net: Option<netns::NetLab>,
     /// A local fleet's tenant cgroups (grants and host-side accounting).
     cgroups: Option<grants::TenantCgroups>,
+    /// A local fleet's containers (tenants whose runtime is not a process).
+    containers: Option<runtime::Containers>,
     cloud: CloudLease,
     /// A local fleet's per-CPU locks, held while it lives (see [`local`]).
     _cpu_locks: Vec<std::fs::File>,
+}
+
+/// The parts of a [`Fleet`] a local launch starts an agent into.
+struct LocalParts<'a> {
+    children: &'a mut Vec<(String, Child)>,
+    cgroups: Option<&'a grants::TenantCgroups>,
+    containers: Option<&'a mut runtime::Containers>,
 }
 
 /// Time given to the agents' jobs to stop during [`Fleet::shutdown`].
@@ -479,6 +490,7 @@ impl Fleet {
             children: Vec::new(),
             net: None,
             cgroups: None,
+            containers: None,
             cloud: CloudLease::default(),
             _cpu_locks: Vec::new(),
         }
@@ -512,9 +524,12 @@ impl Fleet {
         self.cloud.record()
     }
 
-    /// Process ids of the child agents this fleet started (empty for a static fleet).
+    /// Process ids of the child agents this fleet started (empty for a static fleet),
+    /// and of its containers' agents.
     pub fn pids(&self) -> Vec<u32> {
-        self.children.iter().map(|(_, c)| c.id()).collect()
+        let mut pids: Vec<u32> = self.children.iter().map(|(_, c)| c.id()).collect();
+        pids.extend(self.containers.iter().flat_map(runtime::Containers::pids));
+        pids
     }
 
     /// Stops every running job on every agent, then ends and reaps the child
@@ -557,17 +572,34 @@ impl Fleet {
         }
     }
 
-    /// Ends and reaps the child agents `keep` says no to ([`end_agents`]).
+    /// What a local launch adds an agent to: the child agents, the tenant cgroups
+    /// and the containers (borrowed apart from the emulated network).
+    fn parts(&mut self) -> LocalParts<'_> {
+        LocalParts {
+            children: &mut self.children,
+            cgroups: self.cgroups.as_ref(),
+            containers: self.containers.as_mut(),
+        }
+    }
+
+    /// Ends and reaps the child agents `keep` says no to ([`end_agents`]), and
+    /// stops their containers (a container tenant's child is runc's launcher).
     fn kill_children(&mut self, keep: impl Fn(&str) -> bool) {
         let (going, staying) = std::mem::take(&mut self.children)
             .into_iter()
             .partition(|(n, _)| !keep(n));
         self.children = staying;
         end_agents(going);
+        if let Some(c) = &mut self.containers {
+            c.stop(|n| !keep(n), AGENT_EXIT_GRACE);
+        }
     }
 
     fn teardown(&mut self) -> Result<(), ProviderError> {
         self.kill_children(|_| false);
+        if let Some(c) = self.containers.take() {
+            c.remove(AGENT_EXIT_GRACE);
+        }
         let cgroups = self
             .cgroups
             .take()
