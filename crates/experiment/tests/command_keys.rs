@@ -384,3 +384,22 @@ fn the_agents_rules_are_reported_at_their_key() {
         + 1;
     assert_eq!(d.line, line, "{d}");
 }
+
+/// The README's "your command as the test workload" example: sysbench by its
+/// preset, its printed rate by a regex, beside stress-ng neighbors.
+#[test]
+fn the_your_command_example_expands() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../experiments/local-your-command.toml");
+    let exp = nnb_experiment::load(&file, Some(2)).unwrap_or_else(|e| panic!("{e}"));
+    // Levels 0, 1, 2, each 1 warm-up and 3 repetitions.
+    assert_eq!(plan::expand(&exp, 2).steps.len(), 3 * (1 + 3));
+    let Scenario::NeighborStaircase(s) = &exp.scenario else {
+        panic!("not a staircase")
+    };
+    assert!(
+        matches!(&s.test, TestWorkload::Command(c) if c.preset == Some(Preset::Sysbench)
+            && matches!(c.metric, CommandMetric::Regex { higher_is_better: true, .. }))
+    );
+    assert!(matches!(&s.busy, Busy::Command(c) if c.preset == Some(Preset::StressNg)));
+}
