@@ -279,7 +279,12 @@ fn default_output_limit() -> u64 {
 /// printed value's `stream` is `stdout` unless it says `stderr`.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    deny_unknown_fields,
+    from = "MetricWire"
+)]
 pub enum CommandMetric {
     /// The wall time from its start to its exit, seconds, lower is better.
     #[default]
@@ -310,6 +315,59 @@ pub enum CommandMetric {
         #[serde(default, skip_serializing_if = "OutputStream::is_stdout")]
         stream: OutputStream,
     },
+}
+
+/// How a [`CommandMetric`] is read from JSON: the same, with the wall time a
+/// struct variant, so that serde refuses unknown fields beside `"type": "wall"`
+/// too (it ignores them beside a unit variant's tag).
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+enum MetricWire {
+    Wall {},
+    Json {
+        pointer: String,
+        unit: String,
+        higher_is_better: bool,
+        #[serde(default)]
+        stream: OutputStream,
+    },
+    Regex {
+        pattern: String,
+        unit: String,
+        higher_is_better: bool,
+        #[serde(default)]
+        stream: OutputStream,
+    },
+}
+
+impl From<MetricWire> for CommandMetric {
+    fn from(w: MetricWire) -> CommandMetric {
+        match w {
+            MetricWire::Wall {} => CommandMetric::Wall,
+            MetricWire::Json {
+                pointer,
+                unit,
+                higher_is_better,
+                stream,
+            } => CommandMetric::Json {
+                pointer,
+                unit,
+                higher_is_better,
+                stream,
+            },
+            MetricWire::Regex {
+                pattern,
+                unit,
+                higher_is_better,
+                stream,
+            } => CommandMetric::Regex {
+                pattern,
+                unit,
+                higher_is_better,
+                stream,
+            },
+        }
+    }
 }
 
 impl CommandMetric {

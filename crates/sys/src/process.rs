@@ -1,5 +1,6 @@
 //! Process and thread setup: privileges, kernel facts (`uname`, clock ticks), timer
-//! slack, and tying a child process's life to its parent.
+//! slack, tying a child process's life to its parent, and signalling, reaping and
+//! adopting (as a subreaper) the processes a child leaves behind.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -45,6 +46,75 @@ pub fn terminate(pid: u32) -> io::Result<()> {
     // SAFETY: kill takes a positive pid (one process, never a group) and a signal
     // number; it touches no memory of ours.
     cvt(unsafe { libc::kill(pid, libc::SIGTERM) })?;
+    Ok(())
+}
+
+/// A signal that ends a process: asked ([`Signal::Term`]) or forced
+/// ([`Signal::Kill`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// `SIGTERM`: the process may clean up, or ignore it.
+    Term,
+    /// `SIGKILL`: it cannot be caught or ignored.
+    Kill,
+}
+
+impl Signal {
+    fn raw(self) -> libc::c_int {
+        match self {
+            Signal::Term => libc::SIGTERM,
+            Signal::Kill => libc::SIGKILL,
+        }
+    }
+}
+
+/// A positive `pid_t` of `pid`, or ESRCH: pid 0 and pids beyond `pid_t` never name
+/// one process (nor one group).
+fn one_pid(pid: u32) -> io::Result<libc::pid_t> {
+    libc::pid_t::try_from(pid)
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))
+}
+
+/// Sends `signal` to process `pid` (ESRCH when it is gone).
+pub fn signal(pid: u32, signal: Signal) -> io::Result<()> {
+    let pid = one_pid(pid)?;
+    // SAFETY: kill takes a positive pid (one process, never a group) and a signal
+    // number; it touches no memory of ours.
+    cvt(unsafe { libc::kill(pid, signal.raw()) })?;
+    Ok(())
+}
+
+/// Sends `signal` to every process of process group `pgid` (ESRCH when none is
+/// left).
+pub fn signal_group(pgid: u32, signal: Signal) -> io::Result<()> {
+    let pgid = one_pid(pgid)?;
+    // SAFETY: killpg takes a positive group id (never 0, this process's own group)
+    // and a signal number; it touches no memory of ours.
+    cvt(unsafe { libc::killpg(pgid, signal.raw()) })?;
+    Ok(())
+}
+
+/// Reaps child `pid` if it has ended (`waitpid(pid, WNOHANG)`): true when it was
+/// reaped, false while it runs; ECHILD when it is not this process's child.
+pub fn reap(pid: u32) -> io::Result<bool> {
+    let pid = one_pid(pid)?;
+    let mut status: libc::c_int = 0;
+    // SAFETY: waitpid writes the exit status into `status`, a live c_int of ours;
+    // the pid is positive, so it waits for that one child only.
+    let got = cvt(unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) })?;
+    Ok(got == pid)
+}
+
+/// Makes this process a child subreaper (`PR_SET_CHILD_SUBREAPER`): a process
+/// orphaned below it (its parent ended, e.g. after a double fork and `setsid`) is
+/// re-parented to it rather than to init, so it can still be found by its parent
+/// links, stopped and reaped. It must then reap such orphans itself.
+pub fn set_child_subreaper() -> io::Result<()> {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes an integer flag and touches no
+    // memory of ours.
+    cvt(unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })?;
     Ok(())
 }
 
@@ -203,6 +273,27 @@ mod tests {
             thread_involuntary_switches().expect("getrusage") - before
         });
         assert_eq!(sleeper.join().expect("sleeper"), 0);
+    }
+
+    #[test]
+    fn a_signalled_child_is_reaped_once() {
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pid = child.id();
+        assert!(!reap(pid).expect("a running child"));
+        signal_group(pid, Signal::Term).expect("its group");
+        let reaped = (0..500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            reap(pid).expect("our child")
+        });
+        assert!(reaped, "sleep outlived SIGTERM");
+        assert!(reap(pid).is_err(), "reaped twice");
+        assert!(signal(pid, Signal::Kill).is_err(), "a reaped pid is gone");
+        drop(child.try_wait());
+        assert!(signal(0, Signal::Kill).is_err() && signal_group(0, Signal::Kill).is_err());
     }
 
     #[test]
