@@ -71,6 +71,9 @@ fn leftovers(pid: u32) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Tries at measuring while other work leaves the tenant's CPUs alone.
+const CPU_ATTEMPTS: usize = 4;
+
 /// Two busy threads (each would use a CPU) for 3 s.
 fn two_thread_burn() -> JobSpec {
     JobSpec::Burn {
@@ -92,10 +95,11 @@ fn two_thread_burn() -> JobSpec {
 /// the ground-truth tests of process tenants do), CPU time per wall time. The
 /// quota holds it to 50 ms per 100 ms period: 20 periods, 1.0 s of CPU; the
 /// window's two partial periods can add or take at most one period's quota (50 ms
-/// of 2 s: 2.5 points): 50 +- 3 %. Other work on the
-/// machine cannot push it above the quota, and two busy threads on two CPUs get
-/// half a CPU unless the machine's two CPUs are both more than 75% taken (the test
-/// holds the machine against the other heavy tests).
+/// of 2 s: 2.5 points): 50 +- 3 %. Other work on the machine cannot push it above
+/// the quota, but it can take the tenant's CPUs (this 2-CPU machine is shared with
+/// builds): a figure below the range is measured again, up to [`CPU_ATTEMPTS`]
+/// times, while one above fails at once (the test holds the machine against the
+/// other heavy tests).
 #[test]
 fn a_runc_tenant_granted_half_a_cpu_is_held_to_half_a_cpu_and_leaves_nothing() {
     if !runc_or_skip() {
@@ -155,30 +159,41 @@ fn a_runc_tenant_granted_half_a_cpu_is_held_to_half_a_cpu_and_leaves_nothing() {
         );
 
         let client = fleet.tenants[0].client();
-        let job = client
-            .start(&JobRequest {
-                spec: two_thread_burn(),
-                deadline_ms: 60_000,
-            })
-            .await
-            .unwrap_or_else(|e| panic!("starting the burn: {e}"));
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let meter = p
-            .usage_meter(&fleet, &["a".to_string()])
-            .unwrap_or_else(|| panic!("no host-side meter for a runc tenant"));
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        // No nominal length: the window lies within the burn, all of it counts.
-        let usage = meter.finish(None).remove("a").unwrap_or_default();
-        let st = client
-            .wait(&job, Duration::from_secs(30))
-            .await
-            .unwrap_or_else(|e| panic!("waiting for the burn: {e}"));
-        assert_eq!(st.state, JobState::Done, "{st:?}");
-        let pct = usage
-            .cpu_pct
-            .unwrap_or_else(|| panic!("no host-side CPU: {usage:?}"));
-        eprintln!("runc tenant granted 0.5 CPU, 2 busy threads: {pct:.2}% of a CPU");
-        assert!((pct - 50.0).abs() <= 3.0, "{pct:.2}% is not 50 +- 3%");
+        let mut figures = Vec::new();
+        for _ in 0..CPU_ATTEMPTS {
+            let job = client
+                .start(&JobRequest {
+                    spec: two_thread_burn(),
+                    deadline_ms: 60_000,
+                })
+                .await
+                .unwrap_or_else(|e| panic!("starting the burn: {e}"));
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let meter = p
+                .usage_meter(&fleet, &["a".to_string()])
+                .unwrap_or_else(|| panic!("no host-side meter for a runc tenant"));
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            // No nominal length: the window lies within the burn, all of it counts.
+            let usage = meter.finish(None).remove("a").unwrap_or_default();
+            let st = client
+                .wait(&job, Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|e| panic!("waiting for the burn: {e}"));
+            assert_eq!(st.state, JobState::Done, "{st:?}");
+            let pct = usage
+                .cpu_pct
+                .unwrap_or_else(|| panic!("no host-side CPU: {usage:?}"));
+            eprintln!("runc tenant granted 0.5 CPU, 2 busy threads: {pct:.2}% of a CPU");
+            assert!(pct <= 53.0, "{pct:.2}% is above the quota's 50 +- 3%");
+            figures.push(pct);
+            if pct >= 47.0 {
+                break;
+            }
+        }
+        assert!(
+            figures.last().is_some_and(|&p| p >= 47.0),
+            "other work kept the tenant below 50 +- 3% in every try: {figures:?}"
+        );
 
         let pids = fleet.pids();
         p.shutdown(fleet)
@@ -311,6 +326,8 @@ fn a_killed_runs_containers_are_gone_and_its_resume_leaves_nothing() {
 /// host; no binary), docker (no daemon), podman (see `runtime::check`).
 #[test]
 fn runtimes_that_cannot_run_here_are_refused_with_the_reason() {
+    // podman's probes start containers: not beside a measuring test.
+    let _machine = exclusive::hold_machine();
     let hybrid = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()

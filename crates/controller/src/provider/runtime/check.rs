@@ -92,12 +92,15 @@ fn crun((v1, v2): (bool, bool)) -> Option<String> {
 
 /// podman is probed: a container of an empty root filesystem (the host's `/usr`
 /// and libraries mounted read-only) running `true`, with podman's defaults, then
-/// with `--ulimit nofile=HARD:HARD`. podman 4.3 run as root sets RLIMIT_NOFILE to
-/// 1048576 in the container, above the hard limit of a host that does not grant
-/// CAP_SYS_RESOURCE, and runc refuses it ("error setting rlimit type 7: operation
-/// not permitted"); `--ulimit host` does not avoid it in 4.3, the host's own hard
-/// limit given explicitly does. This nnb launches runc containers only, so podman
-/// is refused either way, with what the probe found.
+/// with explicit limits. Found on the issue-28 machine (podman 4.3.1, root, no
+/// CAP_SYS_RESOURCE, cgroups v1): podman sets RLIMIT_NOFILE (1048576) and
+/// RLIMIT_NPROC above the host's hard limits in the container and runc refuses
+/// ("error setting rlimit type 7 (then 6): operation not permitted");
+/// `--ulimit host` does not avoid it in 4.3; `--ulimit nofile=HARD:HARD --ulimit
+/// nproc=32768:32768` does, and then `--cgroup-manager cgroupfs --cpus 0.5
+/// --cpuset-cpus --memory --network host --rootfs` runs with the quota in place.
+/// This nnb launches runc containers only, so podman is refused either way, with
+/// what the probe found.
 fn podman() -> Option<String> {
     let Some(bin) = which("podman") else {
         return Some("no podman binary in PATH".into());
@@ -110,17 +113,25 @@ fn podman() -> Option<String> {
     let Some(hard) = nofile_hard_limit() else {
         return Some(format!("podman cannot start a container here: {default}"));
     };
-    let ulimit = format!("nofile={hard}:{hard}");
-    Some(match probe(&bin, &["--ulimit", &ulimit]) {
-        Ok(()) => format!(
-            "podman's default start fails here ({default}); it starts with `--ulimit \
-             {ulimit}` (the host's hard RLIMIT_NOFILE), but {only_runc}"
-        ),
-        Err(e) => format!(
-            "podman cannot start a container here: {default}; with `--ulimit {ulimit}`: {e}"
-        ),
-    })
+    let nofile = format!("nofile={hard}:{hard}");
+    let nproc = format!("nproc={NPROC}:{NPROC}");
+    let limits = format!("--ulimit {nofile} --ulimit {nproc}");
+    Some(
+        match probe(&bin, &["--ulimit", &nofile, "--ulimit", &nproc]) {
+            Ok(()) => format!(
+                "podman's default start fails here ({default}); it starts with `{limits}` (its \
+             default rlimits are above the host's hard limits), but {only_runc}"
+            ),
+            Err(e) => {
+                format!("podman cannot start a container here: {default}; with `{limits}`: {e}")
+            }
+        },
+    )
 }
+
+/// The process limit the podman probe's second try gives the container (below
+/// this host's hard limit; podman's own default is above it).
+const NPROC: u64 = 32768;
 
 /// How long a podman probe may take.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
