@@ -125,14 +125,20 @@ unused_neighbors = "{unused}"
     )
 }
 
-/// Runs `nnb run EXP --quiet --json` with the results under `results`, on `cpus`
-/// only when given (`taskset -c`: every agent inherits the affinity, so the local
-/// provider carves all tenants from those CPUs).
-fn nnb_run(exp: &Path, results: &Path, cpus: Option<usize>) -> Output {
-    let mut cmd = match cpus {
+/// Runs `nnb run EXP --quiet --json` with the results under `results`; with `cpu`,
+/// on that CPU only (`taskset -c`: every agent and command inherits the affinity,
+/// so the local provider carves all tenants from it) and, as root, at nice -10 (so
+/// the machine's other processes, at nice 0, take at most a tenth of it).
+fn nnb_run(exp: &Path, results: &Path, cpu: Option<usize>) -> Output {
+    let mut cmd = match cpu {
         Some(cpu) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", &cpu.to_string(), NNB]);
+            let mut c = Command::new("nice");
+            let nice = if nnb_testkit::effective_uid() == Some(0) {
+                "-10"
+            } else {
+                "0"
+            };
+            c.args(["-n", nice, "taskset", "-c", &cpu.to_string(), NNB]);
             c
         }
         None => Command::new(NNB),
@@ -190,17 +196,19 @@ fn median_at(samples: &[Value], level: f64, metric: Metric) -> f64 {
 /// as much as a spinner of the same share (busy half of the wall time) does, each
 /// slowdown the loop's runtime beside the neighbor over its runtime alone in the
 /// same run (level 1 over level 0: ratios, never absolute times, which the
-/// machine's other load moves), the two runs one after the other.
+/// machine's other load moves), runs of the two neighbors interleaved.
 ///
 /// Why the bounds hold: the loop wants the whole CPU. While the neighbor is busy
 /// the two share the CPU, the scheduler giving the waking neighbor at most all of
 /// it; while the neighbor sleeps (half the wall time) the loop has it alone. So the
 /// loop keeps between half of the CPU (2x) and three quarters of it (1.33x) under
-/// either neighbor; 1.2x to 2.2x leaves a margin for a noisy host. The two neighbors
-/// pace busy and idle by the wall clock alike, so their slowdowns agree within 25 %
-/// (measured here: 1.55x beside stress-ng, 1.52x beside the spinner, and 2.0x
-/// beside a spinner that takes half of the CPU time instead, which this bound
-/// tells apart).
+/// either neighbor; the machine's other load, which slows the loop alone too, pulls
+/// a ratio towards 1: 1.15x to 2.2x. The two neighbors pace busy and idle by the
+/// wall clock alike, so their slowdowns agree within 25 %. Measured on the 2-CPU
+/// development VM while other builds ran (runs of one round each): 1.37x to 1.65x
+/// beside stress-ng, 1.24x to 1.51x beside the spinner, stress-ng over spinner 1.04
+/// to 1.16 (one noisy round 0.81); a spinner taking half of the CPU time instead
+/// (nnb's duty-cycled burner paces so) gave 2.0x, which this bound tells apart.
 #[test]
 fn a_stress_ng_neighbor_slows_a_fixed_work_loop_as_a_spinner_of_its_share() {
     let have = runs("gcc", "--version") && runs("stress-ng", "--version");
@@ -233,24 +241,33 @@ fn a_stress_ng_neighbor_slows_a_fixed_work_loop_as_a_spinner_of_its_share() {
             format!("command = [{:?}]", spinner.display().to_string()),
         ),
     ];
-    let mut slowdown = Vec::new();
-    for (name, busy) in &neighbors {
-        let exp = dir.path().join(format!("{name}.toml"));
-        let text = staircase(&format!("gt-{name}"), 3, "busy", "absent", busy, &test);
-        std::fs::write(&exp, text).unwrap_or_else(|e| panic!("{e}"));
-        let results = dir.path().join(format!("results-{name}"));
-        let samples = samples_of(&nnb_run(&exp, &results, Some(cpu)), &results);
-        let alone = median_at(&samples, 0.0, Metric::CommandWallS);
-        let beside = median_at(&samples, 1.0, Metric::CommandWallS);
-        eprintln!(
-            "{name}: alone {alone:.3} s, beside {beside:.3} s: {:.2}x",
-            beside / alone
-        );
-        slowdown.push(beside / alone);
+    // Three rounds, the neighbors alternating, each slowdown the median of its
+    // three runs: the machine's other load comes and goes, and shrinks a run's
+    // ratio towards 1.
+    let mut runs: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 1..=3 {
+        for (k, (name, busy)) in neighbors.iter().enumerate() {
+            let exp = dir.path().join(format!("{name}.toml"));
+            let text = staircase(&format!("gt-{name}"), 3, "busy", "absent", busy, &test);
+            std::fs::write(&exp, text).unwrap_or_else(|e| panic!("{e}"));
+            let results = dir.path().join(format!("results-{name}-{round}"));
+            let samples = samples_of(&nnb_run(&exp, &results, Some(cpu)), &results);
+            let alone = median_at(&samples, 0.0, Metric::CommandWallS);
+            let beside = median_at(&samples, 1.0, Metric::CommandWallS);
+            eprintln!(
+                "round {round}, {name}: alone {alone:.3} s, beside {beside:.3} s: {:.2}x",
+                beside / alone
+            );
+            runs[k].push(beside / alone);
+        }
     }
+    let slowdown = runs.map(|mut r| {
+        r.sort_by(f64::total_cmp);
+        r[r.len() / 2]
+    });
     let (stress, spin) = (slowdown[0], slowdown[1]);
     for (name, s) in [("stress-ng", stress), ("spinner", spin)] {
-        assert!((1.2..=2.2).contains(&s), "beside the {name}: {s:.2}x");
+        assert!((1.15..=2.2).contains(&s), "beside the {name}: {s:.2}x");
     }
     assert!(
         (0.8..=1.25).contains(&(stress / spin)),
