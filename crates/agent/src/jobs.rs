@@ -968,8 +968,9 @@ pub mod limits {
     /// Longest regex of a `command` job's metric, bytes.
     pub const MAX_COMMAND_PATTERN: usize = 1024;
     /// How long a stopped `command` job's processes have between `SIGTERM` and
-    /// `SIGKILL`: 2 s, within the 3 s a stop request waits for a job to end.
-    pub const COMMAND_STOP_GRACE: Duration = Duration::from_secs(2);
+    /// `SIGKILL`: 1 s, so that the whole stop ends within the 3 s a stop request
+    /// waits for a job and within the agent's own [`SHUTDOWN_GRACE`].
+    pub const COMMAND_STOP_GRACE: Duration = Duration::from_secs(1);
 }
 
 /// Why a `POST /jobs` body is not a job request the agent accepts (a 400).
@@ -1274,7 +1275,10 @@ pub struct JobStatus {
     /// threads); `steal` a `StealReport`; `latency` a netlat
     /// `ProbeReport`; `load` a netlat `LoadReport`; `serve` `{reflector, sink}`
     /// (bound addresses) while running, its final `ServeSnapshot` once stopped;
-    /// `idle` `null`.
+    /// `idle` `null`; `command` `{argv, pid, exit_code, signal, wall_s, source,
+    /// value, unit, higher_is_better, stopped, stdout_bytes, stderr_bytes,
+    /// stdout_dropped, stderr_dropped, stdout_tail, stderr_tail, tool, killed,
+    /// sigkilled}` once ended, `{pid}` while it runs.
     pub result: Option<serde_json::Value>,
     /// Why the job failed or was cut short.
     pub error: Option<String>,
