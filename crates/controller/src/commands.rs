@@ -48,3 +48,90 @@ pub(crate) fn check_opt_in(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nnb_agent::jobs::{CommandSpec, JobSpec};
+    use nnb_burn::topology::TopologySummary;
+    use nnb_experiment::plan::{Assignment, Step};
+    use nnb_format::{Role, StepGroup};
+
+    /// A step measuring `job` on `tenant`.
+    fn step(tenant: &str, job: JobSpec) -> Step {
+        Step {
+            id: "busy/neighbors=0/rep=1".into(),
+            group: StepGroup::Busy,
+            level: 0.0,
+            level_label: "neighbors=0".into(),
+            rep: 1,
+            warmup: false,
+            present: vec![tenant.into()],
+            lifted: Vec::new(),
+            background: Vec::new(),
+            continuous: false,
+            measure: vec![Assignment {
+                tenant: tenant.into(),
+                job,
+            }],
+            estimate: None,
+            technology: None,
+            start: None,
+        }
+    }
+
+    /// Tenant `name` at `addr` whose health says `commands` (`None`: no answer).
+    fn tenant(name: &str, commands: Option<bool>) -> TenantRecord {
+        let topology = TopologySummary {
+            logical: 1,
+            online: 1,
+            cores: 1,
+            packages: 1,
+            numa_nodes: 1,
+            smt_ways: 1,
+        };
+        TenantRecord {
+            name: name.into(),
+            role: Role::Test,
+            addr: "10.0.0.5:7700".into(),
+            cpus: vec![0],
+            netns: None,
+            ip: None,
+            health: commands.map(|commands| Health {
+                version: "t".into(),
+                topology,
+                cpus: vec![0],
+                running_jobs: 0,
+                environment: None,
+                commands,
+            }),
+            environment: None,
+            runtime: None,
+        }
+    }
+
+    #[test]
+    fn command_jobs_need_an_agent_that_opted_in() {
+        let command = JobSpec::Command(CommandSpec::new(vec!["/bin/true".into()]));
+        let plan = Plan {
+            steps: vec![step("vm", command), step("other", JobSpec::Idle)],
+        };
+        let refused = check_opt_in(&plan, &[tenant("vm", Some(false))]);
+        let err = refused.expect_err("an agent without the opt-in");
+        assert_eq!(err.tenant, "vm");
+        let said = err.to_string();
+        assert!(
+            said.contains("tenant `vm`") && said.contains("10.0.0.5:7700"),
+            "{said}"
+        );
+        assert!(said.contains("--allow-commands"), "{said}");
+        assert_eq!(check_opt_in(&plan, &[tenant("vm", Some(true))]), Ok(()));
+        // An agent that did not answer fails its step on its own.
+        assert_eq!(check_opt_in(&plan, &[tenant("vm", None)]), Ok(()));
+        // Tenants without command jobs need no opt-in.
+        let plain = Plan {
+            steps: vec![step("vm", JobSpec::Idle)],
+        };
+        assert_eq!(check_opt_in(&plain, &[tenant("vm", Some(false))]), Ok(()));
+    }
+}
