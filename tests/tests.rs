@@ -33,6 +33,7 @@ mod run_throughput_staircase;
 mod runtime_runc;
 mod serve_cli;
 mod steal_cli;
+mod technologies_matrix;
 mod topo_cli;
 mod wang_ng_badabing;
 mod wang_ng_bursts;

@@ -388,7 +388,7 @@ fn dry_run(
         "experiment {} ({}), {} tenants, provider {}",
         exp.name,
         exp.scenario.kind(),
-        exp.tenants.len(),
+        specs.len(),
         exp.provider.kind()
     )?;
     let mut t = table(["tenant", "role", "vCPUs", "CPUs"]);
@@ -423,10 +423,10 @@ fn dry_run(
     }
     let mut t = table(["#", "step", "present", "background", "measured", "estimate"]);
     for (i, s) in plan.steps.iter().enumerate() {
-        let present = if s.present.len() == exp.tenants.len() {
+        let present = if s.present.len() == specs.len() {
             "all".to_string()
         } else {
-            format!("{} of {}", s.present.len(), exp.tenants.len())
+            format!("{} of {}", s.present.len(), specs.len())
         };
         t.add_row(vec![
             right(i + 1),
@@ -510,15 +510,20 @@ struct Summary {
 
 /// The summary of the run in `dir`, read back from it as `nnb analyze` reads it: the
 /// analysis crate's degradation of the test tenant per level, an isolation
-/// matrix's isolation table, or a pair suite's per-pair table. A run that cannot be analysed keeps its outcome: the
+/// matrix's isolation table (over technologies, them side by side), or a pair
+/// suite's per-pair table. A run that cannot be analysed keeps its outcome: the
 /// summary then says why and points at `nnb analyze`.
 #[cfg(feature = "analysis")]
 fn summary(dir: &Path) -> Summary {
-    use nnb_analysis::tables::{degradation, isolation};
+    use nnb_analysis::tables::{degradation, isolation, technologies};
     use nnb_analysis::wang_ng::wang_ng;
     let table = nnb_analysis::read::read_run(dir)
         .map_err(anyhow::Error::from)
         .and_then(|run| {
+            // A matrix over technologies: them side by side, never pooled.
+            if let Some(t) = technologies(&run)? {
+                return Ok(Some(t.table()));
+            }
             Ok(match degradation(&run)? {
                 Some(d) => Some(d.table()),
                 None => match isolation(&run)? {

@@ -8,3 +8,4 @@ pub(crate) mod desched;
 pub(crate) mod exclusive;
 pub(crate) mod moto;
 pub(crate) mod netns;
+pub(crate) mod runc;
