@@ -914,6 +914,26 @@ pub struct MatrixFile {
     /// times its memory grant.
     #[serde(default)]
     pub unrestricted: Option<Spanned<String>>,
+    /// The technologies the matrix runs in, one after another, e.g. ["process",
+    /// "runc"] (local provider): every tenant runs once per technology as
+    /// `TENANT@TECHNOLOGY` (`a@runc`), and `nnb analyze` puts the technologies'
+    /// tables side by side. Default: each tenant in its own `runtime`.
+    #[serde(default)]
+    pub technologies: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Which of a pair's two measured jobs starts first: "together" (default),
+    /// "a-first" or "b-first" (Volpert et al. saw older processes favoured, §6.2).
+    #[serde(default)]
+    pub start_order: Option<Spanned<String>>,
+    /// With "a-first" or "b-first": how long after the first job the other starts,
+    /// e.g. "500ms"; below the matrix's `duration`.
+    #[serde(default)]
+    pub stagger: Option<Spanned<String>>,
+    /// How often the host reads each tenant's cgroup and interface counters over a
+    /// measured step (local provider), e.g. "100ms": 5ms to 1s, and at least 10
+    /// readings per `duration`. Default "20ms". Its own CPU cost is recorded beside
+    /// it.
+    #[serde(default)]
+    pub usage_interval: Option<Spanned<String>>,
 }
 
 /// `kind = "throughput-staircase"`: nodes join one at a time and every node present,

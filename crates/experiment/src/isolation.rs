@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use nnb_agent::jobs::limits::MAX_DISK_FILE;
 
-use super::file::{GrantFile, MatrixFile, ResourceFile, Spanned, TenantFile};
+use nnb_format::Runtime;
+
+use super::file::{ExperimentFile, GrantFile, MatrixFile, ResourceFile, Spanned, TenantFile};
 use super::{
-    neighbor_count, values, Checker, DiskLoad, ExperimentError, IsolationMatrix, Network, Resource,
-    Scenario, Sizing, TenantDef, TenantGrant, DEFAULT_LOAD_MSG,
+    neighbor_count, values, Checker, DiskLoad, ExperimentError, IsolationMatrix, Network, Provider,
+    Resource, Scenario, Sizing, TenantDef, TenantGrant, DEFAULT_LOAD_MSG,
 };
 
 /// The smallest memory grant: below it the agent alone would not fit.
@@ -309,17 +311,87 @@ impl Checker<'_> {
             }
             None => None,
         };
+        let duration = self.nonzero_duration(&s.duration, Duration::from_secs(3), "duration")?;
         Ok(IsolationMatrix {
             resource,
-            duration: self.nonzero_duration(&s.duration, Duration::from_secs(3), "duration")?,
+            duration,
             workload: self.workload(&s.workload)?,
             share_bps,
             msg_size: self.msg_size(&s.msg_size, DEFAULT_LOAD_MSG)?,
             disk,
             unrestricted_bytes,
-            technologies: Vec::new(),
-            start: nnb_format::StepStart::default(),
+            technologies: self.technologies(&s.technologies, tenants)?,
+            start: self.step_start(&s.start_order, &s.stagger, duration)?,
+            usage_interval: self.usage_interval(&s.usage_interval, duration)?,
         })
+    }
+
+    /// The matrix's `technologies`: known runtimes, each once (so at most
+    /// [`Runtime::ALL`]'s five), with no tenant naming a `runtime` of its own (the
+    /// list says what every tenant runs in); empty when the key is left out.
+    fn technologies(
+        &self,
+        v: &Option<Spanned<Vec<Spanned<String>>>>,
+        tenants: &[TenantDef],
+    ) -> Result<Vec<Runtime>, ExperimentError> {
+        let Some(list) = v else {
+            return Ok(Vec::new());
+        };
+        if list.get_ref().is_empty() {
+            return Err(self.error(
+                list.span(),
+                "technologies lists at least one technology, e.g. [\"process\", \"runc\"]; \
+                 leave it out to run each tenant in its own runtime",
+            ));
+        }
+        let mut out: Vec<Runtime> = Vec::new();
+        for t in list.get_ref() {
+            let Some(r) = Runtime::from_name(t.get_ref()) else {
+                return Err(self.error(
+                    t.span(),
+                    format!(
+                        "unknown technology `{}`: expected one of {}",
+                        t.get_ref(),
+                        Runtime::ALL.map(Runtime::name).join(", ")
+                    ),
+                ));
+            };
+            if out.contains(&r) {
+                return Err(self.error(
+                    t.span(),
+                    format!("technology `{r}` is listed twice: each runs the matrix once"),
+                ));
+            }
+            out.push(r);
+        }
+        if let Some(t) = tenants.iter().find(|t| !t.runtime.is_process()) {
+            return Err(self.error(
+                list.span(),
+                format!(
+                    "tenant `{}` names its own runtime (`{}`), but `technologies` runs every \
+                     tenant in each technology listed: leave out one or the other",
+                    t.name, t.runtime
+                ),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// `technologies` runs each tenant once per technology, starting and stopping
+    /// their agents between technologies and enforcing grants in each runtime's own
+    /// terms: the local provider's, whose tenants nnb launches.
+    pub(super) fn technologies_are_local(
+        &self,
+        f: &ExperimentFile<MatrixFile>,
+    ) -> Result<(), ExperimentError> {
+        match &f.scenario.technologies {
+            Some(v) if !matches!(self.provider(f)?, Provider::Local) => Err(self.error(
+                v.span(),
+                "technologies run on the local provider (nnb launches each tenant in each \
+                 technology): a static host's or an aws instance's agents run as they are",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A disk matrix's generator settings, each checked where it is written.

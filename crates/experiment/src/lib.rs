@@ -17,6 +17,7 @@ pub mod credits;
 pub mod diagnostic;
 pub mod file;
 mod isolation;
+mod matrix_timing;
 pub mod pair;
 pub mod plan;
 mod servers;
@@ -448,7 +449,15 @@ pub struct IsolationMatrix {
     pub technologies: Vec<Runtime>,
     /// How a pair's two measured jobs start (order and stagger).
     pub start: StepStart,
+    /// How often the host-side usage is read over a measured step (`usage_interval`,
+    /// default [`DEFAULT_USAGE_INTERVAL`]); its CPU cost is recorded beside it.
+    pub usage_interval: Duration,
 }
+
+/// How often the host reads each tenant's counters by default (an isolation
+/// matrix's `usage_interval`; every other local run's interval): a few cgroup files
+/// per tenant every 20 ms.
+pub const DEFAULT_USAGE_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Nodes join one at a time, every node present sending at full rate; each node's
 /// throughput per level (thesis 6.1).
@@ -546,9 +555,9 @@ impl Scenario {
             Scenario::NeighborStaircase(s) => s.unused == UnusedNeighbors::Absent,
             Scenario::ThroughputStaircase(_) => true,
             Scenario::LoadSteps(s) => s.leaves_neighbors_out(),
-            Scenario::ThreadSweep(_) | Scenario::IsolationMatrix(_) | Scenario::PairSuite(_) => {
-                false
-            }
+            // One technology's tenants at a time.
+            Scenario::IsolationMatrix(m) => !m.technologies.is_empty(),
+            Scenario::ThreadSweep(_) | Scenario::PairSuite(_) => false,
         }
     }
 }
@@ -564,10 +573,35 @@ impl Experiment {
         self.tenants.iter().filter(|t| t.role == Role::Neighbor)
     }
 
+    /// The tenants as they are launched: for an isolation matrix over
+    /// `technologies`, every tenant once per technology, named `TENANT@TECHNOLOGY`
+    /// ([`tenant::technology_name`]) and run in that technology, technology by
+    /// technology in the matrix's order, tenants in file order within each (their
+    /// steps are never present together); otherwise the tenants as written.
+    pub fn launched_tenants(&self) -> Vec<TenantDef> {
+        let technologies = match &self.scenario {
+            Scenario::IsolationMatrix(m) => m.technologies.as_slice(),
+            _ => &[],
+        };
+        if technologies.is_empty() {
+            return self.tenants.clone();
+        }
+        technologies
+            .iter()
+            .flat_map(|&runtime| {
+                self.tenants.iter().map(move |t| TenantDef {
+                    name: tenant::technology_name(&t.name, runtime),
+                    runtime,
+                    ..t.clone()
+                })
+            })
+            .collect()
+    }
+
     /// The tenants as a provider brings them up (and as a dry run places them), in
-    /// file order.
+    /// launch order ([`Experiment::launched_tenants`]).
     pub fn tenant_specs(&self) -> Vec<TenantSpec> {
-        self.tenants
+        self.launched_tenants()
             .iter()
             .map(|t| TenantSpec {
                 name: t.name.clone(),
@@ -727,10 +761,11 @@ pub fn parse_on(file: &str, src: &str, host: &Host) -> Result<Experiment, Experi
             cx.deserialize::<ExperimentFile<LoadStepsFile>>()?,
             |cx, t, s| cx.load_steps(t, s).map(Scenario::LoadSteps),
         ),
-        ScenarioKind::IsolationMatrix => cx.build(
-            cx.deserialize::<ExperimentFile<MatrixFile>>()?,
-            |cx, t, s| cx.matrix(t, s).map(Scenario::IsolationMatrix),
-        ),
+        ScenarioKind::IsolationMatrix => {
+            let f = cx.deserialize::<ExperimentFile<MatrixFile>>()?;
+            cx.technologies_are_local(&f)?;
+            cx.build(f, |cx, t, s| cx.matrix(t, s).map(Scenario::IsolationMatrix))
+        }
         ScenarioKind::ThroughputStaircase => {
             let f = cx.deserialize::<ExperimentFile<ThroughputStaircaseFile>>()?;
             let network = cx.network(&f)?;

@@ -167,10 +167,11 @@ fn load_steps_measure_the_baseline_with_the_neighbors_absent() {
 }
 
 #[test]
-fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
+fn isolation_matrix_is_the_capacity_then_4_and_4_baselines_then_12_pairs() {
     let src = "name = \"m\"\nrepetitions = 1\n[[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 4\n[[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 4\n[scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\n";
     let p = plan(src);
-    assert_eq!(p.steps.len(), 1 + 4 + 12);
+    // The capacity, a alone (ids 1-4), b alone (ids 17-20), the pairs (ids 5-16).
+    assert_eq!(p.steps.len(), 1 + 4 + 4 + 12);
     let cap = &p.steps[0];
     assert_eq!(cap.id, "capacity/capacity/rep=1");
     assert_eq!((cap.group, cap.level), (StepGroup::Capacity, 0.0));
@@ -196,17 +197,43 @@ fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
     assert!(p.steps[1..5]
         .iter()
         .all(|s| s.group == StepGroup::Baseline && s.measure.len() == 1));
-    assert!(p.steps[5..]
+    // b's baselines (N12): b alone in each state, ids 17-20 after Table 1's, so a's
+    // and the pairs' ids are those of a run without them.
+    for (k, state) in [
+        "undercommitted",
+        "saturated",
+        "overcommitted",
+        "unrestricted",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let s = &p.steps[5 + k];
+        assert_eq!(s.id, format!("baseline/b={state}/rep=1"));
+        assert_eq!((s.group, s.level), (StepGroup::Baseline, 17.0 + k as f64));
+        assert_eq!(s.measure.len(), 1);
+        assert_eq!(s.measure[0].tenant, "b");
+        let lifted: &[&str] = if *state == "unrestricted" {
+            &["b"]
+        } else {
+            &[]
+        };
+        assert_eq!(s.lifted, lifted, "{}", s.id);
+        assert_eq!(s.start, None);
+    }
+    assert!(p.steps[9..]
         .iter()
         .all(|s| s.group == StepGroup::Pair && s.measure.len() == 2));
+    // Together by default: no pair step records a start.
+    assert!(p.steps.iter().all(|s| s.start.is_none()));
     // Every label is a matrix level of its step's group, as the analysis reads it.
     for s in &p.steps {
         let level: MatrixLevel = s.level_label.parse().expect("a matrix level");
         assert_eq!(level.group(), s.group, "{}", s.id);
     }
     assert_eq!(p.steps[4].id, "baseline/a=unrestricted/rep=1");
-    assert_eq!(p.steps[11].id, "pair/a=saturated,b=overcommitted/rep=1");
-    assert_eq!(p.steps[11].level, 11.0);
+    assert_eq!(p.steps[15].id, "pair/a=saturated,b=overcommitted/rep=1");
+    assert_eq!(p.steps[15].level, 11.0);
     let burn = |s: usize, t: usize| match &p.steps[s].measure[t].job {
         JobSpec::Burn {
             threads,
@@ -223,14 +250,20 @@ fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
         (threads(1, 0), threads(2, 0), threads(3, 0), threads(4, 0)),
         (2, 4, 8, 64)
     );
-    assert_eq!(threads(8, 1), 64);
-    // Only the unrestricted tenant leaves its own CPUs: a alone (id 4) and b beside
-    // a (id 8, a_u b_f), unpinned over the host's CPUs.
+    // b alike, alone.
+    assert_eq!(
+        (threads(5, 0), threads(6, 0), threads(7, 0), threads(8, 0)),
+        (2, 4, 8, 64)
+    );
+    assert_eq!(threads(12, 1), 64);
+    // Only the unrestricted tenant leaves its own CPUs: a alone (id 4), b alone (id
+    // 20) and b beside a (id 8, a_u b_f), unpinned over the host's CPUs.
     let host = (64, "none".to_string(), BurnScope::Host);
     assert_eq!(burn(4, 0), host);
-    assert_eq!(burn(8, 1), host);
-    assert_eq!(burn(8, 0).2, BurnScope::Tenant);
-    for s in [1, 2, 3, 6, 7, 11] {
+    assert_eq!(burn(8, 0), host);
+    assert_eq!(burn(12, 1), host);
+    assert_eq!(burn(12, 0).2, BurnScope::Tenant);
+    for s in [1, 2, 3, 5, 6, 7, 10, 11, 15] {
         for t in 0..p.steps[s].measure.len() {
             assert_eq!(burn(s, t).2, BurnScope::Tenant, "{}", p.steps[s].id);
         }
@@ -241,7 +274,7 @@ fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
         "resource = \"network\"\nshare = \"100M\"",
     );
     let p = plan(&net);
-    assert_eq!(p.steps.len(), 17);
+    assert_eq!(p.steps.len(), 21);
     assert!(p.needs_endpoint());
     // The link's capacity: a alone, 4 streams asking for 10 x 100M = 1G.
     match &p.steps[0].measure[0].job {
@@ -256,7 +289,7 @@ fn isolation_matrix_is_the_capacity_then_4_baselines_then_12_pairs() {
         }
         other => panic!("not a load: {other:?}"),
     }
-    match &p.steps[16].measure[1].job {
+    match &p.steps[20].measure[1].job {
         JobSpec::Load { rate_bps, .. } => assert!((rate_bps - 1e9).abs() < 1.0),
         other => panic!("not a load: {other:?}"),
     }
@@ -277,11 +310,11 @@ fn example_experiments_expand() {
     for (file, steps) in [
         ("local-cpu-staircase.toml", 2 * 3 * (1 + 3)),
         ("local-latency-load.toml", 5 * 3),
-        ("isolation-matrix-cpu.toml", (1 + 4 + 12) * 3),
+        ("isolation-matrix-cpu.toml", (1 + 4 + 4 + 12) * 3),
         // Memory has no capacity step: its maximum is the machine's memory.
-        ("isolation-matrix-memory.toml", (4 + 12) * 3),
-        ("isolation-matrix-disk.toml", (1 + 4 + 12) * 3),
-        ("isolation-matrix-network.toml", (1 + 4 + 12) * 3),
+        ("isolation-matrix-memory.toml", (4 + 4 + 12) * 3),
+        ("isolation-matrix-disk.toml", (1 + 4 + 4 + 12) * 3),
+        ("isolation-matrix-network.toml", (1 + 4 + 4 + 12) * 3),
     ] {
         let exp = nnb_experiment::load(&root.join(file), Some(2)).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(expand(&exp, 2).steps.len(), steps, "{file}");

@@ -7,6 +7,8 @@ mod continuous_loads;
 mod credit_windows;
 mod event_pool;
 mod experiment_errors;
+mod matrix_timing;
 mod pair_suite;
 mod plan_expansion;
+mod technologies;
 mod tenant_runtime;

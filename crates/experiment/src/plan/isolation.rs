@@ -1,5 +1,6 @@
 //! The isolation matrix's steps (Volpert et al., Table 1): the resource's capacity,
-//! tenant a alone in each state, then a beside b in each pair of states.
+//! tenant a alone in each state, tenant b alone in each state (b's baselines), then
+//! a beside b in each pair of states.
 //!
 //! A state is a demand against the tenant's grant for the resource (its
 //! [`TenantGrant`], or for the CPU its vCPUs when it has no quota): undercommitted
@@ -21,9 +22,10 @@
 //! the time (a duty cycle, like `stress-ng --cpu-load`).
 
 use super::{load, Assignment, Builder, Level};
+use crate::tenant::technology_name;
 use crate::{IsolationMatrix, Network, Resource, TenantDef};
 use nnb_agent::jobs::{BurnScope, JobSpec};
-use nnb_format::{MatrixLevel, TenantState};
+use nnb_format::{MatrixLevel, Runtime, StepStart, TenantState};
 use nnb_units::wire::Framing;
 
 /// Demand of an undercommitted tenant, as a share of its grant.
@@ -53,17 +55,60 @@ const UNRESTRICTED_MEMORY: u64 = 4;
 const CAPACITY_STREAMS: usize = 4;
 /// A duty cycle this close to 1 is a thread busy all the time.
 const FULL_DUTY: f64 = 0.999;
+/// The level ids of tenant b alone in each state ([`TenantState::ALL`]'s order):
+/// after Table 1's 0-16, so a run with b's baselines numbers a's baselines and the
+/// pairs as a run without them does.
+const NEIGHBOR_BASELINE_IDS: [u32; 4] = [17, 18, 19, 20];
 
 impl Builder<'_> {
-    /// The isolation matrix: the resource's capacity (id 0, `p_max`; none for
-    /// memory, whose maximum is the machine's memory), a alone in each state (ids
-    /// 1-4), then a beside b (ids 5-16, Volpert et al.'s Table 1).
+    /// The isolation matrix ([`Builder::matrix_of`]); over `technologies`, once per
+    /// technology, in order, with that technology's tenants ([`Builder::technology`]).
     pub(super) fn matrix(&mut self, m: &IsolationMatrix, host_cpus: usize) {
-        use TenantState::*;
         let a = self.test().clone();
         let Some(b) = self.neighbors().first().map(|t| (*t).clone()) else {
             return;
         };
+        if m.technologies.is_empty() {
+            return self.matrix_of(m, host_cpus, a, b);
+        }
+        for &t in &m.technologies {
+            let first = self.steps.len();
+            let named = |d: &TenantDef| TenantDef {
+                name: technology_name(&d.name, t),
+                runtime: t,
+                ..d.clone()
+            };
+            self.matrix_of(m, host_cpus, named(&a), named(&b));
+            self.technology(first, t);
+        }
+    }
+
+    /// The steps from `first` on run in technology `t`: only its tenants present,
+    /// ids prefixed `t/` (e.g. `runc/pair/a=saturated,b=overcommitted/rep=1`).
+    fn technology(&mut self, first: usize, t: Runtime) {
+        let present: Vec<String> = self
+            .exp
+            .launched_tenants()
+            .into_iter()
+            .filter(|d| d.runtime == t)
+            .map(|d| d.name)
+            .collect();
+        for s in &mut self.steps[first..] {
+            s.id = format!("{t}/{}", s.id);
+            s.present.clone_from(&present);
+            s.technology = Some(t);
+        }
+    }
+
+    /// The isolation matrix of tenants `a` and `b`: the resource's capacity (id 0,
+    /// `p_max`; none for memory, whose maximum is the machine's memory), a alone in
+    /// each state (ids 1-4), b alone in each state (ids 17-20: b's baselines, for
+    /// b's own degradation and Krebs' fairness; numbered after Table 1's so that a's
+    /// and the pairs' ids are the same as in runs without them), then a beside b
+    /// (ids 5-16, Volpert et al.'s Table 1), their measured jobs started as
+    /// `m.start` says (each pair step's `start`; `None` when together).
+    fn matrix_of(&mut self, m: &IsolationMatrix, host_cpus: usize, a: TenantDef, b: TenantDef) {
+        use TenantState::*;
         let lifted = |states: &[(TenantState, &TenantDef)]| -> Vec<String> {
             states
                 .iter()
@@ -102,10 +147,25 @@ impl Builder<'_> {
                 estimate: Some(m.duration),
             });
         }
+        for (state, id) in TenantState::ALL.into_iter().zip(NEIGHBOR_BASELINE_IDS) {
+            let level = MatrixLevel::NeighborAlone(state);
+            self.level(Level {
+                group: level.group(),
+                level: f64::from(id),
+                label: level.to_string(),
+                present: None,
+                lifted: lifted(&[(state, &b)]),
+                background: Vec::new(),
+                measure: vec![state.job(m, &b, host_cpus)],
+                estimate: Some(m.duration),
+            });
+        }
+        let start = (m.start != StepStart::default()).then_some(m.start);
         for sa in [Undercommitted, Saturated, Overcommitted] {
             for sb in TenantState::ALL {
                 id += 1;
                 let level = MatrixLevel::Pair(sa, sb);
+                let first = self.steps.len();
                 self.level(Level {
                     group: level.group(),
                     level: f64::from(id),
@@ -116,6 +176,9 @@ impl Builder<'_> {
                     measure: vec![sa.job(m, &a, host_cpus), sb.job(m, &b, host_cpus)],
                     estimate: Some(m.duration),
                 });
+                for step in &mut self.steps[first..] {
+                    step.start = start;
+                }
             }
         }
     }
@@ -313,6 +376,7 @@ mod tests {
             unrestricted_bytes: None,
             technologies: Vec::new(),
             start: Default::default(),
+            usage_interval: crate::DEFAULT_USAGE_INTERVAL,
         }
     }
 
