@@ -26,7 +26,7 @@ use nnb_controller::provider::{
     Fleet, HostUsage, LocalOptions, LocalProvider, Network, Provider, Role, TenantSpec,
 };
 use nnb_experiment::tenant::TenantGrant;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::agents::{local_options, process_gone, still_alive_after};
 use crate::support::cli::{signal, NNB};
@@ -138,7 +138,7 @@ async fn metered(p: &LocalProvider, fleet: &Fleet, spec: JobSpec, window: Window
         .unwrap_or_else(|| panic!("no usage meter on a fleet with grants"));
     tokio::time::sleep(window.span).await;
     // No nominal length: the window lies within the job, all of it counts.
-    let usage = meter.finish(None).remove(A).unwrap_or_default();
+    let usage = meter.finish(None).usage.remove(A).unwrap_or_default();
     let waited = waited_ns(agent).saturating_sub(waited0) as f64;
     let wall = t0.elapsed().as_nanos() as f64;
     let st = client
@@ -739,8 +739,9 @@ fn a_shutdown_leaves_no_cgroup_and_no_disk_file() {
 }
 
 /// `experiments/isolation-matrix-cpu.toml` shortened (one repetition, 1 s steps) in
-/// a scratch directory: the directory, the experiment's path there, and the results
-/// directory (not created).
+/// a scratch directory, its pairs started b first, a 200 ms later, and the host read
+/// every 50 ms (issue 28, N13-N14): the directory, the experiment's path there, and
+/// the results directory (not created).
 fn short_cpu_matrix() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let original =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/isolation-matrix-cpu.toml");
@@ -748,7 +749,11 @@ fn short_cpu_matrix() -> (tempfile::TempDir, PathBuf, PathBuf) {
         .unwrap_or_else(|e| panic!("{}: {e}", original.display()));
     let short = text
         .replace("repetitions = 3\n", "repetitions = 1\n")
-        .replace("duration = \"2s\"\n", "duration = \"1s\"\n");
+        .replace(
+            "duration = \"2s\"\n",
+            "duration = \"1s\"\nstart_order = \"b-first\"\nstagger = \"200ms\"\n\
+             usage_interval = \"50ms\"\n",
+        );
     assert_eq!(
         short.matches("repetitions = 1\n").count() + short.matches("duration = \"1s\"\n").count(),
         2,
@@ -885,9 +890,20 @@ fn a_killed_runs_cgroups_are_swept_by_its_resume() {
         "resume: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // 1 capacity step, 4 alone and 12 beside b (a sample per tenant), each
-    // recorded once.
+    // 1 capacity step, 4 a alone, 4 b alone and 12 beside b (a sample per
+    // tenant), each recorded once.
     let text = std::fs::read_to_string(run.join("samples.jsonl")).unwrap_or_default();
+    // Each pair's records say how it started (b first, a 200 ms later), the others
+    // nothing; every record has the host's sampler at 50 ms and its CPU share.
+    for l in text.lines() {
+        let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"));
+        let b_first = json!({"order": "b-first", "stagger_ms": 200});
+        let start = (v["group"] == "pair").then_some(b_first);
+        assert_eq!(v.get("start").cloned(), start, "{l}");
+        assert_eq!(v["sampler"]["interval_ms"], json!(50.0), "{l}");
+        let share = v["sampler"]["cpu_share"].as_f64().unwrap_or(-1.0);
+        assert!(share > 0.0 && share < 1.0, "{l}");
+    }
     let samples: Vec<(String, String)> = text
         .lines()
         .map(|l| {
@@ -900,7 +916,7 @@ fn a_killed_runs_cgroups_are_swept_by_its_resume() {
     let steps: std::collections::BTreeSet<&String> = samples.iter().map(|(s, _)| s).collect();
     assert_eq!(
         (samples.len(), distinct.len(), steps.len()),
-        (1 + 4 + 12 * 2, 1 + 4 + 12 * 2, 17),
+        (1 + 4 + 4 + 12 * 2, 1 + 4 + 4 + 12 * 2, 21),
         "{samples:?}"
     );
     assert_eq!(

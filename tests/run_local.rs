@@ -489,15 +489,15 @@ fn dry_run_prints_the_plan_without_starting_agents() {
     assert!(!results.exists(), "a dry run wrote results");
 }
 
-/// The isolation matrix's dry run: the capacity step first (1 + 4 + 12 levels, 3
-/// repetitions each), tenant a burning on every host CPU; the unrestricted baseline
+/// The isolation matrix's dry run: the capacity step first (1 + 4 + 4 + 12 levels:
+/// a's and b's baselines, then the pairs; 3 repetitions each), tenant a burning on every host CPU; the unrestricted baseline
 /// runs over the host's CPUs too, and the table says so.
 #[test]
 fn the_isolation_matrix_dry_run_measures_the_capacity_first() {
     let exp = "experiments/isolation-matrix-cpu.toml";
     let plan = nnb_json(&["run", exp, "--dry-run", "--json"]);
     let steps = plan["steps"].as_array().cloned().unwrap_or_default();
-    assert_eq!(steps.len(), (1 + 4 + 12) * 3);
+    assert_eq!(steps.len(), (1 + 4 + 4 + 12) * 3);
     let cap = &steps[0];
     assert_eq!(cap["id"], "capacity/capacity/rep=1");
     assert_eq!(cap["group"], "capacity");

@@ -174,7 +174,7 @@ fn a_runc_tenant_granted_half_a_cpu_is_held_to_half_a_cpu_and_leaves_nothing() {
                 .unwrap_or_else(|| panic!("no host-side meter for a runc tenant"));
             tokio::time::sleep(Duration::from_secs(2)).await;
             // No nominal length: the window lies within the burn, all of it counts.
-            let usage = meter.finish(None).remove("a").unwrap_or_default();
+            let usage = meter.finish(None).usage.remove("a").unwrap_or_default();
             let st = client
                 .wait(&job, Duration::from_secs(30))
                 .await
@@ -365,4 +365,102 @@ fn runtimes_that_cannot_run_here_are_refused_with_the_reason() {
             assert!(!results.exists(), "{runtime}: a results directory was made");
         }
     }
+}
+
+/// The matrix's unrestricted state for a runc tenant: `runc update` lifts its CPU
+/// quota and memory limit (-1, the kernel's "none") and gives it every CPU, and
+/// restores them; its I/O throttle (which `runc update` cannot change) is cleared
+/// and written back in the container's own cgroup. A restarted container (absent,
+/// then present again) gets its grant again, in a fresh container of the same id.
+#[test]
+fn a_runc_tenants_grant_is_lifted_and_restored() {
+    if !runc_or_skip() {
+        return;
+    }
+    let _machine = exclusive::hold_machine();
+    let io_dir = std::env::temp_dir();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio: {e}"));
+    rt.block_on(async {
+        let grant = TenantGrant {
+            cpu: Some(0.5),
+            memory_bytes: Some(256 << 20),
+            read_iops: Some(300),
+            io_dir: Some(io_dir.clone()),
+            ..TenantGrant::default()
+        };
+        let mut p = LocalProvider::new(nnb_controller::provider::LocalOptions {
+            cgroups: Cgroups::Grants,
+            grants: vec![("a".to_string(), grant)],
+            ..local_options(Network::None)
+        });
+        let specs = [TenantSpec {
+            name: "a".into(),
+            role: Role::Test,
+            vcpus: 1,
+            runtime: Runtime::Runc,
+        }];
+        let mut fleet = p
+            .launch(&specs, &Serving::None)
+            .await
+            .unwrap_or_else(|e| panic!("launching a runc tenant: {e}"));
+        let record = fleet.tenants[0]
+            .runtime
+            .clone()
+            .unwrap_or_else(|| panic!("no record"));
+        let rel = record.cgroup.unwrap_or_default();
+        let read = |controller: &str, file: &str| {
+            let path = Path::new("/sys/fs/cgroup")
+                .join(controller)
+                .join(rel.trim_start_matches('/'))
+                .join(file);
+            std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .trim()
+                .to_string()
+        };
+        let state = || {
+            (
+                read("cpu", "cpu.cfs_quota_us"),
+                read("memory", "memory.limit_in_bytes"),
+                read("blkio", "blkio.throttle.read_iops_device"),
+            )
+        };
+        let granted = state();
+        assert_eq!(granted.0, "50000");
+        assert_eq!(granted.1, (256u64 << 20).to_string());
+        assert!(granted.2.ends_with(" 300"), "{granted:?}");
+        p.set_lifted(&mut fleet, &["a".to_string()])
+            .await
+            .unwrap_or_else(|e| panic!("lifting: {e}"));
+        let lifted = state();
+        assert_eq!(lifted.0, "-1");
+        assert!(lifted.1.parse::<u64>().unwrap_or(0) > 1 << 60, "{lifted:?}");
+        assert_eq!(lifted.2, "", "{lifted:?}");
+        p.set_lifted(&mut fleet, &[])
+            .await
+            .unwrap_or_else(|e| panic!("restoring: {e}"));
+        assert_eq!(state(), granted);
+        p.set_present(&mut fleet, &[])
+            .await
+            .unwrap_or_else(|e| panic!("absent: {e}"));
+        assert!(!runc_containers().contains(&record.container.clone().unwrap_or_default()));
+        p.set_present(&mut fleet, &["a".to_string()])
+            .await
+            .unwrap_or_else(|e| panic!("present again: {e}"));
+        assert_eq!(state(), granted, "the restarted container's grant");
+        fleet.tenants[0]
+            .client()
+            .health()
+            .await
+            .unwrap_or_else(|e| panic!("the restarted agent: {e}"));
+        let me = std::process::id();
+        p.shutdown(fleet)
+            .await
+            .unwrap_or_else(|e| panic!("shutdown: {e}"));
+        assert_eq!(leftovers(me), Vec::<PathBuf>::new(), "left after shutdown");
+    });
 }

@@ -794,6 +794,8 @@ pub struct RawResult {
     pub role: Role,
     /// The job's kind.
     pub job: JobKind,
+    /// The host-side sampler's interval and cost over its step (version 11).
+    pub sampler: Option<nnb_format::HostSampler>,
     /// The raw result (`null` when the record has none).
     pub result: Value,
 }
@@ -853,6 +855,7 @@ impl Run {
                 tenant: r.tenant,
                 role: r.role,
                 job: r.job,
+                sampler: r.sampler,
                 result: r.result.unwrap_or(Value::Null),
             });
         })?;

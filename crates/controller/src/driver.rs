@@ -25,6 +25,7 @@ use crate::results::{BackgroundRecord, SampleStatus};
 use nnb_agent::jobs::{JobRequest, JobSpec, JobState, JobStatus};
 use nnb_experiment::plan::{Assignment, Step};
 use nnb_experiment::OnFailure;
+use nnb_format::{HostSampler, StartOrder, StepStart};
 
 /// What a failed attempt at a step says.
 #[derive(Debug)]
@@ -67,6 +68,8 @@ pub(super) struct Measured {
     pub(super) outcome: JobOutcome,
     /// What the host saw its tenant use meanwhile, when the provider can tell.
     pub(super) host: Option<HostUsage>,
+    /// The host-side sampler's interval and cost, when the host read the step.
+    pub(super) sampler: Option<HostSampler>,
 }
 
 /// The step loop's state.
@@ -252,7 +255,9 @@ impl Driver<'_> {
             () = cancel.wait() => return Err(interrupted()),
         };
         let started_at = SystemTime::now();
-        let measured = self.measure(&step.measure, timeout, cancel).await?;
+        let measured = self
+            .measure(&step.measure, step.start, timeout, cancel)
+            .await?;
         Ok((measured, started_at, settled))
     }
 
@@ -421,36 +426,48 @@ impl Driver<'_> {
         join_all(checks).await.into_iter().collect()
     }
 
-    /// Starts the measured jobs together and waits for all; any failure fails the
-    /// attempt (and stops the others). A `cancel` meanwhile stops them all and
-    /// fails it, so no job outlives the run (reliability review NM2: a disk job
-    /// removes its scratch file when stopped, not when its agent is killed).
+    /// Starts the measured jobs together, or as `start` orders them (the later
+    /// tenant's jobs posted `stagger_ms` after the first's were accepted), and waits
+    /// for all; any failure fails the attempt (and stops the others). A `cancel`
+    /// meanwhile stops them all and fails it, so no job outlives the run
+    /// (reliability review NM2: a disk job removes its scratch file when stopped,
+    /// not when its agent is killed).
     async fn measure(
         &self,
         jobs: &[Assignment],
+        start: Option<StepStart>,
         timeout: Duration,
         cancel: &Cancel,
     ) -> Result<Vec<Measured>, StepFailure> {
-        let ep = &self.endpoints;
         let tenants: Vec<String> = jobs.iter().map(|a| a.tenant.clone()).collect();
         let meter = self.provider.usage_meter(self.fleet, &tenants);
-        let starts = jobs.iter().map(|a| async move {
-            let c = self.client(&a.tenant)?;
-            let req = JobRequest {
-                spec: ep.resolve(&a.tenant, &a.job),
-                deadline_ms: nnb_units::millis(timeout),
-            };
-            c.start(&req)
-                .await
-                .map_err(|e| StepFailure::from((a.tenant.clone(), e)))
-        });
-        let ids = join_all(starts).await;
-        if ids.iter().any(Result::is_err) {
-            self.stop_started(jobs, &ids).await;
-            return Err(ids
-                .into_iter()
-                .find_map(Result::err)
-                .unwrap_or_else(|| StepFailure("a job did not start".to_string())));
+        let (stagger, phases) = self.phases(jobs, start);
+        let mut ids: Vec<Result<String, StepFailure>> = jobs
+            .iter()
+            .map(|_| Err(StepFailure("not started".to_string())))
+            .collect();
+        for (k, phase) in phases.iter().enumerate().filter(|(_, p)| !p.is_empty()) {
+            if k > 0 {
+                tokio::select! {
+                    () = tokio::time::sleep(stagger) => {}
+                    () = cancel.wait() => {
+                        self.stop_started(jobs, &ids).await;
+                        return Err(interrupted());
+                    }
+                }
+            }
+            let started = join_all(phase.iter().map(|&i| self.start_job(&jobs[i], timeout))).await;
+            let mut failed = None;
+            for (&i, id) in phase.iter().zip(started) {
+                if let Err(StepFailure(m)) = &id {
+                    failed.get_or_insert_with(|| m.clone());
+                }
+                ids[i] = id;
+            }
+            if let Some(m) = failed {
+                self.stop_started(jobs, &ids).await;
+                return Err(StepFailure(m));
+            }
         }
         let waits = jobs.iter().zip(&ids).map(|(a, id)| async move {
             let id = id
@@ -484,6 +501,7 @@ impl Driver<'_> {
                 assignment: a.clone(),
                 outcome,
                 host: None,
+                sampler: None,
             })
         });
         let ends = tokio::select! {
@@ -501,10 +519,43 @@ impl Driver<'_> {
         let mut measured: Vec<Measured> = ends.into_iter().collect::<Result<_, _>>()?;
         if let Some(host) = host {
             for m in &mut measured {
-                m.host = host.get(&m.assignment.tenant).copied();
+                m.host = host.usage.get(&m.assignment.tenant).copied();
+                m.sampler = host.sampler;
             }
         }
         Ok(measured)
+    }
+
+    /// Posts one measured job to its tenant's agent: its id there.
+    async fn start_job(&self, a: &Assignment, timeout: Duration) -> Result<String, StepFailure> {
+        let c = self.client(&a.tenant)?;
+        let req = JobRequest {
+            spec: self.endpoints.resolve(&a.tenant, &a.job),
+            deadline_ms: nnb_units::millis(timeout),
+        };
+        c.start(&req)
+            .await
+            .map_err(|e| StepFailure::from((a.tenant.clone(), e)))
+    }
+
+    /// The indices of `jobs` started first and those started `stagger` later, as
+    /// `start` orders them: a-first puts the test tenant's (a's) jobs first, b-first
+    /// the others' (b's); together (or no `start`) starts all at once.
+    fn phases(&self, jobs: &[Assignment], start: Option<StepStart>) -> (Duration, [Vec<usize>; 2]) {
+        let (first_is_a, stagger) = match start {
+            Some(StepStart {
+                order: StartOrder::AFirst,
+                stagger_ms,
+            }) => (true, stagger_ms),
+            Some(StepStart {
+                order: StartOrder::BFirst,
+                stagger_ms,
+            }) => (false, stagger_ms),
+            _ => return (Duration::ZERO, [(0..jobs.len()).collect(), Vec::new()]),
+        };
+        let (first, later): (Vec<usize>, Vec<usize>) = (0..jobs.len())
+            .partition(|&i| (self.role(&jobs[i].tenant) == Role::Test) == first_is_a);
+        (Duration::from_millis(stagger), [first, later])
     }
 
     /// Stops the measured jobs that started, so a retry starts clean and an

@@ -270,6 +270,7 @@ mod tests {
                 elapsed_ms: 1.0,
                 metrics: Metrics::default(),
                 conditions: nnb_format::StepConditions::default(),
+                sampler: None,
                 hdr_log: None,
                 result: None,
             },

@@ -39,6 +39,8 @@ pub(super) struct Start {
     pub busy: usize,
     /// Tenants whose agents were up when it started.
     pub present: Vec<String>,
+    /// When it was posted (tokio time: exact under a paused clock).
+    pub at: Instant,
 }
 
 /// A fake job.
@@ -207,6 +209,7 @@ impl FakeAgent {
                 kind,
                 busy,
                 present,
+                at: Instant::now(),
             });
             let n = w.starts.len();
             if let Some((at, c)) = &w.cancel_at {

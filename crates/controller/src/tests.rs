@@ -983,3 +983,60 @@ async fn a_continuous_staircase_keeps_each_nodes_load_across_levels() {
         .iter()
         .all(|s| s.status == SampleStatus::Ok && s.value == Some(5e7)));
 }
+
+/// N14: an isolation matrix whose pairs start one tenant first, a stagger before
+/// the other. Per order, in every pair step the fakes saw the first tenant's job
+/// posted, then the other's at least the stagger later (tokio's paused clock, so
+/// the sleep is exact, not timed), and every pair sample records the order and the
+/// stagger; the baselines (one job each) start at once and record none.
+#[tokio::test(start_paused = true)]
+async fn a_staggered_start_posts_the_later_job_after_the_stagger() {
+    use nnb_format::{StartOrder, StepGroup, StepStart};
+    for (order, first) in [("a-first", "a"), ("b-first", "b")] {
+        let text = format!(
+            "name = \"m\"\nrepetitions = 1\nsettle = \"10ms\"\n\
+             [[tenants]]\nname = \"a\"\nrole = \"test\"\nvcpus = 2\n\
+             [[tenants]]\nname = \"b\"\nrole = \"neighbor\"\nvcpus = 2\n\
+             [scenario]\nkind = \"isolation-matrix\"\nresource = \"cpu\"\nduration = \"2s\"\n\
+             start_order = \"{order}\"\nstagger = \"500ms\"\n"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut run = create_from(dir.path(), &text);
+        let world = World::shared();
+        world.lock().unwrap().job_time = Duration::from_secs(2);
+        let mut provider = FakeProvider::new(&world);
+        let out = go(&mut run, &mut provider, &never()).await;
+        // The capacity, 4 + 4 baselines, 12 pairs.
+        assert_eq!(
+            counts(&out),
+            (RunStatus::Completed, 21, 0, 21, 0),
+            "{order}"
+        );
+        let stagger = Duration::from_millis(500);
+        {
+            let w = world.lock().unwrap();
+            // 9 single-job steps, then the 12 pairs' two starts each.
+            assert_eq!(w.starts.len(), 9 + 2 * 12, "{order}");
+            for pair in w.starts[9..].chunks(2) {
+                let tenants = [pair[0].tenant.as_str(), pair[1].tenant.as_str()];
+                let second = if first == "a" { "b" } else { "a" };
+                assert_eq!(tenants, [first, second], "{order}");
+                assert!(pair[1].at - pair[0].at >= stagger, "{order}");
+            }
+        }
+        let want = StepStart {
+            order: StartOrder::from_name(order).unwrap(),
+            stagger_ms: 500,
+        };
+        let recorded = read_samples(&run.dir.samples_path()).expect("samples");
+        assert_eq!(recorded.len(), 9 + 2 * 12);
+        for s in &recorded {
+            let expected = (s.group == StepGroup::Pair).then_some(want);
+            assert_eq!(s.start, expected, "{}", s.step);
+        }
+        // As samples.jsonl writes it.
+        let text = std::fs::read_to_string(run.dir.samples_path()).unwrap();
+        let line = format!("\"start\":{{\"order\":\"{order}\",\"stagger_ms\":500}}");
+        assert_eq!(text.matches(&line).count(), 24, "{order}");
+    }
+}

@@ -62,8 +62,8 @@ pub use kind::{
 };
 pub use metric::{Direction, Metric, MetricValues, Quantity};
 pub use record::{
-    columns, parse_background, parse_sample, BackgroundRecord, LineError, Manifest, Sample,
-    SampleParts, SampleStatus, Session, StepRecord, TenantRecord,
+    columns, parse_background, parse_sample, BackgroundRecord, HostSampler, LineError, Manifest,
+    Sample, SampleParts, SampleStatus, Session, StepRecord, TenantRecord,
 };
 pub use tenancy::{Runtime, RuntimeRecord, StartOrder, StepStart};
 pub use time::{parse_timestamp, run_id_stamp, timestamp};

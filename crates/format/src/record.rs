@@ -116,10 +116,30 @@ pub struct Sample<R = Value> {
     /// hypervisor) is the `environment` of the manifest's tenant named `tenant`.
     #[serde(flatten)]
     pub conditions: StepConditions,
+    /// The host-side sampler that read the `host_*` columns over the step's
+    /// measured jobs (version 11): its interval and its own CPU cost. Absent where
+    /// nothing was read from the host (no cgroups, cloud tenants) and in older
+    /// records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler: Option<HostSampler>,
     /// Raw HDR log of this job, relative to the run directory.
     pub hdr_log: Option<String>,
     /// The job's raw result as the agent returned it.
     pub result: Option<R>,
+}
+
+/// The host-side sampler of one step (a sample's `sampler`, version 11): how often
+/// it read the tenants' cgroup and interface counters and what that cost, so the
+/// acquisition overhead is known beside the figures it produced (Volpert et al.
+/// §4.2, §5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HostSampler {
+    /// Milliseconds between readings (the experiment's `usage_interval`).
+    pub interval_ms: f64,
+    /// The sampling thread's CPU time over its wall time (`CLOCK_THREAD_CPUTIME_ID`
+    /// over the monotonic clock, from its first reading to its last): a fraction of
+    /// one CPU, e.g. 0.002 for 0.2%.
+    pub cpu_share: f64,
 }
 
 /// The flat columns of a sample before its metric columns, in order.
@@ -209,6 +229,8 @@ pub struct SampleParts {
     /// What the job ran under, read from its result with its qualifiers (the
     /// [`StepConditions`] of a [`crate::quality::Quality`]); none for a failed job.
     pub conditions: StepConditions,
+    /// The host-side sampler's interval and cost, where the host read the step.
+    pub sampler: Option<HostSampler>,
     /// HDR log path relative to the run directory.
     pub hdr_log: Option<String>,
     /// Raw result.
@@ -256,6 +278,7 @@ impl Sample {
             higher_is_better: m.higher_is_better(),
             metrics: m.values,
             conditions: p.conditions,
+            sampler: p.sampler,
             hdr_log: p.hdr_log,
             result: p.result,
         }

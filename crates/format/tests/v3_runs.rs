@@ -90,6 +90,7 @@ fn a_v4_sample_carries_the_conditions_of_its_result() {
         elapsed_ms: 1.0,
         metrics: Metrics::default(),
         conditions: result.as_ref().map(StepConditions::of).unwrap_or_default(),
+        sampler: None,
         hdr_log: None,
         result,
     };

@@ -405,11 +405,16 @@ mod tests {
         assert_eq!(t.notes.last().unwrap(), &f.summary());
     }
 
+    /// A step of a written run: its level label, level id, and per record its
+    /// tenant, role and host CPU %.
+    type Step<'a> = (&'a str, u32, &'a [(&'a str, Role, f64)]);
+
     /// A tiny CPU-matrix run written to disk and read back as `nnb analyze` reads
     /// it: per step `(level label, level id, [(tenant, role, host CPU %)])`, one
     /// record per tenant (parts 1..n of the step), from the isolation fixture's first
-    /// record (a burn) with those fields set.
-    fn written(steps: &[(&str, u32, &[(&str, Role, f64)])]) -> (tempfile::TempDir, Run) {
+    /// record (a burn) with those fields set, and with `shares` each step's host-side
+    /// sampler at 20 ms costing that CPU share.
+    fn written(steps: &[Step<'_>], shares: Option<&[f64]>) -> (tempfile::TempDir, Run) {
         let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/isolation-matrix");
         let dir = tempfile::tempdir().unwrap();
         std::fs::copy(from.join("manifest.json"), dir.path().join("manifest.json")).unwrap();
@@ -430,6 +435,9 @@ mod tests {
                 r["tenant"] = json!(tenant);
                 r["role"] = json!(role.name());
                 r["host_cpu_pct"] = json!(cpu);
+                if let Some(shares) = shares {
+                    r["sampler"] = json!({"interval_ms": 20.0, "cpu_share": shares[index]});
+                }
                 samples += &format!("{r}\n");
             }
         }
@@ -448,13 +456,13 @@ mod tests {
     #[test]
     fn b_baselines_read_from_a_run_give_b_its_degradation() {
         let (a, b) = (Role::Test, Role::Neighbor);
-        let baselines: [(&str, u32, &[(&str, Role, f64)]); 4] = [
+        let baselines: [Step<'_>; 4] = [
             ("a=saturated", 2, &[("a", a, 50.0)]),
             ("a=overcommitted", 3, &[("a", a, 50.0)]),
             ("b=saturated", 18, &[("b", b, 50.0)]),
             ("b=overcommitted", 19, &[("b", b, 50.0)]),
         ];
-        let pairs: [(&str, u32, &[(&str, Role, f64)]); 2] = [
+        let pairs: [Step<'_>; 2] = [
             (
                 "a=saturated,b=overcommitted",
                 11,
@@ -467,7 +475,11 @@ mod tests {
             ),
         ];
         let steps: Vec<_> = baselines.iter().chain(&pairs).cloned().collect();
-        let (_d, run) = written(&steps);
+        // N13: the sampler's cost per step (both records of a pair carry their
+        // step's): mean (0.001 + 0.002 + 0.003 + 0.004 + 0.005 + 0.003) / 6 = 0.3%,
+        // at most 0.5%.
+        let shares = [0.001, 0.002, 0.003, 0.004, 0.005, 0.003];
+        let (_d, run) = written(&steps, Some(&shares));
         let analyses = crate::tables::Analyses::of(&run).unwrap();
         let iso = analyses.isolation.as_ref().unwrap();
         let b_ids: Vec<(u32, TenantState)> =
@@ -489,14 +501,28 @@ mod tests {
         let tables = analyses.tables(&run);
         let t = tables.iter().find(|t| t.name == "fairness").unwrap();
         assert!(t.notes.iter().any(|n| n.ends_with("breaks in 1: a_o b_s")));
+        // The sampler's line, under the isolation tables (the fairness table last).
+        let sampler = analyses.sampler.as_ref().expect("the sampler's cost");
+        assert_eq!(
+            (sampler.intervals_ms.clone(), sampler.steps),
+            (vec![20.0], 6)
+        );
+        close(sampler.mean_share, 0.003);
+        close(sampler.max_share, 0.005);
+        assert_eq!(
+            t.notes.last().unwrap(),
+            "host-side sampler: a reading every 20 ms; its thread used 0.300% of one CPU \
+             (mean over 6 step(s), at most 0.500%)"
+        );
         // The same run without b's baselines: no fairness, a's table as before.
-        let (_d, old) = written(&[baselines[0], baselines[1], pairs[0], pairs[1]]);
+        let (_d, old) = written(&[baselines[0], baselines[1], pairs[0], pairs[1]], None);
         let analyses = crate::tables::Analyses::of(&old).unwrap();
         let iso = analyses.isolation.as_ref().unwrap();
         assert!(iso.b_baselines.is_empty());
         assert_eq!(iso.pairs[0].b_alone, None);
         assert_eq!(analyses.fairness, None);
         assert!(analyses.tables(&old).iter().all(|t| t.name != "fairness"));
+        assert_eq!(analyses.sampler, None);
     }
 
     /// A run before version 11 has no b baselines: no fairness.

@@ -13,6 +13,7 @@ mod knees;
 mod latency;
 mod metal_gap;
 mod node_throughput;
+mod sampler;
 mod technologies;
 mod throughput;
 mod tidy;
@@ -35,6 +36,7 @@ pub use node_throughput::{
     measured_degradation_pct, node_throughput, predicted_degradation_pct, NodeLevel,
     NodeThroughput, StaircaseDegradation,
 };
+pub use sampler::{host_sampler, SamplerCost};
 pub use technologies::{technologies, Technologies, TechnologyIsolation};
 pub use throughput::{throughput, NodeRates, Prediction, Throughput, ThroughputLevel};
 pub use tidy::tidy;
@@ -116,6 +118,8 @@ pub struct Analyses {
     /// b's degradation and Krebs' fairness of the isolation matrix ([`Fairness`]);
     /// `None` without b's baselines (runs before version 11).
     pub fairness: Option<Fairness>,
+    /// The host-side sampler's interval and CPU cost ([`host_sampler`]).
+    pub sampler: Option<SamplerCost>,
     /// Latency vs aggregate neighbor load ([`latency_vs_load`]).
     pub latency: Option<LatencyVsLoad>,
     /// Per-node throughput ([`throughput`]).
@@ -146,6 +150,7 @@ impl Analyses {
             },
             technologies,
             fairness: None,
+            sampler: host_sampler(run)?,
             latency: latency_vs_load(run)?,
             throughput: throughput(run)?,
             node_throughput: node_throughput(run)?,
@@ -171,6 +176,20 @@ impl Analyses {
             tables.push(f.table(iso));
         }
         tables.extend(self.technologies.iter().flat_map(Technologies::tables));
+        for t in self.technologies.iter().flat_map(|t| &t.per) {
+            if let Some(f) = Fairness::of(&t.isolation) {
+                let mut table = f.table(&t.isolation);
+                table.name = format!("fairness-{}", t.technology);
+                table.title = format!("{} ({})", table.title, t.technology);
+                tables.push(table);
+            }
+        }
+        // The sampler's line under the isolation tables (under the first table
+        // elsewhere, with the run's notes).
+        let isolated = self.isolation.is_some() || self.technologies.is_some();
+        if let (Some(s), true, Some(last)) = (&self.sampler, isolated, tables.last_mut()) {
+            last.notes.push(s.note());
+        }
         tables.extend(self.latency.as_ref().map(LatencyVsLoad::table));
         tables.extend(self.throughput.as_ref().map(Throughput::table));
         tables.extend(self.node_throughput.iter().flat_map(NodeThroughput::tables));
@@ -187,6 +206,9 @@ impl Analyses {
         let label = run.label();
         for t in &mut tables {
             t.title = format!("{} — {label} ({})", t.title, run.run_id);
+        }
+        if let (Some(s), false) = (&self.sampler, isolated) {
+            notes.push(s.note());
         }
         if let Some(first) = tables.first_mut() {
             first.notes.extend(notes);

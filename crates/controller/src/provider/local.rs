@@ -44,7 +44,7 @@ use crate::client::BoxFuture;
 use crate::lockfile::{cpu_lock_dir, hold_cpus};
 use nnb_agent::jobs::Health;
 use nnb_agent::Token;
-use nnb_experiment::tenant::{server_name, Network, TenantGrant, ENDPOINT};
+use nnb_experiment::tenant::{base_name, server_name, Network, TenantGrant, ENDPOINT};
 use nnb_format::ProviderKind;
 
 /// Pause between two health checks of an agent that did not answer yet.
@@ -76,6 +76,8 @@ pub struct LocalOptions {
     /// The run's id, in its containers' names (`nnb-RUNID-TENANT`, [`runtime`]);
     /// `None`: the controller's pid and fleet number instead.
     pub run_id: Option<String>,
+    /// How often the host-side usage is read over a measured step.
+    pub usage_interval: Duration,
 }
 
 /// Whether a local fleet's tenants get cgroups of their own (see
@@ -136,14 +138,17 @@ impl Default for LocalOptions {
             servers: Vec::new(),
             allow_commands: false,
             run_id: None,
+            usage_interval: nnb_experiment::DEFAULT_USAGE_INTERVAL,
         }
     }
 }
 
 /// Carves one CPU set per tenant from `allowed` CPUs of `topo`, core by core
 /// (siblings of a core together). Larger tenants are placed first so they start on
-/// a core boundary; among equals the test tenant goes first. Returns the sets in
-/// the order of `specs`, and warnings when CPUs had to be shared.
+/// a core boundary; among equals the test tenant goes first. Tenants of one base
+/// name (`a@process`, `a@runc`: an isolation matrix over technologies, whose steps
+/// have one technology's tenants present) share one set, without a warning. Returns
+/// the sets in the order of `specs`, and warnings when CPUs had to be shared.
 pub fn carve_cpus(
     topo: &Topology,
     allowed: &[usize],
@@ -166,7 +171,16 @@ pub fn carve_cpus(
         )));
     }
     let mut warnings = Vec::new();
-    let mut idx: Vec<usize> = (0..specs.len()).collect();
+    // Tenants of one base name (an isolation matrix's `a@process` and `a@runc`) are
+    // never present together: the first of them is carved a set, the others share it.
+    let first_of = |i: usize| {
+        let base = base_name(&specs[i].name);
+        (0..=i)
+            .find(|&j| base_name(&specs[j].name) == base)
+            .unwrap_or(i)
+    };
+    let mut idx: Vec<usize> = (0..specs.len()).filter(|&i| first_of(i) == i).collect();
+    let carved = idx.clone();
     idx.sort_by_key(|&i| (Reverse(specs[i].vcpus), specs[i].role != Role::Test));
     let mut sets = vec![Vec::new(); specs.len()];
     let mut cursor = 0;
@@ -187,7 +201,10 @@ pub fn carve_cpus(
         sets[i] = set;
         cursor += take;
     }
-    let total: usize = specs.iter().map(|s| s.vcpus).sum();
+    for i in 0..specs.len() {
+        sets[i] = sets[first_of(i)].clone();
+    }
+    let total: usize = carved.iter().map(|&i| specs[i].vcpus).sum();
     if total > order.len() {
         warnings.push(format!(
             "the tenants need {total} vCPUs but only {} CPUs are usable ({}): CPUs are shared \
@@ -524,7 +541,7 @@ impl Provider for LocalProvider {
                     }),
             })
             .collect();
-        Some(UsageMeter::start(sources))
+        Some(UsageMeter::start(sources, self.opts.usage_interval))
     }
 }
 
@@ -996,6 +1013,24 @@ mod tests {
             "{warnings:?}"
         );
         assert!(warnings.iter().any(|w| w.contains("huge")), "{warnings:?}");
+    }
+
+    /// Issue 28: on 2 CPUs, a and b of a matrix over two technologies get CPU 0
+    /// and CPU 1, `a@process` and `a@runc` the same one (they are never present
+    /// together), with no warning that CPUs are shared; 4 x 1 vCPU on 2 CPUs
+    /// otherwise would be.
+    #[test]
+    fn one_tenant_in_several_technologies_shares_its_set() {
+        let (_d, topo) = fixture(2, 1);
+        let specs = [
+            spec("a@process", Role::Test, 1),
+            spec("b@process", Role::Neighbor, 1),
+            spec("a@runc", Role::Test, 1),
+            spec("b@runc", Role::Neighbor, 1),
+        ];
+        let (sets, warnings) = carve_cpus(&topo, &[0, 1], &specs).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(sets, vec![vec![0], vec![1], vec![0], vec![1]]);
     }
 
     #[test]

@@ -218,7 +218,7 @@ pub fn for_experiment(
             network: exp.network,
             cgroups: local::Cgroups::of(exp),
             grants: exp
-                .tenants
+                .launched_tenants()
                 .iter()
                 .filter(|t| !t.grant.is_empty())
                 .map(|t| (t.name.clone(), t.grant.clone()))
@@ -226,6 +226,7 @@ pub fn for_experiment(
             io_dir: exp.disk_dir().map(Path::to_path_buf),
             allow_commands: exp.runs_commands(),
             run_id: Some(cx.run_id),
+            usage_interval: exp.usage_interval(),
             ..LocalOptions::default()
         }))),
         nnb_experiment::Provider::Static { hosts, token_file } => {

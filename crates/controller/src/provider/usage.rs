@@ -3,7 +3,10 @@
 //! and block I/O operations, and the bytes its network interface sent, sampled at a
 //! fixed interval over the measured jobs of a step.
 //!
-//! Every counter is read every [`SAMPLE_INTERVAL`]. The CPU is its time over the
+//! Every counter is read every interval (an isolation matrix's `usage_interval`,
+//! [`nnb_experiment::DEFAULT_USAGE_INTERVAL`] by default), and the sampling
+//! thread's own CPU time is measured over its wall time and recorded beside the
+//! interval ([`HostSampler`], seeds-coverage N13). The CPU is its time over the
 //! jobs' nominal length (an agent is idle outside its jobs); I/O operations and sent
 //! bits are their increase per second over the jobs' nominal length, ending where
 //! the jobs' own activity ended: a disk generator's file set-up before is no part
@@ -23,13 +26,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nnb_format::{Metric, MetricValues};
+use nnb_format::{HostSampler, Metric, MetricValues};
 use nnb_sys::cgroup::Cgroup;
 
-/// How often the counters are read: a few cgroup files per tenant.
-pub const SAMPLE_INTERVAL: Duration = Duration::from_millis(20);
-/// How often the sampling thread looks at its stop flag.
-const POLL: Duration = Duration::from_millis(2);
 /// The largest `/proc/PID/net/dev` read (a line per interface).
 const MAX_NET_DEV: u64 = 1 << 20;
 
@@ -73,7 +72,25 @@ impl HostUsage {
 #[derive(Debug)]
 pub struct UsageMeter {
     stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Vec<(String, Series)>>>,
+    interval: Duration,
+    thread: Option<JoinHandle<Sampled>>,
+}
+
+/// What [`UsageMeter::finish`] found: each tenant's usage, and the sampler's
+/// interval and cost (`None` when its thread could not start).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HostReadings {
+    /// What each tenant used, by name.
+    pub usage: HashMap<String, HostUsage>,
+    /// The sampler's interval and its own CPU share.
+    pub sampler: Option<HostSampler>,
+}
+
+/// The sampling thread's series per tenant, its CPU time and wall time.
+struct Sampled {
+    series: Vec<(String, Series)>,
+    cpu: Duration,
+    wall: Duration,
 }
 
 /// One tenant's readings: (seconds since the start, reading).
@@ -107,54 +124,86 @@ impl Reading {
 }
 
 impl UsageMeter {
-    /// Starts reading `sources` now, until [`UsageMeter::finish`].
-    pub fn start(sources: Vec<UsageSource>) -> UsageMeter {
+    /// Starts reading `sources` now, every `interval`, until
+    /// [`UsageMeter::finish`].
+    pub fn start(sources: Vec<UsageSource>, interval: Duration) -> UsageMeter {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
             .name("nnb-usage".to_string())
-            .spawn(move || sample(&sources, &flag))
+            .spawn(move || sample(&sources, interval, &flag))
             .map_err(|e| tracing::warn!("no host-side usage: cannot start its thread: {e}"))
             .ok();
-        UsageMeter { stop, thread }
+        UsageMeter {
+            stop,
+            interval,
+            thread,
+        }
     }
 
     /// Stops reading and returns what each tenant used since the start, over its
-    /// jobs' `nominal` length when known (see the module).
-    pub fn finish(mut self, nominal: Option<Duration>) -> HashMap<String, HostUsage> {
-        self.stop.store(true, Ordering::Relaxed);
-        let series = self
-            .thread
-            .take()
-            .and_then(|t| t.join().ok())
-            .unwrap_or_default();
+    /// jobs' `nominal` length when known (see the module), and what the sampling
+    /// cost.
+    pub fn finish(mut self, nominal: Option<Duration>) -> HostReadings {
+        self.halt();
+        let Some(sampled) = self.thread.take().and_then(|t| t.join().ok()) else {
+            return HostReadings::default();
+        };
         let nominal = nominal.map(|d| d.as_secs_f64()).filter(|s| *s > 0.0);
-        series
-            .into_iter()
-            .map(|(tenant, points)| (tenant, usage(&points, nominal)))
-            .collect()
+        let wall = sampled.wall.as_secs_f64();
+        HostReadings {
+            usage: sampled
+                .series
+                .into_iter()
+                .map(|(tenant, points)| (tenant, usage(&points, nominal)))
+                .collect(),
+            sampler: Some(HostSampler {
+                interval_ms: self.interval.as_secs_f64() * 1e3,
+                cpu_share: if wall > 0.0 {
+                    sampled.cpu.as_secs_f64() / wall
+                } else {
+                    0.0
+                },
+            }),
+        }
+    }
+
+    /// Raises the stop flag and wakes the thread from its wait for the next
+    /// reading, so it takes its last one now.
+    fn halt(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
     }
 }
 
 impl Drop for UsageMeter {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
+        self.halt();
     }
 }
 
-/// The sampling loop: a reading of every source every [`SAMPLE_INTERVAL`] from now
-/// until `stop` is raised, and one more then.
-fn sample(sources: &[UsageSource], stop: &AtomicBool) -> Vec<(String, Series)> {
+/// The sampling loop: a reading of every source every `interval` from now until
+/// `stop` is raised (the thread parked in between, woken by its timer or by
+/// [`UsageMeter::halt`]), and one more then; with the thread's CPU time and wall
+/// time over it.
+fn sample(sources: &[UsageSource], interval: Duration, stop: &AtomicBool) -> Sampled {
+    let cpu0 = nnb_sys::clock::thread_cpu_ns();
     let t0 = Instant::now();
     let mut series: Vec<Series> = sources
         .iter()
         .map(|s| vec![(0.0, Reading::of(s))])
         .collect();
-    let mut next = t0 + SAMPLE_INTERVAL;
+    let mut next = t0 + interval;
     loop {
         let stopping = stop.load(Ordering::Relaxed);
-        if stopping || Instant::now() >= next {
-            next += SAMPLE_INTERVAL;
+        let now = Instant::now();
+        if stopping || now >= next {
+            // A late wake-up skips the readings it missed rather than bunching them.
+            while next <= now {
+                next += interval;
+            }
             let t = t0.elapsed().as_secs_f64();
             for (s, points) in sources.iter().zip(&mut series) {
                 points.push((t, Reading::of(s)));
@@ -163,13 +212,18 @@ fn sample(sources: &[UsageSource], stop: &AtomicBool) -> Vec<(String, Series)> {
         if stopping {
             break;
         }
-        std::thread::sleep(POLL);
+        std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
     }
-    sources
-        .iter()
-        .map(|s| s.tenant.clone())
-        .zip(series)
-        .collect()
+    let cpu = nnb_sys::clock::thread_cpu_ns().saturating_sub(cpu0);
+    Sampled {
+        series: sources
+            .iter()
+            .map(|s| s.tenant.clone())
+            .zip(series)
+            .collect(),
+        cpu: Duration::from_nanos(cpu),
+        wall: t0.elapsed(),
+    }
 }
 
 /// What one tenant's series says it used, its jobs lasting `nominal` seconds.
@@ -416,19 +470,49 @@ Inter-|   Receive                                                |  Transmit
 
     #[test]
     fn a_meter_without_sources_reports_nothing() {
-        let m = UsageMeter::start(Vec::new());
-        assert!(m.finish(None).is_empty());
+        let m = UsageMeter::start(Vec::new(), Duration::from_millis(20));
+        assert!(m.finish(None).usage.is_empty());
     }
 
     #[test]
     fn a_tenant_without_counters_has_no_figures() {
-        let m = UsageMeter::start(vec![UsageSource {
-            tenant: "a".into(),
-            cgroup: None,
-            netns_pid: None,
-        }]);
+        let m = UsageMeter::start(
+            vec![UsageSource {
+                tenant: "a".into(),
+                cgroup: None,
+                netns_pid: None,
+            }],
+            Duration::from_millis(20),
+        );
         std::thread::sleep(Duration::from_millis(20));
         let got = m.finish(None);
-        assert_eq!(got.get("a"), Some(&HostUsage::default()));
+        assert_eq!(got.usage.get("a"), Some(&HostUsage::default()));
+    }
+
+    /// N13: the sampler's own cost is measured and recorded beside its interval.
+    /// Reading this process's `/proc/PID/net/dev` every 5 ms for 200 ms (about 40
+    /// readings) costs its thread some CPU time, and far less than the wall time
+    /// (the thread is parked between readings): 0 < share < 1; the interval
+    /// recorded is the one set.
+    #[test]
+    fn the_sampler_reports_its_interval_and_its_own_cpu_share() {
+        let m = UsageMeter::start(
+            vec![UsageSource {
+                tenant: "a".into(),
+                cgroup: None,
+                netns_pid: Some(std::process::id()),
+            }],
+            Duration::from_millis(5),
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let got = m.finish(None);
+        let sampler = got.sampler.expect("the sampler's cost");
+        assert_eq!(sampler.interval_ms, 5.0);
+        assert!(
+            sampler.cpu_share > 0.0 && sampler.cpu_share < 1.0,
+            "{sampler:?}"
+        );
+        // The readings it took: its interface counters moved or not, it has a figure.
+        assert!(got.usage["a"].net_bps.is_some());
     }
 }
