@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use nnb_burn::topology::{format_list, Topology};
 use nnb_experiment::tenant::TenantGrant;
 use nnb_format::{Runtime, RuntimeRecord};
-use nnb_sys::cgroup::{block_device_of, Cgroup, Hierarchy};
+use nnb_sys::cgroup::{block_device_of, Cgroup, Grant, Hierarchy, IoLimit};
 
 use super::ProviderError;
 use oci::Resources;
@@ -78,6 +78,10 @@ pub struct Containers {
 struct Container {
     tenant: String,
     id: String,
+    /// What the tenant is granted, on `cpus`, its I/O limits on `disk`.
+    grant: TenantGrant,
+    cpus: Vec<usize>,
+    disk: Option<(u32, u32)>,
     resources: Resources,
     /// The CPUs of the unrestricted state (the host's online CPUs).
     lifted: bool,
@@ -201,6 +205,9 @@ impl Containers {
                 self.list.push(Container {
                     tenant: s.tenant.to_string(),
                     id,
+                    grant: s.grant.clone(),
+                    cpus: s.cpus.to_vec(),
+                    disk,
                     resources: Resources::of(s.grant, s.cpus, disk),
                     lifted: false,
                     running: false,
@@ -283,20 +290,16 @@ impl Containers {
 
     /// Lifts the grants of the tenants in `lifted` and restores everyone else's,
     /// through `runc update` (a stopped container takes its state at its next
-    /// start). runc cannot update I/O throttles: a tenant with I/O limits cannot be
-    /// lifted.
+    /// start). `runc update` has no flag for I/O throttles (and writes back the ones
+    /// its container started with): a container with I/O limits has them written
+    /// to its cgroup after it (the files runc wrote them to at its start, with the
+    /// grant's other values as `runc update` just set them).
     pub fn set_lifted(&mut self, lifted: &[String]) -> Result<(), ProviderError> {
+        let run = self.run.clone();
         for c in &mut self.list {
             let lift = lifted.contains(&c.tenant);
             if lift == c.lifted {
                 continue;
-            }
-            if c.resources.block_io.is_some() {
-                return Err(ProviderError::Unsupported(format!(
-                    "tenant {}'s I/O limits cannot be lifted in its runc container: \
-                     `runc update` does not change I/O throttles",
-                    c.tenant
-                )));
             }
             if c.running {
                 let target = if lift {
@@ -309,6 +312,24 @@ impl Containers {
                     .map_err(|e| {
                         ProviderError::Invalid(format!(
                             "{} tenant {}'s grant: {e}",
+                            if lift { "lifting" } else { "restoring" },
+                            c.tenant
+                        ))
+                    })?;
+            }
+            if c.running && c.resources.block_io.is_some() {
+                let rel = format!("{CGROUP_PREFIX}/{run}/{}", c.id);
+                let grant = if lift {
+                    Grant::default()
+                } else {
+                    cgroup_grant(c)
+                };
+                Hierarchy::detect()
+                    .and_then(|h| h.create(Path::new(&rel)))
+                    .and_then(|cg| cg.apply(&grant))
+                    .map_err(|e| {
+                        ProviderError::Invalid(format!(
+                            "{} tenant {}'s I/O limits: {e}",
                             if lift { "lifting" } else { "restoring" },
                             c.tenant
                         ))
@@ -392,8 +413,30 @@ impl Drop for Containers {
     }
 }
 
-/// The unrestricted state of `granted`: no quota, no memory limit, the host's
-/// online CPUs (as nnb's own lift gives a process tenant its parent's).
+/// `c`'s grant as nnb's cgroup writer takes it (for its I/O limits, which `runc
+/// update` cannot restore).
+fn cgroup_grant(c: &Container) -> Grant {
+    let g = &c.grant;
+    Grant {
+        cpus: Some(c.cpus.clone()),
+        cpu_quota: g.cpu,
+        memory_bytes: g.memory_bytes,
+        io: c
+            .disk
+            .map(|device| IoLimit {
+                device,
+                read_iops: g.read_iops,
+                write_iops: g.write_iops,
+                read_bytes_per_s: g.read_bytes_per_s,
+                write_bytes_per_s: g.write_bytes_per_s,
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// The unrestricted state of `granted`: no quota, no memory limit, no I/O limits,
+/// the host's online CPUs (as nnb's own lift gives a process tenant its parent's).
 fn lifted_resources(granted: &Resources) -> Resources {
     let online = Topology::host()
         .map(|t| t.online().map(|c| c.id).collect::<Vec<_>>())
@@ -405,7 +448,7 @@ fn lifted_resources(granted: &Resources) -> Resources {
             cpus: (!online.is_empty()).then(|| format_list(&online)),
         }),
         memory: granted.memory.as_ref().map(|_| oci::Memory { limit: -1 }),
-        block_io: granted.block_io.clone(),
+        block_io: None,
     }
 }
 
