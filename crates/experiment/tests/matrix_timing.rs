@@ -60,6 +60,10 @@ fn a_start_order_with_a_stagger_is_each_pair_steps_start() {
         .collect();
     assert_eq!(pairs.len(), 12);
     assert!(pairs.iter().all(|s| s.start == Some(want)));
+    // A pair's estimate is its 2 s and the 500 ms stagger.
+    assert!(pairs
+        .iter()
+        .all(|s| s.estimate == Some(Duration::from_millis(2500))));
     assert!(plan
         .steps
         .iter()

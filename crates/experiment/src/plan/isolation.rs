@@ -161,6 +161,8 @@ impl Builder<'_> {
             });
         }
         let start = (m.start != StepStart::default()).then_some(m.start);
+        // A staggered pair lasts its duration and the stagger.
+        let paired = m.duration + std::time::Duration::from_millis(m.start.stagger_ms);
         for sa in [Undercommitted, Saturated, Overcommitted] {
             for sb in TenantState::ALL {
                 id += 1;
@@ -174,7 +176,7 @@ impl Builder<'_> {
                     lifted: lifted(&[(sa, &a), (sb, &b)]),
                     background: Vec::new(),
                     measure: vec![sa.job(m, &a, host_cpus), sb.job(m, &b, host_cpus)],
-                    estimate: Some(m.duration),
+                    estimate: Some(paired),
                 });
                 for step in &mut self.steps[first..] {
                     step.start = start;
