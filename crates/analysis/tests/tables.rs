@@ -52,10 +52,11 @@ fn staircase_loads_typed_columns_without_warmups_or_failures_in_stats() {
     assert_eq!(run.manifest.scenario, Scenario::NeighborStaircase);
     assert_eq!(run.run_id, "20261122T100000Z-aaaaaa");
     assert_eq!(run.samples.height(), 24);
-    // The format's columns, then `record` (the row's index into `qualities`).
+    // The format's columns, the sample's `technology` (version 11), then `record`
+    // (the row's index into `qualities`).
     assert_eq!(
         run.samples.width(),
-        nnb_analysis::read::columns().count() + 1
+        nnb_analysis::read::columns().count() + 2
     );
     assert_eq!(run.qualities.len(), run.samples.height());
     assert!(
