@@ -2,6 +2,7 @@
 //! so the crate and any shared helpers are linked once.
 
 mod campaign;
+mod command_runs;
 mod conditions;
 mod credits;
 mod fixture;

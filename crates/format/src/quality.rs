@@ -55,6 +55,9 @@ pub struct Quality {
     /// other qualifiers).
     #[serde(deserialize_with = "lenient")]
     pub ena: Option<EnaUse>,
+    /// A command job's unit as its experiment declared it (version 11): what a
+    /// `command_value` column is counted in, which the metric itself cannot say.
+    pub unit: Option<String>,
 }
 
 /// The five allowance counters of an Elastic Network Adapter (`ethtool -S`),

@@ -167,8 +167,15 @@ pub fn degradation(run: &Run) -> Result<Option<Degradation>, AnalysisError> {
             max,
         });
     }
+    // A printed value's unit is the one its job declared (every sample of a run's
+    // test workload declares the same); every other metric's is the metric's own.
+    let unit = match metric.quantity() {
+        nnb_format::Quantity::Declared => rows.iter().find_map(|r| r.quality.unit.clone()),
+        _ => None,
+    }
+    .unwrap_or_else(|| metric.unit().to_string());
     Ok(Some(Degradation {
-        unit: metric.unit().to_string(),
+        unit,
         metric,
         higher_is_better,
         groups,

@@ -31,7 +31,14 @@ pub fn tidy(run: &Run) -> Result<Table, AnalysisError> {
                         Some((l, Summary::of(&v)?))
                     })
                     .collect();
-                let higher = metric.direction().higher_is_better();
+                // A printed value's direction is declared per job and recorded in
+                // its samples; every other metric's is the metric's own.
+                let higher = levels
+                    .iter()
+                    .flat_map(|l| l.rows.iter())
+                    .find(|r| r.metric == Some(metric))
+                    .and_then(|r| r.higher_is_better)
+                    .unwrap_or_else(|| metric.direction().higher_is_better());
                 let base = stats.first().filter(|(l, _)| l.level == levels[0].level);
                 for (l, s) in &stats {
                     // A single repetition's spread is unknown: empty, not 0.
