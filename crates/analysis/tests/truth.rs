@@ -1065,3 +1065,27 @@ fn t11_isolation_repetitions_face_the_cv_rule() {
         "{within}"
     );
 }
+
+/// A command neighbor (format version 11) reports only how long it ran: at
+/// busy/neighbors=1 nb-1's `stress-ng` ran 60 s and is counted as reported, with no
+/// ops/s or rate of its own to sum (there is none to read).
+#[test]
+fn a_command_neighbor_is_reported_by_its_run_time() {
+    let (dir, _) = as_version("staircase", 3);
+    let run = with_background(
+        &dir,
+        &[background_record(
+            "nb-1",
+            "command",
+            &level_steps("busy", 1),
+            json!({"format_version": 11, "runtime_s": 60.0}),
+        )],
+    );
+    let b = achieved_background(&run).unwrap().unwrap();
+    let l = &b.levels[0];
+    assert_eq!(
+        (l.label.as_str(), l.neighbors, l.reported, l.failed),
+        ("neighbors=1", 1, 1, 0)
+    );
+    assert_eq!((l.ops_per_sec, l.sent_bps), (None, None));
+}

@@ -33,7 +33,8 @@ pub struct BackgroundLevel {
     pub level: f64,
     /// Neighbors with a background job at the level.
     pub neighbors: usize,
-    /// Neighbors whose jobs reported what they achieved.
+    /// Neighbors whose jobs reported what they achieved (a command neighbor: how
+    /// long it ran).
     pub reported: usize,
     /// Background jobs at the level that failed or could not be stopped.
     pub failed: usize,
@@ -105,7 +106,9 @@ pub fn achieved_background(run: &Run) -> Result<Option<AchievedBackground>, Anal
             let jobs: Vec<&Background> = here.iter().copied().filter(|b| b.tenant == t).collect();
             let ops = mean(&jobs, |b| b.achieved.ops_per_sec);
             let sent = mean(&jobs, |b| b.achieved.sent_bps);
-            if ops.is_none() && sent.is_none() {
+            // A command neighbor reports only how long it ran: it reported.
+            let ran = mean(&jobs, |b| b.achieved.runtime_s);
+            if ops.is_none() && sent.is_none() && ran.is_none() {
                 continue;
             }
             l.reported += 1;
