@@ -3,6 +3,7 @@
 
 mod support;
 
+mod agent_clock;
 mod agent_local;
 mod agent_netns;
 mod analyze_campaign;

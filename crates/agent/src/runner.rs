@@ -200,7 +200,12 @@ pub(super) struct ServeAddrs {
     pub tcp: Option<SocketAddr>,
 }
 
-fn clock() -> &'static Clock {
+/// The agent's one calibrated clock, calibrated on first use: [`Agent::with_config`]
+/// uses it first, so that no measured job pays the calibration's 100 ms of spinning
+/// in its CPU time.
+///
+/// [`Agent::with_config`]: crate::Agent::with_config
+pub(crate) fn clock() -> &'static Clock {
     static CLOCK: OnceLock<Clock> = OnceLock::new();
     CLOCK.get_or_init(Clock::calibrate)
 }
