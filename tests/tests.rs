@@ -31,6 +31,7 @@ mod run_local;
 mod run_mirrored;
 mod run_netns;
 mod run_throughput_staircase;
+mod runtime_podman;
 mod runtime_runc;
 mod serve_cli;
 mod steal_cli;

@@ -726,7 +726,7 @@ fn containers(
     if let Some(why) = runtime::check::refusal(specs) {
         return Err(ProviderError::Invalid(why));
     }
-    Containers::create(opts.run_id.as_deref()).map(Some)
+    Containers::create(opts.run_id.as_deref(), specs).map(Some)
 }
 
 /// Starts `launch`'s agent with a fresh token (returned): in its container when

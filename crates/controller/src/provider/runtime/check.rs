@@ -9,8 +9,13 @@ use nnb_format::Runtime;
 
 use crate::provider::TenantSpec;
 
+use super::podman::Podman;
 use super::runc::{which, Runc};
 use super::sweep::cgroup_mounts;
+
+/// What this nnb launches, for a runtime it does not.
+const LAUNCHED: &str =
+    "this nnb launches runc and podman containers only: use runtime = \"runc\" or \"podman\"";
 
 /// Where a docker daemon listens.
 pub const DOCKER_SOCKET: &str = "/var/run/docker.sock";
@@ -85,53 +90,45 @@ fn crun((v1, v2): (bool, bool)) -> Option<String> {
         why.push("no crun binary in PATH".into());
     }
     if why.is_empty() {
-        why.push("this nnb launches runc containers only: use runtime = \"runc\"".into());
+        why.push(LAUNCHED.into());
     }
     Some(format!("crun cannot run tenants here: {}", why.join("; ")))
 }
 
-/// podman is probed: a container of an empty root filesystem (the host's `/usr`
-/// and libraries mounted read-only) running `true`, with podman's defaults, then
-/// with explicit limits. Found on the issue-28 machine (podman 4.3.1, root, no
-/// CAP_SYS_RESOURCE, cgroups v1): podman sets RLIMIT_NOFILE (1048576) and
-/// RLIMIT_NPROC above the host's hard limits in the container and runc refuses
-/// ("error setting rlimit type 7 (then 6): operation not permitted");
-/// `--ulimit host` does not avoid it in 4.3; `--ulimit nofile=HARD:HARD --ulimit
-/// nproc=32768:32768` does, and then `--cgroup-manager cgroupfs --cpus 0.5
-/// --cpuset-cpus --memory --network host --rootfs` runs with the quota in place.
-/// This nnb launches runc containers only, so podman is refused either way, with
-/// what the probe found.
+/// podman is probed as nnb launches it ([`super::podman`]): a container of an
+/// empty root filesystem (the host's `/usr` and libraries mounted read-only)
+/// running `true`, with the host's hard limits as its rlimits (podman's defaults
+/// are above them, and runc cannot raise them without CAP_SYS_RESOURCE: "error
+/// setting rlimit type 7"), `--cgroup-manager cgroupfs` and a CPU quota and memory
+/// limit. Refused with what the probe found when it does not start.
 fn podman() -> Option<String> {
-    let Some(bin) = which("podman") else {
-        return Some("no podman binary in PATH".into());
+    if !nnb_sys::process::is_root() {
+        return Some("podman tenants need root (nnb gives podman cgroup parents to make)".into());
+    }
+    let p = match Podman::find() {
+        Ok(p) => p,
+        Err(e) => return Some(e),
     };
-    let only_runc = "this nnb launches runc containers only: use runtime = \"runc\"";
-    let default = match probe(&bin, &[]) {
-        Ok(()) => return Some(format!("podman starts containers here, but {only_runc}")),
-        Err(e) => e,
-    };
-    let Some(hard) = nofile_hard_limit() else {
-        return Some(format!("podman cannot start a container here: {default}"));
-    };
-    let nofile = format!("nofile={hard}:{hard}");
-    let nproc = format!("nproc={NPROC}:{NPROC}");
-    let limits = format!("--ulimit {nofile} --ulimit {nproc}");
-    Some(
-        match probe(&bin, &["--ulimit", &nofile, "--ulimit", &nproc]) {
-            Ok(()) => format!(
-                "podman's default start fails here ({default}); it starts with `{limits}` (its \
-             default rlimits are above the host's hard limits), but {only_runc}"
-            ),
-            Err(e) => {
-                format!("podman cannot start a container here: {default}; with `{limits}`: {e}")
-            }
-        },
-    )
+    let mut flags: Vec<&str> = p.ulimits().iter().map(String::as_str).collect();
+    flags.extend([
+        "--cgroup-manager",
+        "cgroupfs",
+        "--cpu-period",
+        "100000",
+        "--cpu-quota",
+        "50000",
+        "--memory",
+        "268435456",
+        "--memory-swap",
+        "-1",
+    ]);
+    probe(p.bin(), &flags).err().map(|e| {
+        format!(
+            "podman cannot start a container here with `{}`: {e}",
+            flags.join(" ")
+        )
+    })
 }
-
-/// The process limit the podman probe's second try gives the container (below
-/// this host's hard limit; podman's own default is above it).
-const NPROC: u64 = 32768;
 
 /// How long a podman probe may take.
 const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
@@ -187,19 +184,12 @@ fn probe(podman: &Path, extra: &[&str]) -> Result<(), String> {
     Err(format!("{status}: {}", last.trim()))
 }
 
-/// The hard limit of open files of this process (`/proc/self/limits`).
-fn nofile_hard_limit() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = text.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(4)?.parse().ok()
-}
-
 /// docker needs its daemon.
 fn docker(socket: &Path) -> Option<String> {
     if !socket.exists() {
         return Some(format!("no docker daemon at {}", socket.display()));
     }
-    Some("this nnb launches runc containers only: use runtime = \"runc\"".into())
+    Some(LAUNCHED.into())
 }
 
 #[cfg(test)]

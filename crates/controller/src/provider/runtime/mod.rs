@@ -27,9 +27,14 @@
 //!
 //! Which runtimes run on this host is decided before anything starts
 //! ([`check::unavailable`]).
+//!
+//! A tenant whose `runtime` is `podman` runs the same way in a container `podman
+//! run` makes of the same root filesystem, its grant in podman's flags, under the
+//! same cgroup parent and with the same watchdog ([`podman`]).
 
 pub mod check;
 pub mod oci;
+pub mod podman;
 mod rootfs;
 pub mod runc;
 pub mod sweep;
@@ -47,13 +52,15 @@ use nnb_experiment::tenant::TenantGrant;
 use nnb_format::{Runtime, RuntimeRecord};
 use nnb_sys::cgroup::{block_device_of, Cgroup, Grant, Hierarchy, IoLimit};
 
-use super::ProviderError;
+use super::{ProviderError, TenantSpec};
 use oci::Resources;
+use podman::Podman;
 use runc::Runc;
 
 /// Where the bundles live: `BUNDLES/run-PID-N/CONTAINER/` (root only, as runc).
 pub const BUNDLES: &str = "/run/nnb/bundles";
-/// The cgroup directory (in every hierarchy) under which the containers' are made.
+/// The cgroup directory (in every hierarchy) under which the containers' are made
+/// (runc's and podman's).
 pub const CGROUP_PREFIX: &str = "nnb-runc";
 /// The longest container id nnb makes (a cgroup directory's name is at most 255).
 const MAX_ID: usize = 128;
@@ -67,6 +74,10 @@ static RUNS: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug)]
 pub struct Containers {
     runc: Runc,
+    /// podman, found when a tenant runs in it.
+    podman: Option<Podman>,
+    /// The tenants that run in podman (the others in runc).
+    in_podman: Vec<String>,
     /// What container ids start with after `nnb-`: the run id, or `PID-N`.
     key: String,
     /// `run-PID-N`: the bundles' directory and the cgroups' parent.
@@ -77,6 +88,8 @@ pub struct Containers {
 #[derive(Debug)]
 struct Container {
     tenant: String,
+    /// runc or podman.
+    runtime: Runtime,
     id: String,
     /// What the tenant is granted, on `cpus`, its I/O limits on `disk`.
     grant: TenantGrant,
@@ -126,12 +139,25 @@ fn safe(s: &str) -> String {
 }
 
 impl Containers {
-    /// Finds runc, removes what dead runs left ([`sweep::sweep_dead`]) and makes
-    /// this fleet's bundle directory. Containers are named `nnb-RUNID-TENANT`
-    /// (`nnb-PID-N-TENANT` without a run id).
-    pub fn create(run_id: Option<&str>) -> Result<Containers, ProviderError> {
+    /// Finds runc (and podman when a tenant of `specs` runs in it), removes what
+    /// dead runs left ([`sweep::sweep_dead`]) and makes this fleet's bundle
+    /// directory. Containers are named `nnb-RUNID-TENANT` (`nnb-PID-N-TENANT`
+    /// without a run id).
+    pub fn create(run_id: Option<&str>, specs: &[TenantSpec]) -> Result<Containers, ProviderError> {
         let runc =
             Runc::find().map_err(|e| ProviderError::Invalid(format!("runc tenants: {e}")))?;
+        let in_podman: Vec<String> = specs
+            .iter()
+            .filter(|s| s.runtime == Runtime::Podman)
+            .map(|s| s.name.clone())
+            .collect();
+        let podman = match in_podman.is_empty() {
+            true => None,
+            false => Some(
+                Podman::find()
+                    .map_err(|e| ProviderError::Invalid(format!("podman tenants: {e}")))?,
+            ),
+        };
         sweep::sweep_dead();
         let n = RUNS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
@@ -148,6 +174,8 @@ impl Containers {
             .map_err(ProviderError::io(format!("creating {}", dir.display())))?;
         Ok(Containers {
             runc,
+            podman,
+            in_podman,
             key,
             run,
             list: Vec::new(),
@@ -202,8 +230,13 @@ impl Containers {
                 };
                 let mut id = format!("nnb-{}-{}", self.key, safe(s.tenant));
                 id.truncate(MAX_ID);
+                let runtime = match self.in_podman.iter().any(|t| t == s.tenant) {
+                    true => Runtime::Podman,
+                    false => Runtime::Runc,
+                };
                 self.list.push(Container {
                     tenant: s.tenant.to_string(),
+                    runtime,
                     id,
                     grant: s.grant.clone(),
                     cpus: s.cpus.to_vec(),
@@ -234,15 +267,44 @@ impl Containers {
                 c.resources.clone()
             },
         };
-        rootfs::write_bundle(&bundle, &spec.config())?;
-        let watchdog = watchdog(self.runc.bin(), &c.id, &bundle)?;
-        let launcher =
-            self.runc
-                .run_detached(&bundle, &c.id)
-                .map_err(|e| ProviderError::AgentStart {
-                    tenant: s.tenant.to_string(),
-                    message: format!("cannot run {}: {e}", self.runc.bin().display()),
+        let config = spec.config();
+        rootfs::write_bundle(&bundle, &config)?;
+        let (launcher, watchdog) = match (c.runtime, &self.podman) {
+            (Runtime::Podman, Some(p)) => {
+                let grant = podman::grant_args(&spec.resources, true).map_err(|e| {
+                    ProviderError::Invalid(format!("tenant {}'s I/O limits: {e}", s.tenant))
                 })?;
+                let parent = format!("/{CGROUP_PREFIX}/{}", self.run);
+                let run = podman::RunSpec {
+                    name: &c.id,
+                    hostname: &hostname,
+                    cgroup_parent: &parent,
+                    netns: spec.netns.as_deref(),
+                    rootfs: &bundle.join("rootfs"),
+                    config: &config,
+                };
+                let remove = [p.bin().as_os_str(), "rm".as_ref(), "--force".as_ref()];
+                let watchdog = watchdog(&remove, &["--time", "0", &c.id], &bundle)?;
+                let launcher = p
+                    .run_attached(&podman::run_args(p, &run, &grant))
+                    .map_err(|e| ProviderError::AgentStart {
+                        tenant: s.tenant.to_string(),
+                        message: format!("cannot run {}: {e}", p.bin().display()),
+                    })?;
+                (launcher, watchdog)
+            }
+            _ => {
+                let delete = [self.runc.bin().as_os_str(), "delete".as_ref()];
+                let watchdog = watchdog(&delete, &["--force", &c.id], &bundle)?;
+                let launcher = self.runc.run_detached(&bundle, &c.id).map_err(|e| {
+                    ProviderError::AgentStart {
+                        tenant: s.tenant.to_string(),
+                        message: format!("cannot run {}: {e}", self.runc.bin().display()),
+                    }
+                })?;
+                (launcher, watchdog)
+            }
+        };
         tracing::debug!(tenant = s.tenant, container = %c.id, "container started");
         let c = &mut self.list[index];
         c.running = true;
@@ -250,9 +312,27 @@ impl Containers {
         Ok(launcher)
     }
 
-    /// The tenant record's runtime: runc, its version, the container and cgroup.
+    /// `c`'s podman container as podman describes it (`None` for a runc one).
+    fn inspect(&self, c: &Container) -> Option<podman::Inspect> {
+        let p = self
+            .podman
+            .as_ref()
+            .filter(|_| c.runtime == Runtime::Podman)?;
+        p.inspect(&c.id)
+    }
+
+    /// The tenant record's runtime: runc or podman, its version, the container and
+    /// cgroup.
     pub fn record(&self, tenant: &str) -> Option<RuntimeRecord> {
         let c = self.find(tenant)?;
+        if let (Runtime::Podman, Some(p)) = (c.runtime, &self.podman) {
+            return Some(RuntimeRecord {
+                runtime: Runtime::Podman,
+                version: Some(p.version().to_string()),
+                container: Some(c.id.clone()),
+                cgroup: self.inspect(c).map(|i| i.cgroup).filter(|g| !g.is_empty()),
+            });
+        }
         Some(RuntimeRecord {
             runtime: Runtime::Runc,
             version: Some(self.runc.version().to_string()),
@@ -264,6 +344,13 @@ impl Containers {
     /// The host pid of `tenant`'s agent (its container's init) while it runs.
     pub fn pid(&self, tenant: &str) -> Option<u32> {
         let c = self.find(tenant).filter(|c| c.running)?;
+        if c.runtime == Runtime::Podman {
+            return self
+                .inspect(c)
+                .filter(|i| i.running)
+                .map(|i| i.pid)
+                .filter(|&p| p > 0);
+        }
         self.runc.state(&c.id).map(|s| s.pid).filter(|&p| p > 0)
     }
 
@@ -275,12 +362,21 @@ impl Containers {
             .collect()
     }
 
-    /// The cgroup runc made for `tenant`'s running container (what the host-side
-    /// usage reads).
+    /// The cgroup runc (or podman) made for `tenant`'s running container (what
+    /// the host-side usage reads).
     pub fn cgroup(&self, tenant: &str) -> Option<Cgroup> {
         let c = self.find(tenant).filter(|c| c.running)?;
-        self.pid(tenant)?;
-        let rel = self.cgroups_path(c);
+        let rel = match c.runtime {
+            Runtime::Podman => {
+                self.inspect(c)
+                    .filter(|i| i.running && !i.cgroup.is_empty())?
+                    .cgroup
+            }
+            _ => {
+                self.pid(tenant)?;
+                self.cgroups_path(c)
+            }
+        };
         // It exists (the container runs): `create` only opens it.
         Hierarchy::detect()
             .and_then(|h| h.create(Path::new(rel.trim_start_matches('/'))))
@@ -293,15 +389,37 @@ impl Containers {
     /// start). `runc update` has no flag for I/O throttles (and writes back the ones
     /// its container started with): a container with I/O limits has them written
     /// to its cgroup after it (the files runc wrote them to at its start, with the
-    /// grant's other values as `runc update` just set them).
+    /// grant's other values as `runc update` just set them). A podman container's
+    /// lift is written to its cgroup, its restore is `podman update` ([`podman`]).
     pub fn set_lifted(&mut self, lifted: &[String]) -> Result<(), ProviderError> {
         let run = self.run.clone();
-        for c in &mut self.list {
+        let cgroups: Vec<Option<String>> = self
+            .list
+            .iter()
+            .map(|c| {
+                let changes = lifted.contains(&c.tenant) != c.lifted;
+                changes.then(|| self.inspect(c)).flatten().map(|i| i.cgroup)
+            })
+            .collect();
+        for (c, cgroup) in self.list.iter_mut().zip(cgroups) {
             let lift = lifted.contains(&c.tenant);
             if lift == c.lifted {
                 continue;
             }
-            if c.running {
+            let in_podman = c.runtime == Runtime::Podman;
+            if c.running && in_podman && !lift {
+                let p = self.podman.as_ref().ok_or_else(|| {
+                    ProviderError::Invalid(format!("tenant {} has no podman", c.tenant))
+                })?;
+                podman::grant_args(&c.resources, false)
+                    .and_then(|args| p.update(&c.id, &args))
+                    .map_err(|e| {
+                        ProviderError::Invalid(format!(
+                            "restoring tenant {}'s grant: {e}",
+                            c.tenant
+                        ))
+                    })?;
+            } else if c.running && !in_podman {
                 let target = if lift {
                     lifted_resources(&c.resources)
                 } else {
@@ -317,8 +435,17 @@ impl Containers {
                         ))
                     })?;
             }
-            if c.running && c.resources.block_io.is_some() {
-                let rel = format!("{CGROUP_PREFIX}/{run}/{}", c.id);
+            if c.running && (c.resources.block_io.is_some() || (in_podman && lift)) {
+                let rel = match (in_podman, cgroup) {
+                    (true, Some(g)) => g.trim_start_matches('/').to_string(),
+                    (true, None) => {
+                        return Err(ProviderError::Invalid(format!(
+                            "tenant {}'s podman container has no cgroup",
+                            c.tenant
+                        )))
+                    }
+                    (false, _) => format!("{CGROUP_PREFIX}/{run}/{}", c.id),
+                };
                 let grant = if lift {
                     Grant::default()
                 } else {
@@ -342,21 +469,27 @@ impl Containers {
 
     /// Stops the containers of the tenants `going` says yes to: `SIGTERM` to their
     /// agents (so each ends its jobs), up to `grace` for them to exit, then `runc
-    /// delete --force`, the bundle and the watchdog.
+    /// delete --force` (`podman rm --force --time GRACE`, which does both), the
+    /// bundle and the watchdog.
     pub fn stop(&mut self, going: impl Fn(&str) -> bool, grace: Duration) {
         let stopping: Vec<usize> = (0..self.list.len())
             .filter(|&i| self.list[i].running && going(&self.list[i].tenant))
             .collect();
-        for &i in &stopping {
+        for &i in stopping
+            .iter()
+            .filter(|&&i| self.list[i].runtime != Runtime::Podman)
+        {
             if let Err(e) = self.runc.kill(&self.list[i].id, "TERM") {
                 tracing::debug!("SIGTERM to container {}: {e}", self.list[i].id);
             }
         }
         let deadline = Instant::now() + grace;
         let stopped = |c: &Container| {
-            self.runc
-                .state(&c.id)
-                .map_or(true, |s| s.status == "stopped")
+            c.runtime == Runtime::Podman
+                || self
+                    .runc
+                    .state(&c.id)
+                    .map_or(true, |s| s.status == "stopped")
         };
         while Instant::now() < deadline && !stopping.iter().all(|&i| stopped(&self.list[i])) {
             std::thread::sleep(STOP_POLL);
@@ -364,7 +497,11 @@ impl Containers {
         for &i in &stopping {
             let bundle = self.bundle(&self.list[i]);
             let c = &mut self.list[i];
-            if let Err(e) = self.runc.delete(&c.id) {
+            let removed = match (c.runtime, &self.podman) {
+                (Runtime::Podman, Some(p)) => p.remove(&c.id, grace),
+                _ => self.runc.delete(&c.id),
+            };
+            if let Err(e) = removed {
                 tracing::warn!("removing container {}: {e}", c.id);
             }
             if let Err(e) = std::fs::remove_dir_all(&bundle) {
@@ -474,17 +611,22 @@ fn update_args(r: &Resources) -> Vec<String> {
     args
 }
 
-/// Starts container `id`'s watchdog: `sh`, in a process group of its own (a
+/// Starts a container's watchdog: `sh`, in a process group of its own (a
 /// terminal's Ctrl-C is the controller's to handle), waiting on a pipe only this
-/// process writes; when the pipe closes (this process is gone), it deletes the
-/// container and its bundle. Returns it with the pipe's end to keep.
-fn watchdog(runc: &Path, id: &str, bundle: &Path) -> Result<(Child, ChildStdin), ProviderError> {
+/// process writes; when the pipe closes (this process is gone), it runs `remove`
+/// followed by `args` (`runc delete --force ID`, `podman rm --force --time 0
+/// NAME`) and removes the bundle. Returns it with the pipe's end to keep.
+fn watchdog(
+    remove: &[&std::ffi::OsStr],
+    args: &[&str],
+    bundle: &Path,
+) -> Result<(Child, ChildStdin), ProviderError> {
     let mut child = Command::new("sh")
         .arg("-c")
-        .arg(r#"read _; "$0" delete --force "$1"; rm -rf -- "$2""#)
-        .arg(runc)
-        .arg(id)
+        .arg(r#"read _; "$@"; rm -rf -- "$0""#)
         .arg(bundle)
+        .args(remove)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -332,6 +332,23 @@ impl Config {
     pub fn mounts(&self) -> &[Mount] {
         &self.mounts
     }
+
+    /// Its bind mounts: the host's source, the destination, read-only or not
+    /// (what a runtime without a bundle, podman, is given as volumes).
+    pub fn binds(&self) -> impl Iterator<Item = (&Path, &Path, bool)> {
+        self.mounts.iter().filter(|m| m.kind == "bind").map(|m| {
+            (
+                m.source.as_path(),
+                m.destination.as_path(),
+                m.options.contains(&"ro"),
+            )
+        })
+    }
+
+    /// The container's command line.
+    pub fn args(&self) -> &[String] {
+        &self.process.args
+    }
 }
 
 #[cfg(test)]

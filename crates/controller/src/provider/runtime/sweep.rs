@@ -4,11 +4,13 @@
 //! the container's cgroup in each hierarchy the host mounts, not only in the five
 //! nnb uses). A fleet removes its own at shutdown; those of a controller killed
 //! with `-9` (PID dead) are removed by the next local launch, as the process
-//! tenants' cgroups are (`Hierarchy::sweep_dead`).
+//! tenants' cgroups are (`Hierarchy::sweep_dead`); a podman container of a dead
+//! run (named as its bundle, its cgroup parent the run's) goes with them.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::podman::{self, Podman};
 use super::runc::Runc;
 use super::{BUNDLES, CGROUP_PREFIX};
 
@@ -61,6 +63,7 @@ fn parse_cgroup_mounts(text: &str) -> Vec<PathBuf> {
 pub fn sweep_dead() -> usize {
     let mut runs = 0;
     let mut runc: Option<Option<Runc>> = None;
+    let mut podman: Option<Option<Podman>> = None;
     for entry in std::fs::read_dir(BUNDLES).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !dead(&name) {
@@ -69,8 +72,12 @@ pub fn sweep_dead() -> usize {
         runs += 1;
         let dir = entry.path();
         let runc = runc.get_or_insert_with(|| Runc::find().ok());
+        let podman = podman.get_or_insert_with(|| Podman::find().ok());
         for c in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let id = c.file_name().to_string_lossy().into_owned();
+            if let Some(p) = podman.as_ref() {
+                podman::remove_dead(p, &id, &name);
+            }
             let Some(runc) = runc.as_ref() else { continue };
             // Only the container made from this very bundle (an id can be reused).
             if runc.state(&id).is_some_and(|s| s.bundle == c.path()) {
