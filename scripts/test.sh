@@ -11,10 +11,10 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests run for real: iproute2 (namespaces, tc), the seeds' tools as
 # command jobs (stress-ng, fio, sysbench, iperf3), gcc (the fixed-work C loops the
-# command-job tests compile) and runc (the container-runtime tenants).
+# command-job tests compile), runc and podman (the container-runtime tenants).
 need_pkgs=()
 for tool in ip:iproute2 tc:iproute2 stress-ng:stress-ng fio:fio sysbench:sysbench \
-  iperf3:iperf3 gcc:gcc runc:runc; do
+  iperf3:iperf3 gcc:gcc runc:runc podman:podman; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need_pkgs+=("${tool#*:}")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then
