@@ -28,9 +28,10 @@ use nnb_controller::provider::{
 use nnb_experiment::tenant::TenantGrant;
 use serde_json::{json, Value};
 
-use crate::support::agents::{local_options, process_gone, still_alive_after};
+use crate::support::agents::{local_options, process_gone, still_alive_after, wait_until};
 use crate::support::cli::{signal, NNB};
 use crate::support::exclusive;
+use crate::support::runc::is_run_of;
 use nnb_testkit::{require_root, skip_or_fail};
 
 /// The granted tenant of every fleet here.
@@ -587,17 +588,6 @@ fn run_cgroups(pid: u32) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Whether `name` is `run-PID` or `run-PID-N`.
-fn is_run_of(name: &str, pid: u32) -> bool {
-    let Some(rest) = name.strip_prefix(&format!("run-{pid}")) else {
-        return false;
-    };
-    rest.is_empty()
-        || rest
-            .strip_prefix('-')
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
 /// Process `pid`'s cgroup in the CPU controller's hierarchy (v1; v2: its only one),
 /// as the kernel says in `/proc/PID/cgroup`.
 fn cpu_cgroup_of(pid: u32) -> String {
@@ -626,15 +616,6 @@ fn scratch_files(dir: &Path) -> Vec<PathBuf> {
                 .is_some_and(|n| n.starts_with("nnb-disk-"))
         })
         .collect()
-}
-
-/// Polls `done` every 20 ms until it holds; panics after `timeout`.
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < end, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A shutdown in the middle of a disk load and a memory load (its worker a process

@@ -13,11 +13,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::support::agents::{assert_gone, recorded_pids};
+use crate::support::agents::{assert_gone, recorded_pids, wait_until};
 use crate::support::cli::{json, NNB};
 use crate::support::exclusive;
 use crate::support::runc::{leftovers, runc_containers, runc_or_skip};
@@ -205,15 +205,6 @@ fn assert_side_by_side(run: &Path, ids: &[i64]) {
             let plr = cell(r, &format!("{tech} I_plr %"));
             assert_eq!(plr.is_number(), id >= 5, "{tech}: {r}");
         }
-    }
-}
-
-/// Polls `done` every 50 ms until it holds; panics after `timeout`.
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !done() {
-        assert!(Instant::now() < end, "{what}: not within {timeout:?}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

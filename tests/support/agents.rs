@@ -73,3 +73,12 @@ pub(crate) fn assert_gone(pids: &[u32]) {
     let alive = still_alive_after(pids, Duration::from_secs(5));
     assert!(alive.is_empty(), "agents still running: {alive:?}");
 }
+
+/// Polls `done` every 20 ms until it holds; panics naming `what` after `timeout`.
+pub(crate) fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < end, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
