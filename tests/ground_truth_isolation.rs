@@ -15,7 +15,6 @@
 //! figure taken while other work still got in the way (kept the tenant waiting for
 //! its CPU, stalled the disk) is taken again.
 
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -30,7 +29,7 @@ use serde_json::{json, Value};
 
 use crate::support::agents::{local_options, process_gone, still_alive_after, wait_until};
 use crate::support::cli::{signal, NNB};
-use crate::support::exclusive;
+use crate::support::exclusive::{self, measuring};
 use crate::support::runc::is_run_of;
 use nnb_testkit::{require_root, skip_or_fail};
 
@@ -45,18 +44,6 @@ const JOB_SLACK: Duration = Duration::from_secs(30);
 /// True when running as root; otherwise fails under `CI`, else skips.
 fn root_or_skip() -> bool {
     require_root("tenants with grants, which run in cgroups,")
-}
-
-/// Runs `test` on a runtime of its own while holding the machine. The fleet is
-/// launched from this thread, which outlives it (its agents' parent-death signal).
-fn measuring<F: Future>(test: F) -> F::Output {
-    let _machine = exclusive::hold_machine();
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio runtime: {e}"))
-        .block_on(test)
 }
 
 /// A local provider whose one tenant `a` (1 vCPU) has `grant`, I/O limits applying

@@ -10,15 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use nnb_controller::provider::local::Cgroups;
 use nnb_controller::provider::runtime::CGROUP_PREFIX;
-use nnb_controller::provider::{LocalProvider, Network, Provider, Role, Serving, TenantSpec};
+use nnb_controller::provider::Provider;
 use nnb_experiment::tenant::TenantGrant;
 use nnb_format::Runtime;
 
-use crate::support::agents::{local_options, still_alive_after};
-use crate::support::exclusive;
-use crate::support::runc::{held_to_half_a_cpu, installed, leftovers};
+use crate::support::agents::still_alive_after;
+use crate::support::exclusive::measuring;
+use crate::support::runc::{held_to_half_a_cpu, installed, launch_a, leftovers};
 use nnb_testkit::{require, require_root};
 
 /// Root and podman, or skip (fail under CI).
@@ -49,33 +48,13 @@ fn a_podman_tenant_granted_half_a_cpu_is_held_to_half_a_cpu_and_leaves_nothing()
     if !podman_or_skip() {
         return;
     }
-    let _machine = exclusive::hold_machine();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio: {e}"));
-    rt.block_on(async {
+    measuring(async {
         let grant = TenantGrant {
             cpu: Some(0.5),
             memory_bytes: Some(256 << 20),
             ..TenantGrant::default()
         };
-        let mut p = LocalProvider::new(nnb_controller::provider::LocalOptions {
-            cgroups: Cgroups::Grants,
-            grants: vec![("a".to_string(), grant)],
-            ..local_options(Network::None)
-        });
-        let specs = [TenantSpec {
-            name: "a".into(),
-            role: Role::Test,
-            vcpus: 2,
-            runtime: Runtime::Podman,
-        }];
-        let mut fleet = p
-            .launch(&specs, &Serving::None)
-            .await
-            .unwrap_or_else(|e| panic!("launching a podman tenant: {e}"));
+        let (mut p, mut fleet) = launch_a(Runtime::Podman, 2, grant).await;
         let me = std::process::id();
         let record = fleet.tenants[0]
             .runtime

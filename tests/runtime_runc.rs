@@ -12,18 +12,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use nnb_controller::provider::local::Cgroups;
 use nnb_controller::provider::runtime::CGROUP_PREFIX;
-use nnb_controller::provider::{LocalProvider, Network, Provider, Role, Serving, TenantSpec};
+use nnb_controller::provider::Provider;
 use nnb_experiment::tenant::TenantGrant;
 use nnb_format::Runtime;
 use serde_json::Value;
 
-use crate::support::agents::{local_options, recorded_pids, still_alive_after, wait_until};
+use crate::support::agents::{recorded_pids, still_alive_after, wait_until};
 use crate::support::cli::NNB;
-use crate::support::exclusive;
+use crate::support::exclusive::{self, measuring};
 use crate::support::runc::{
-    held_to_half_a_cpu, installed, leftovers, runc_containers, runc_or_skip,
+    held_to_half_a_cpu, installed, launch_a, leftovers, runc_containers, runc_or_skip,
 };
 
 /// One runc tenant granted 0.5 CPU (and 256 MiB) on both CPUs, launched through
@@ -35,33 +34,13 @@ fn a_runc_tenant_granted_half_a_cpu_is_held_to_half_a_cpu_and_leaves_nothing() {
     if !runc_or_skip("runc tenants") {
         return;
     }
-    let _machine = exclusive::hold_machine();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio: {e}"));
-    rt.block_on(async {
+    measuring(async {
         let grant = TenantGrant {
             cpu: Some(0.5),
             memory_bytes: Some(256 << 20),
             ..TenantGrant::default()
         };
-        let mut p = LocalProvider::new(nnb_controller::provider::LocalOptions {
-            cgroups: Cgroups::Grants,
-            grants: vec![("a".to_string(), grant)],
-            ..local_options(Network::None)
-        });
-        let specs = [TenantSpec {
-            name: "a".into(),
-            role: Role::Test,
-            vcpus: 2,
-            runtime: Runtime::Runc,
-        }];
-        let fleet = p
-            .launch(&specs, &Serving::None)
-            .await
-            .unwrap_or_else(|e| panic!("launching a runc tenant: {e}"));
+        let (mut p, fleet) = launch_a(Runtime::Runc, 2, grant).await;
         let me = std::process::id();
         let record = fleet.tenants[0]
             .runtime
@@ -267,14 +246,8 @@ fn a_runc_tenants_grant_is_lifted_and_restored() {
     if !runc_or_skip("runc tenants") {
         return;
     }
-    let _machine = exclusive::hold_machine();
     let io_dir = std::env::temp_dir();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio: {e}"));
-    rt.block_on(async {
+    measuring(async {
         let grant = TenantGrant {
             cpu: Some(0.5),
             memory_bytes: Some(256 << 20),
@@ -282,21 +255,7 @@ fn a_runc_tenants_grant_is_lifted_and_restored() {
             io_dir: Some(io_dir.clone()),
             ..TenantGrant::default()
         };
-        let mut p = LocalProvider::new(nnb_controller::provider::LocalOptions {
-            cgroups: Cgroups::Grants,
-            grants: vec![("a".to_string(), grant)],
-            ..local_options(Network::None)
-        });
-        let specs = [TenantSpec {
-            name: "a".into(),
-            role: Role::Test,
-            vcpus: 1,
-            runtime: Runtime::Runc,
-        }];
-        let mut fleet = p
-            .launch(&specs, &Serving::None)
-            .await
-            .unwrap_or_else(|e| panic!("launching a runc tenant: {e}"));
+        let (mut p, mut fleet) = launch_a(Runtime::Runc, 1, grant).await;
         let record = fleet.tenants[0]
             .runtime
             .clone()

@@ -9,7 +9,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use nnb_agent::jobs::{BurnScope, JobRequest, JobSpec, JobState};
-use nnb_controller::provider::{Fleet, LocalProvider, Provider};
+use nnb_controller::provider::local::Cgroups;
+use nnb_controller::provider::{
+    Fleet, LocalOptions, LocalProvider, Provider, Role, Serving, TenantSpec,
+};
+use nnb_experiment::tenant::TenantGrant;
+use nnb_format::Runtime;
+
+use crate::support::agents::local_options;
 
 use nnb_controller::provider::runtime::{BUNDLES, CGROUP_PREFIX};
 use nnb_testkit::{require, require_root};
@@ -149,4 +156,29 @@ pub(crate) async fn held_to_half_a_cpu(p: &LocalProvider, fleet: &Fleet, technol
         figures.last().is_some_and(|&p| p >= 47.0),
         "other work kept the tenant below 50 +- 3% in every try: {figures:?}"
     );
+}
+
+/// A local provider and the fleet it launched, as `nnb run` launches it: one test
+/// tenant `a` of `vcpus` vCPUs in `runtime`, granted `grant`.
+pub(crate) async fn launch_a(
+    runtime: Runtime,
+    vcpus: usize,
+    grant: TenantGrant,
+) -> (LocalProvider, Fleet) {
+    let mut p = LocalProvider::new(LocalOptions {
+        cgroups: Cgroups::Grants,
+        grants: vec![("a".to_string(), grant)],
+        ..local_options(nnb_controller::provider::Network::None)
+    });
+    let specs = [TenantSpec {
+        name: "a".into(),
+        role: Role::Test,
+        vcpus,
+        runtime,
+    }];
+    let fleet = p
+        .launch(&specs, &Serving::None)
+        .await
+        .unwrap_or_else(|e| panic!("launching a {runtime} tenant: {e}"));
+    (p, fleet)
 }
