@@ -2,7 +2,7 @@
 //! neighbors offering 150 Mbit/s each through one 200 Mbit/s host NIC raise the test
 //! node's latency, and the load that gets through is the host bandwidth.
 
-use crate::support::{cli, netns};
+use crate::support::{cli, exclusive, netns};
 
 use nnb_format::Metric;
 use serde_json::Value;
@@ -45,6 +45,8 @@ fn neighbor_load_beyond_the_host_bandwidth_raises_latency_and_is_capped() {
     if !netns::require_root() {
         return;
     }
+    // Rates against the link's cap: no other heavy test may starve the sink.
+    let _machine = exclusive::hold_machine();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let exp = dir.path().join("exp.toml");
     std::fs::write(&exp, EXPERIMENT).unwrap_or_else(|e| panic!("{e}"));
@@ -149,6 +151,8 @@ fn the_network_matrix_counts_what_got_through_the_link() {
     if !netns::require_root() {
         return;
     }
+    // Rates against the link's cap: no other heavy test may starve the sink.
+    let _machine = exclusive::hold_machine();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
     let exp = dir.path().join("exp.toml");
     std::fs::write(&exp, NETWORK_MATRIX).unwrap_or_else(|e| panic!("{e}"));
